@@ -1,0 +1,72 @@
+"""Factorized embeddings: word, segment and position tables of width E, LayerNorm and dropout at width E."""
+
+import keras
+import tensorflow as tf
+
+
+def truncated_normal(stddev):
+    """TF1's `truncated_normal_initializer(stddev)`: normal, re-drawn beyond 2 sigma."""
+    return keras.initializers.TruncatedNormal(stddev=stddev)
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertEmbeddings(keras.layers.Layer):
+    """`bert/embeddings` of the original (original-release §3.3, step 1).
+
+    `word + token_type + position[:seq_len]` -> LayerNorm (epsilon 1e-12) -> dropout, all at width
+    `embedding_size`. The projection to `hidden_size` is not part of this layer (the original keeps it under
+    `bert/encoder/embedding_hidden_mapping_in`).
+
+    Args:
+        vocab_size: int, rows of `word_embeddings`.
+        embedding_size: int, width E.
+        type_vocab_size: int, rows of `token_type_embeddings`.
+        max_position_embeddings: int, rows of `position_embeddings`.
+        initializer_range: float, truncated-normal stddev.
+        dropout_rate: float, dropout after the LayerNorm (training only).
+    """
+
+    def __init__(self, vocab_size, embedding_size, type_vocab_size=2, max_position_embeddings=512,
+                 initializer_range=0.02, dropout_rate=0.0, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.embedding_size = embedding_size
+        self.type_vocab_size = type_vocab_size
+        self.max_position_embeddings = max_position_embeddings
+        self.initializer_range = initializer_range
+        self.dropout_rate = dropout_rate
+        self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, dtype="float32", name="LayerNorm")
+        self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
+
+    def build(self, input_shape=None):
+        init = truncated_normal(self.initializer_range)
+        self.word_embeddings = self.add_weight(
+            name="word_embeddings", shape=(self.vocab_size, self.embedding_size), initializer=init)
+        self.token_type_embeddings = self.add_weight(
+            name="token_type_embeddings", shape=(self.type_vocab_size, self.embedding_size), initializer=init)
+        self.position_embeddings = self.add_weight(
+            name="position_embeddings", shape=(self.max_position_embeddings, self.embedding_size),
+            initializer=init)
+        self.layer_norm.build((None, None, self.embedding_size))
+        self.built = True
+
+    def call(self, input_ids, segment_ids, training=None):
+        seq_len = tf.shape(input_ids)[1]
+        tf.debugging.assert_less_equal(
+            seq_len, self.max_position_embeddings,
+            message=f"sequence length exceeds max_position_embeddings={self.max_position_embeddings}")
+        words = tf.gather(self.word_embeddings, input_ids)                 # [batch, seq, E]
+        types = tf.gather(self.token_type_embeddings, segment_ids)         # [batch, seq, E]
+        positions = self.position_embeddings[:seq_len][tf.newaxis]         # [1, seq, E]
+        x = tf.cast(words, tf.float32) + tf.cast(types, tf.float32) + tf.cast(positions, tf.float32)
+        x = self.layer_norm(x)
+        x = tf.cast(x, self.compute_dtype)
+        return self.dropout(x, training=training)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(vocab_size=self.vocab_size, embedding_size=self.embedding_size,
+                      type_vocab_size=self.type_vocab_size,
+                      max_position_embeddings=self.max_position_embeddings,
+                      initializer_range=self.initializer_range, dropout_rate=self.dropout_rate)
+        return config

@@ -1,0 +1,105 @@
+"""Heads that keep the original's variable shapes: the tied MLM head and `output_weights` projections."""
+
+import keras
+import tensorflow as tf
+
+from albert_tf.layers.activations import get_activation
+from albert_tf.layers.embeddings import truncated_normal
+
+
+def gather_positions(sequence, positions):
+    """`sequence [batch, seq, width]`, `positions [batch, P]` -> `[batch, P, width]` (`gather_indexes`)."""
+    return tf.gather(sequence, tf.cast(positions, tf.int32), batch_dims=1)
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertMaskedLMHead(keras.layers.Layer):
+    """`cls/predictions` (original-release §4.1): `dense(E, act)` -> LayerNorm -> `x @ word_embeddings^T + bias`.
+
+    The output projection is the encoder's embedding table, passed to `call`; this layer owns
+    `transform/dense`, `transform/LayerNorm` and `output_bias`.
+
+    Args:
+        vocab_size: int, V (length of `output_bias`).
+        embedding_size: int, E (width of the transform).
+        hidden_size: int, H (input width).
+        hidden_act: str, activation of the transform (the config's `hidden_act`).
+        initializer_range: float, truncated-normal stddev.
+    """
+
+    def __init__(self, vocab_size, embedding_size, hidden_size, hidden_act="gelu", initializer_range=0.02,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.embedding_size = embedding_size
+        self.hidden_size = hidden_size
+        self.hidden_act = hidden_act
+        self.initializer_range = initializer_range
+        self.activation = get_activation(hidden_act)
+        self.dense = keras.layers.Dense(embedding_size, kernel_initializer=truncated_normal(initializer_range),
+                                        dtype=self.dtype_policy, name="transform_dense")
+        self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, dtype="float32",
+                                                          name="transform_LayerNorm")
+
+    def build(self, input_shape=None):
+        self.dense.build((None, None, self.hidden_size))
+        self.layer_norm.build((None, None, self.embedding_size))
+        self.output_bias = self.add_weight(name="output_bias", shape=(self.vocab_size,), initializer="zeros")
+        self.built = True
+
+    def call(self, sequence_output, masked_lm_positions, embedding_table):
+        x = gather_positions(sequence_output, masked_lm_positions)           # [batch, P, H]
+        x = self.dense(x)                                                    # [batch, P, E]
+        if self.activation is not None:
+            x = self.activation(x)
+        x = self.layer_norm(tf.cast(x, tf.float32))
+        logits = tf.matmul(tf.cast(x, self.compute_dtype),
+                           tf.cast(embedding_table, self.compute_dtype), transpose_b=True)  # [batch, P, V]
+        return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(vocab_size=self.vocab_size, embedding_size=self.embedding_size,
+                      hidden_size=self.hidden_size, hidden_act=self.hidden_act,
+                      initializer_range=self.initializer_range)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertOutputProjection(keras.layers.Layer):
+    """`logits = x @ output_weights^T + output_bias` with `output_weights [num_outputs, H]`.
+
+    This is how the original writes the SOP head (`cls/seq_relationship`), the GLUE classifier, the SQuAD v1
+    span head (`cls/squad`) and the RACE scorer: the weight keeps the TF1 shape `[num_outputs, H]`
+    (transposed with respect to a Keras `Dense` kernel), initialised truncated-normal, bias zeros.
+
+    Args:
+        num_outputs: int, number of logits.
+        hidden_size: int, H.
+        initializer_range: float, truncated-normal stddev.
+    """
+
+    def __init__(self, num_outputs, hidden_size, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.num_outputs = num_outputs
+        self.hidden_size = hidden_size
+        self.initializer_range = initializer_range
+
+    def build(self, input_shape=None):
+        self.output_weights = self.add_weight(
+            name="output_weights", shape=(self.num_outputs, self.hidden_size),
+            initializer=truncated_normal(self.initializer_range))
+        self.output_bias = self.add_weight(name="output_bias", shape=(self.num_outputs,),
+                                           initializer="zeros")
+        self.built = True
+
+    def call(self, x):
+        w = tf.cast(self.output_weights, self.compute_dtype)
+        logits = tf.linalg.matmul(x, w, transpose_b=True)                    # [..., num_outputs]
+        return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(num_outputs=self.num_outputs, hidden_size=self.hidden_size,
+                      initializer_range=self.initializer_range)
+        return config

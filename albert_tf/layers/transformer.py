@@ -1,0 +1,83 @@
+"""The post-LN transformer block of the original (`attention_ffn_block`)."""
+
+import keras
+import tensorflow as tf
+
+from albert_tf.layers.activations import get_activation
+from albert_tf.layers.attention import AlbertAttention
+from albert_tf.layers.embeddings import truncated_normal
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertTransformerBlock(keras.layers.Layer):
+    """One `group_g/inner_group_k` block (original-release §3.4)::
+
+        a   = dropout(attention(x))
+        x1  = LayerNorm(a + x)
+        f   = dropout(act(x1 W_i + b_i) W_o + b_o)
+        out = LayerNorm_1(f + x1)
+
+    Args:
+        hidden_size: int, H.
+        num_attention_heads: int, N.
+        intermediate_size: int, FFN width.
+        hidden_act: str, `gelu` (tanh approximation), `relu`, `tanh` or `linear`.
+        hidden_dropout_rate: float, dropout on the attention output and FFN output (training only).
+        attention_dropout_rate: float, dropout on attention probabilities (training only).
+        initializer_range: float, truncated-normal stddev.
+    """
+
+    def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
+                 hidden_dropout_rate=0.0, attention_dropout_rate=0.0, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_attention_heads = num_attention_heads
+        self.intermediate_size = intermediate_size
+        self.hidden_act = hidden_act
+        self.hidden_dropout_rate = hidden_dropout_rate
+        self.attention_dropout_rate = attention_dropout_rate
+        self.initializer_range = initializer_range
+        self.activation = get_activation(hidden_act)
+        init = truncated_normal(initializer_range)
+
+        self.attention = AlbertAttention(hidden_size, num_attention_heads, attention_dropout_rate,
+                                         initializer_range, dtype=self.dtype_policy, name="attention")
+        self.attention_dropout = keras.layers.Dropout(hidden_dropout_rate, name="attention_output_dropout")
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=1e-12, dtype="float32", name="LayerNorm")
+        self.ffn = keras.layers.Dense(intermediate_size, kernel_initializer=init, dtype=self.dtype_policy,
+                                      name="ffn")
+        self.ffn_output = keras.layers.Dense(hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
+                                             name="ffn_output")
+        self.ffn_dropout = keras.layers.Dropout(hidden_dropout_rate, name="ffn_output_dropout")
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=1e-12, dtype="float32", name="LayerNorm_1")
+
+    def build(self, input_shape=None):
+        self.attention.build()
+        self.attention_layer_norm.build((None, None, self.hidden_size))
+        self.ffn.build((None, None, self.hidden_size))
+        self.ffn_output.build((None, None, self.intermediate_size))
+        self.output_layer_norm.build((None, None, self.hidden_size))
+        self.built = True
+
+    def call(self, x, attention_bias=None, training=None):
+        a = self.attention(x, attention_bias, training=training)
+        a = self.attention_dropout(a, training=training)
+        x1 = self.attention_layer_norm(tf.cast(a, tf.float32) + tf.cast(x, tf.float32))
+        x1 = tf.cast(x1, self.compute_dtype)
+        h = self.ffn(x1)
+        if self.activation is not None:
+            h = self.activation(h)
+        f = self.ffn_dropout(self.ffn_output(h), training=training)
+        out = self.output_layer_norm(tf.cast(f, tf.float32) + tf.cast(x1, tf.float32))
+        return tf.cast(out, self.compute_dtype)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, num_attention_heads=self.num_attention_heads,
+                      intermediate_size=self.intermediate_size, hidden_act=self.hidden_act,
+                      hidden_dropout_rate=self.hidden_dropout_rate,
+                      attention_dropout_rate=self.attention_dropout_rate,
+                      initializer_range=self.initializer_range)
+        return config

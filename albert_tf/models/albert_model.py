@@ -1,0 +1,140 @@
+"""`AlbertModel`: the ALBERT encoder as a Keras 3 model (original `modeling.AlbertModel`)."""
+
+import keras
+import tensorflow as tf
+
+from albert_tf.config import AlbertConfig
+from albert_tf.layers.attention import attention_bias
+from albert_tf.layers.embeddings import AlbertEmbeddings, truncated_normal
+from albert_tf.layers.transformer import AlbertTransformerBlock
+
+INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+def as_config(config):
+    """Accepts an `AlbertConfig`, a dict of its fields, or a path to an `albert_config.json`."""
+    if isinstance(config, AlbertConfig):
+        return config
+    if isinstance(config, dict):
+        return AlbertConfig.from_dict(config)
+    if isinstance(config, str):
+        return AlbertConfig.from_json_file(config)
+    raise TypeError(f"`config` must be an AlbertConfig, a dict or a JSON path. Received: {type(config).__name__}.")
+
+
+def split_inputs(inputs):
+    """Reads the `input_ids`, `input_mask`, `segment_ids` dict (mask defaults to ones, segments to zeros)."""
+    if not isinstance(inputs, dict):
+        raise TypeError("Inputs must be a dict with `input_ids`, `input_mask`, `segment_ids`. "
+                        f"Received: {type(inputs).__name__}.")
+    if "input_ids" not in inputs:
+        raise ValueError(f"Inputs must contain `input_ids`. Received keys: {sorted(inputs)}.")
+    input_ids = tf.cast(inputs["input_ids"], tf.int32)
+    input_mask = inputs.get("input_mask")
+    input_mask = tf.ones_like(input_ids) if input_mask is None else tf.cast(input_mask, tf.int32)
+    segment_ids = inputs.get("segment_ids")
+    segment_ids = tf.zeros_like(input_ids) if segment_ids is None else tf.cast(segment_ids, tf.int32)
+    return input_ids, input_mask, segment_ids
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertModel(keras.Model):
+    """The ALBERT encoder: factorized embeddings, grouped shared transformer blocks, tanh pooler.
+
+    Called on a dict of int32 `[batch, seq]` tensors `input_ids`, `input_mask`, `segment_ids`; returns a dict:
+    `sequence_output [batch, seq, H]`, `pooled_output [batch, H]`, `encoder_outputs` (a list of
+    `num_hidden_layers * inner_group_num` tensors, as `get_all_encoder_layers()`), `embedding_output`
+    `[batch, seq, E]`. Dropout is active only with `training=True`.
+
+    Parameter sharing follows the original: `num_hidden_groups` G groups of `inner_group_num` K blocks; layer i
+    applies the K blocks of group `int(i / L * G)` in order.
+
+    Attributes used by the checkpoint table: `embeddings` (`word_embeddings`, `token_type_embeddings`,
+    `position_embeddings`, `layer_norm`), `embedding_projection` (a Dense, None when E == H),
+    `groups[g][k]` (`AlbertTransformerBlock`), `pooler` (a Dense with tanh).
+
+    Args:
+        config: `AlbertConfig`, dict or path of an `albert_config.json`.
+    """
+
+    def __init__(self, config, **kwargs):
+        config = as_config(config).copy().validate()
+        kwargs.setdefault("name", "albert")
+        super().__init__(**kwargs)
+        self.config = config
+        init = truncated_normal(config.initializer_range)
+
+        # === Layers ===
+        self.embeddings = AlbertEmbeddings(
+            config.vocab_size, config.embedding_size, config.type_vocab_size, config.max_position_embeddings,
+            config.initializer_range, config.hidden_dropout_prob, dtype=self.dtype_policy, name="embeddings")
+        self.embedding_projection = None
+        if config.embedding_size != config.hidden_size:
+            self.embedding_projection = keras.layers.Dense(
+                config.hidden_size, kernel_initializer=init, dtype=self.dtype_policy,
+                name="embedding_hidden_mapping_in")
+        self.groups = [
+            [AlbertTransformerBlock(config.hidden_size, config.num_attention_heads, config.intermediate_size,
+                                    config.hidden_act, config.hidden_dropout_prob,
+                                    config.attention_probs_dropout_prob, config.initializer_range,
+                                    dtype=self.dtype_policy, name=f"group_{g}_inner_group_{k}")
+             for k in range(config.inner_group_num)]
+            for g in range(config.num_hidden_groups)]
+        self.pooler = keras.layers.Dense(config.hidden_size, activation="tanh", kernel_initializer=init,
+                                         dtype=self.dtype_policy, name="pooler")
+        self.layer_groups = [config.group_of_layer(i) for i in range(config.num_hidden_layers)]
+
+        # Weights exist from construction on (count_params, checkpoint loading, `.keras` loading).
+        self.embeddings.build()
+        if self.embedding_projection is not None:
+            self.embedding_projection.build((None, None, config.embedding_size))
+        for group in self.groups:
+            for block in group:
+                block.build()
+        self.pooler.build((None, config.hidden_size))
+        self.built = True
+
+    def call(self, inputs, training=None):
+        input_ids, input_mask, segment_ids = split_inputs(inputs)
+        embedding_output = self.embeddings(input_ids, segment_ids, training=training)   # [batch, seq, E]
+        x = embedding_output
+        if self.embedding_projection is not None:
+            x = self.embedding_projection(x)                                             # [batch, seq, H]
+        bias = attention_bias(input_mask, self.compute_dtype)                            # [batch, 1, 1, seq]
+        encoder_outputs = []
+        for g in self.layer_groups:
+            for block in self.groups[g]:
+                x = block(x, bias, training=training)
+                encoder_outputs.append(x)
+        pooled_output = self.pooler(x[:, 0])                                             # [batch, H]
+        return {
+            "sequence_output": x,
+            "pooled_output": pooled_output,
+            "encoder_outputs": encoder_outputs,
+            "embedding_output": embedding_output,
+        }
+
+    @property
+    def embedding_table(self):
+        """`bert/embeddings/word_embeddings` `[V, E]`, tied to the MLM output layer."""
+        return self.embeddings.word_embeddings
+
+    def dummy_inputs(self, batch_size=1, seq_length=8):
+        """A tiny all-ones batch, handy for tracing."""
+        ones = tf.ones([batch_size, seq_length], tf.int32)
+        return {"input_ids": ones, "input_mask": ones, "segment_ids": tf.zeros_like(ones)}
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(AlbertConfig.from_dict(config.pop("config")), **config)
+
+    @classmethod
+    def from_pretrained(cls, path, config=None, **kwargs):
+        """Builds the encoder from a release dir, `.tar.gz`, TF1 checkpoint prefix or TF-Hub TF1 module dir."""
+        from albert_tf.checkpoints import load_pretrained  # Local import: checkpoints imports models.
+
+        return load_pretrained(cls, path, config=config, **kwargs)

@@ -1,0 +1,82 @@
+"""`AlbertPretrainer`: the encoder with the original MLM and SOP heads (`run_pretraining.py`)."""
+
+import keras
+import tensorflow as tf
+
+from albert_tf.layers.heads import AlbertMaskedLMHead, AlbertOutputProjection
+from albert_tf.models.albert_model import AlbertModel, as_config
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertPretrainer(keras.Model):
+    """ALBERT with `cls/predictions` (tied MLM) and `cls/seq_relationship` (SOP) heads.
+
+    Inputs: the encoder's dict plus `masked_lm_positions` int32 `[batch, P]`. Outputs: the encoder's outputs
+    plus `mlm_logits [batch, P, V]` and `sop_logits [batch, 2]` (label 0 = in order, 1 = swapped), float32.
+
+    Attributes used by the checkpoint table: `encoder` (`AlbertModel`), `mlm_head`
+    (`AlbertMaskedLMHead`), `sop_head` (`AlbertOutputProjection` with `[2, H]` weights).
+
+    Args:
+        config: `AlbertConfig`, dict or JSON path; or pass `encoder=` an existing `AlbertModel`.
+    """
+
+    def __init__(self, config=None, encoder=None, **kwargs):
+        kwargs.setdefault("name", "albert_pretrainer")
+        if encoder is None:
+            if config is None:
+                raise ValueError("Pass `config` or `encoder` to AlbertPretrainer.")
+            encoder = AlbertModel(as_config(config), dtype=kwargs.get("dtype"))
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        config = encoder.config
+        self.config = config
+        self.mlm_head = AlbertMaskedLMHead(config.vocab_size, config.embedding_size, config.hidden_size,
+                                           config.hidden_act, config.initializer_range,
+                                           dtype=self.dtype_policy, name="predictions")
+        self.sop_head = AlbertOutputProjection(2, config.hidden_size, config.initializer_range,
+                                               dtype=self.dtype_policy, name="seq_relationship")
+        self.mlm_head.build()
+        self.sop_head.build()
+        self.built = True
+
+    def call(self, inputs, training=None):
+        outputs = dict(self.encoder(inputs, training=training))
+        positions = inputs.get("masked_lm_positions")
+        if positions is not None:
+            outputs["mlm_logits"] = self.mlm_head(outputs["sequence_output"], positions,
+                                                  self.encoder.embedding_table)
+        outputs["sop_logits"] = self.sop_head(outputs["pooled_output"])
+        return outputs
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(config.pop("config"), **config)
+
+    @classmethod
+    def from_pretrained(cls, path, config=None, **kwargs):
+        """Encoder and both heads from a release dir, `.tar.gz`, TF1 checkpoint prefix or TF-Hub module."""
+        from albert_tf.checkpoints import load_pretrained
+
+        return load_pretrained(cls, path, config=config, **kwargs)
+
+
+def pretraining_loss(outputs, features):
+    """The original `total_loss` (original-release §4.1): weighted MLM NLL with the 1e-5 guard + mean SOP CE.
+
+    Returns `(total_loss, masked_lm_loss, sentence_order_loss)`, all scalars; `features` holds
+    `masked_lm_ids`, `masked_lm_weights` `[batch, P]` and `next_sentence_labels` `[batch]` or `[batch, 1]`.
+    """
+    log_probs = tf.nn.log_softmax(tf.cast(outputs["mlm_logits"], tf.float32), axis=-1)   # [batch, P, V]
+    ids = tf.cast(features["masked_lm_ids"], tf.int32)
+    weights = tf.cast(features["masked_lm_weights"], tf.float32)
+    nll = -tf.gather(log_probs, ids, batch_dims=2)                                        # [batch, P]
+    masked_lm_loss = tf.reduce_sum(weights * nll) / (tf.reduce_sum(weights) + 1e-5)
+    labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
+    sop_log_probs = tf.nn.log_softmax(tf.cast(outputs["sop_logits"], tf.float32), axis=-1)
+    sentence_order_loss = tf.reduce_mean(-tf.gather(sop_log_probs, labels, batch_dims=1))
+    return masked_lm_loss + sentence_order_loss, masked_lm_loss, sentence_order_loss
