@@ -1,0 +1,105 @@
+"""`AlbertRace`: the multiple-choice model of the original `race_utils.create_model` (original-release §8.6)."""
+
+import keras
+import tensorflow as tf
+
+from albert_tf.layers.heads import AlbertOutputProjection
+from albert_tf.models.albert_model import AlbertModel, as_config
+
+RACE_NUM_CHOICES = 4
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertRace(keras.Model):
+    """ALBERT scoring each of the 4 (article, question + option) pairs with one unit, softmax over the choices.
+
+    Inputs: a dict of int32 `[batch, 4, seq]` tensors `input_ids`, `input_mask`, `segment_ids`. The choices are
+    folded into the batch (`[batch * 4, seq]`), encoded, and the pooled output goes through dropout
+    (`dropout_prob`, training only) and the 1-unit scorer `race_head` (TF1 `output_weights [1, H]`,
+    `output_bias [1]` at the root scope). Outputs, float32 except `predictions`:
+    `logits [batch, 4]`, `probabilities [batch, 4]` (softmax), `predictions [batch]` int32 (argmax).
+
+    Attributes used by the checkpoint table: `encoder` (`AlbertModel`), `race_head` (`AlbertOutputProjection(1)`).
+
+    Args:
+        config: `AlbertConfig`, dict or path of an `albert_config.json`; or pass `encoder=`.
+        encoder: an existing `AlbertModel` (its config is used).
+        dropout_prob: float, dropout on the pooled output while training (the original's `--dropout_prob`, 0.1).
+    """
+
+    def __init__(self, config=None, encoder=None, dropout_prob=0.1, **kwargs):
+        kwargs.setdefault("name", "albert_race")
+        if encoder is None:
+            if config is None:
+                raise ValueError("Pass `config` or `encoder` to AlbertRace. Received neither.")
+            encoder = AlbertModel(as_config(config), dtype=kwargs.get("dtype"))
+        if not 0.0 <= float(dropout_prob) < 1.0:
+            raise ValueError(f"`dropout_prob` must be in [0, 1). Received: `dropout_prob={dropout_prob}`.")
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.config = encoder.config
+        self.dropout_prob = float(dropout_prob)
+        self.num_choices = RACE_NUM_CHOICES
+
+        # === Layers ===
+        self.dropout = keras.layers.Dropout(self.dropout_prob, name="dropout")
+        self.race_head = AlbertOutputProjection(1, self.config.hidden_size, self.config.initializer_range,
+                                                dtype=self.dtype_policy, name="race_head")
+        self.race_head.build()
+        self.built = True
+
+    def call(self, inputs, training=None):
+        if not isinstance(inputs, dict) or "input_ids" not in inputs:
+            raise TypeError("AlbertRace inputs must be a dict with `input_ids`, `input_mask`, `segment_ids`. "
+                            f"Received: {type(inputs).__name__}.")
+        input_ids = tf.convert_to_tensor(inputs["input_ids"])
+        if input_ids.shape.rank != 3:
+            raise ValueError("AlbertRace `input_ids` must be `[batch, 4, seq]`. "
+                             f"Received shape: {input_ids.shape}.")
+        seq_length = tf.shape(input_ids)[-1]
+        flat = {}
+        for name in ("input_ids", "input_mask", "segment_ids"):
+            if inputs.get(name) is not None:
+                flat[name] = tf.reshape(tf.cast(inputs[name], tf.int32), [-1, seq_length])   # [batch*4, seq]
+        pooled = self.encoder(flat, training=training)["pooled_output"]                     # [batch*4, H]
+        pooled = self.dropout(pooled, training=training)
+        scores = self.race_head(pooled)                                                      # [batch*4, 1]
+        logits = tf.reshape(scores, [-1, self.num_choices])                                  # [batch, 4]
+        probabilities = tf.nn.softmax(logits, axis=-1)
+        return {
+            "logits": logits,
+            "probabilities": probabilities,
+            "predictions": tf.argmax(probabilities, axis=-1, output_type=tf.int32),
+        }
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "dropout_prob": self.dropout_prob, "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(config.pop("config"), **config)
+
+    @classmethod
+    def from_pretrained(cls, path, config=None, **model_kwargs):
+        """Encoder (and `race_head` when the source has one) from any checkpoint `albert_tf.checkpoints` reads."""
+        from albert_tf.checkpoints import load_pretrained  # Local import: checkpoints imports models.
+
+        return load_pretrained(cls, path, config=config, **model_kwargs)
+
+
+def race_loss(logits, label_ids):
+    """The original's loss: `per_example_loss = -sum(one_hot(label) * log_softmax(logits))`, `loss = mean`.
+
+    Args:
+        logits: float `[batch, 4]`.
+        label_ids: int `[batch]`.
+
+    Returns:
+        `(loss, per_example_loss)`: a scalar and `[batch]`, float32.
+    """
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)                       # [batch, 4]
+    labels = tf.reshape(tf.cast(label_ids, tf.int32), [-1])
+    one_hot = tf.one_hot(labels, depth=RACE_NUM_CHOICES, dtype=tf.float32)
+    per_example_loss = -tf.reduce_sum(one_hot * log_probs, axis=-1)                            # [batch]
+    return tf.reduce_mean(per_example_loss), per_example_loss

@@ -1,0 +1,297 @@
+"""Foundation: config, layers and AlbertModel against the NumPy reference of original-release §3."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import albert_tf
+from albert_tf import AlbertConfig, AlbertModel, AlbertPretrainer
+
+import numpy_reference as ref
+
+TINY = dict(vocab_size=53, embedding_size=8, hidden_size=16, num_hidden_layers=3, num_hidden_groups=1,
+            num_attention_heads=4, intermediate_size=24, inner_group_num=1, hidden_act="gelu",
+            max_position_embeddings=16, type_vocab_size=2, initializer_range=0.02,
+            hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+LAYOUTS = {
+    "shared_G1_K1": dict(TINY),
+    "groups_L5_G2_K2": dict(TINY, num_hidden_layers=5, num_hidden_groups=2, inner_group_num=2),
+    "no_projection_E_eq_H": dict(TINY, embedding_size=16),
+    "relu": dict(TINY, hidden_act="relu"),
+    "uneven_L12_G5": dict(TINY, num_hidden_layers=12, num_hidden_groups=5),
+    "unshared_G_eq_L": dict(TINY, num_hidden_layers=3, num_hidden_groups=3),
+    "tanh_linear": dict(TINY, hidden_act="tanh"),
+}
+
+
+def assign_from_tf1(model, w):
+    """Test-local map from the original names to AlbertModel attributes (the checkpoint table is tested apart)."""
+    emb = model.embeddings
+    emb.word_embeddings.assign(w["bert/embeddings/word_embeddings"])
+    emb.token_type_embeddings.assign(w["bert/embeddings/token_type_embeddings"])
+    emb.position_embeddings.assign(w["bert/embeddings/position_embeddings"])
+    emb.layer_norm.gamma.assign(w["bert/embeddings/LayerNorm/gamma"])
+    emb.layer_norm.beta.assign(w["bert/embeddings/LayerNorm/beta"])
+    if model.embedding_projection is not None:
+        model.embedding_projection.kernel.assign(w["bert/encoder/embedding_hidden_mapping_in/kernel"])
+        model.embedding_projection.bias.assign(w["bert/encoder/embedding_hidden_mapping_in/bias"])
+    for g, group in enumerate(model.groups):
+        for k, blk in enumerate(group):
+            s = f"{ref.PREFIX}/group_{g}/inner_group_{k}"
+            for layer, name in ((blk.attention.query, "attention_1/self/query"),
+                                (blk.attention.key, "attention_1/self/key"),
+                                (blk.attention.value, "attention_1/self/value"),
+                                (blk.attention.output_dense, "attention_1/output/dense"),
+                                (blk.ffn, "ffn_1/intermediate/dense"),
+                                (blk.ffn_output, "ffn_1/intermediate/output/dense")):
+                layer.kernel.assign(w[f"{s}/{name}/kernel"])
+                layer.bias.assign(w[f"{s}/{name}/bias"])
+            for ln, name in ((blk.attention_layer_norm, "LayerNorm"), (blk.output_layer_norm, "LayerNorm_1")):
+                ln.gamma.assign(w[f"{s}/{name}/gamma"])
+                ln.beta.assign(w[f"{s}/{name}/beta"])
+    model.pooler.kernel.assign(w["bert/pooler/dense/kernel"])
+    model.pooler.bias.assign(w["bert/pooler/dense/bias"])
+
+
+def make_batch(config, rng, batch=3, seq=11):
+    ids = rng.integers(0, config["vocab_size"], size=(batch, seq)).astype(np.int32)
+    mask = np.ones((batch, seq), np.int32)
+    mask[1, 7:] = 0          # padded positions
+    mask[2, 4:] = 0
+    seg = np.zeros((batch, seq), np.int32)
+    seg[:, 5:] = 1
+    return ids, mask, seg
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_numpy_parity(layout):
+    config = LAYOUTS[layout]
+    rng = np.random.default_rng(abs(hash(layout)) % 2**32)
+    w = ref.random_weights(config, rng)
+    model = AlbertModel(AlbertConfig.from_dict(config))
+    assign_from_tf1(model, w)
+    ids, mask, seg = make_batch(config, rng)
+    out = model({"input_ids": ids, "input_mask": mask, "segment_ids": seg}, training=False)
+    want = ref.albert_forward(w, config, ids, mask, seg)
+    np.testing.assert_allclose(out["sequence_output"].numpy(), want["sequence_output"], atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(out["pooled_output"].numpy(), want["pooled_output"], atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(out["embedding_output"].numpy(), want["embedding_output"], atol=1e-5, rtol=1e-5)
+    assert len(out["encoder_outputs"]) == config["num_hidden_layers"] * config["inner_group_num"]
+    for got, exp in zip(out["encoder_outputs"], want["all_encoder_layers"]):
+        np.testing.assert_allclose(got.numpy(), exp, atol=1e-5, rtol=1e-5)
+
+
+def test_pretrainer_heads_numpy_parity():
+    config = LAYOUTS["groups_L5_G2_K2"]
+    rng = np.random.default_rng(7)
+    w = ref.random_weights(config, rng)
+    pre = AlbertPretrainer(AlbertConfig.from_dict(config))
+    assign_from_tf1(pre.encoder, w)
+    pre.mlm_head.dense.kernel.assign(w["cls/predictions/transform/dense/kernel"])
+    pre.mlm_head.dense.bias.assign(w["cls/predictions/transform/dense/bias"])
+    pre.mlm_head.layer_norm.gamma.assign(w["cls/predictions/transform/LayerNorm/gamma"])
+    pre.mlm_head.layer_norm.beta.assign(w["cls/predictions/transform/LayerNorm/beta"])
+    pre.mlm_head.output_bias.assign(w["cls/predictions/output_bias"])
+    pre.sop_head.output_weights.assign(w["cls/seq_relationship/output_weights"])
+    pre.sop_head.output_bias.assign(w["cls/seq_relationship/output_bias"])
+    ids, mask, seg = make_batch(config, rng)
+    positions = np.array([[1, 3, 0], [2, 5, 6], [0, 0, 0]], np.int32)
+    out = pre({"input_ids": ids, "input_mask": mask, "segment_ids": seg, "masked_lm_positions": positions})
+    enc = ref.albert_forward(w, config, ids, mask, seg)
+    mlm, sop = ref.pretraining_heads(w, config, enc["sequence_output"], enc["pooled_output"], positions)
+    np.testing.assert_allclose(out["mlm_logits"].numpy(), mlm, atol=1e-5, rtol=1e-5)
+    np.testing.assert_allclose(out["sop_logits"].numpy(), sop, atol=1e-5, rtol=1e-5)
+
+
+def test_pretraining_loss_matches_formula():
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(2, 3, 7)).astype(np.float32)
+    sop = rng.normal(size=(2, 2)).astype(np.float32)
+    ids = np.array([[1, 2, 0], [6, 0, 0]])
+    weights = np.array([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]], np.float32)
+    labels = np.array([[1], [0]])
+    total, mlm, so = albert_tf.models.pretraining_loss(
+        {"mlm_logits": logits, "sop_logits": sop},
+        {"masked_lm_ids": ids, "masked_lm_weights": weights, "next_sentence_labels": labels})
+    lp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    nll = -np.take_along_axis(lp, ids[..., None], -1)[..., 0]
+    want_mlm = (weights * nll).sum() / (weights.sum() + 1e-5)
+    slp = sop - np.log(np.exp(sop).sum(-1, keepdims=True))
+    want_sop = -slp[np.arange(2), labels[:, 0]].mean()
+    np.testing.assert_allclose(mlm.numpy(), want_mlm, rtol=1e-6)
+    np.testing.assert_allclose(so.numpy(), want_sop, rtol=1e-6)
+    np.testing.assert_allclose(total.numpy(), want_mlm + want_sop, rtol=1e-6)
+
+
+def test_output_shapes_and_group_assignment():
+    config = AlbertConfig.from_dict(dict(TINY, num_hidden_layers=5, num_hidden_groups=2, inner_group_num=2))
+    model = AlbertModel(config)
+    assert model.layer_groups == [0, 0, 0, 1, 1]
+    assert len(model.groups) == 2 and all(len(g) == 2 for g in model.groups)
+    ids = tf.ones([2, 9], tf.int32)
+    out = model({"input_ids": ids, "input_mask": ids, "segment_ids": tf.zeros_like(ids)})
+    assert out["sequence_output"].shape == (2, 9, 16)
+    assert out["pooled_output"].shape == (2, 16)
+    assert out["embedding_output"].shape == (2, 9, 8)
+    assert len(out["encoder_outputs"]) == 10
+    assert all(t.dtype == tf.float32 for t in out["encoder_outputs"])
+    assert AlbertConfig.from_dict(dict(TINY, num_hidden_layers=12, num_hidden_groups=5)).group_of_layer(5) == 2
+    assert [AlbertConfig.from_dict(dict(TINY, num_hidden_layers=12, num_hidden_groups=5)).group_of_layer(i)
+            for i in range(12)] == [0, 0, 0, 1, 1, 2, 2, 2, 3, 3, 4, 4]
+
+
+def test_no_projection_when_e_equals_h():
+    model = AlbertModel(AlbertConfig.from_dict(dict(TINY, embedding_size=16)))
+    assert model.embedding_projection is None
+    assert not any("embedding_hidden_mapping_in" in v.path for v in model.weights)
+
+
+def test_dropout_only_in_training():
+    config = AlbertConfig.from_dict(dict(TINY, hidden_dropout_prob=0.3, attention_probs_dropout_prob=0.3))
+    model = AlbertModel(config)
+    inputs = model.dummy_inputs(2, 8)
+    a = model(inputs, training=False)["sequence_output"]
+    b = model(inputs, training=False)["sequence_output"]
+    np.testing.assert_array_equal(a.numpy(), b.numpy())
+    c = model(inputs, training=True)["sequence_output"]
+    assert not np.allclose(a.numpy(), c.numpy())
+
+
+@pytest.mark.parametrize("preset,expected", [("base_v2", 11683584), ("large_v1", 17683968),
+                                             ("xlarge_v2", 58724864)])
+def test_released_parameter_counts(preset, expected):
+    assert AlbertModel(AlbertConfig.from_preset(preset)).count_params() == expected
+
+
+def test_xxlarge_parameter_count_abstract():
+    # Counted from the variable shapes without allocating the 0.9 GB model.
+    c = AlbertConfig.from_preset("xxlarge_v2")
+    V, E, H, I = c.vocab_size, c.embedding_size, c.hidden_size, c.intermediate_size
+    emb = (V + c.type_vocab_size + c.max_position_embeddings) * E + 2 * E + E * H + H
+    block = 4 * (H * H + H) + 2 * H + H * I + I + I * H + H + 2 * H
+    assert emb + block + H * H + H == 222595584
+    # The same formula gives the built model's count for a smaller config with the same structure.
+    small = AlbertConfig.from_preset("base_v2")
+    V, E, H, I = small.vocab_size, small.embedding_size, small.hidden_size, small.intermediate_size
+    emb = (V + small.type_vocab_size + small.max_position_embeddings) * E + 2 * E + E * H + H
+    block = 4 * (H * H + H) + 2 * H + H * I + I + I * H + H + 2 * H
+    assert emb + block + H * H + H == AlbertModel(small).count_params()
+
+
+def test_pretrainer_parameter_count_base():
+    assert AlbertPretrainer(AlbertConfig.from_preset("base_v2")).count_params() == 11813810
+
+
+def test_presets_dropout():
+    assert AlbertConfig.from_preset("base_v1").hidden_dropout_prob == 0.1
+    assert AlbertConfig.from_preset("xxlarge_v1").attention_probs_dropout_prob == 0.0
+    for size in ("base", "large", "xlarge", "xxlarge"):
+        c = AlbertConfig.from_preset(f"{size}_v2")
+        assert c.hidden_dropout_prob == 0.0 and c.attention_probs_dropout_prob == 0.0
+        assert c.vocab_size == 30000 and c.embedding_size == 128 and c.net_structure_type == 0
+    assert AlbertConfig.from_preset("xxlarge_v2").layers_to_keep == []
+    with pytest.raises(ValueError, match="Unknown preset `huge_v3`"):
+        AlbertConfig.from_preset("huge_v3")
+
+
+def test_config_json_round_trip_keeps_unknown_keys(tmp_path):
+    released = {"attention_probs_dropout_prob": 0, "hidden_act": "gelu", "hidden_dropout_prob": 0,
+                "embedding_size": 128, "hidden_size": 768, "initializer_range": 0.02, "intermediate_size": 3072,
+                "max_position_embeddings": 512, "num_attention_heads": 12, "num_hidden_layers": 12,
+                "num_hidden_groups": 1, "net_structure_type": 0, "gap_size": 0, "num_memory_blocks": 0,
+                "inner_group_num": 1, "down_scale_factor": 1, "type_vocab_size": 2, "vocab_size": 30000}
+    path = tmp_path / "albert_config.json"
+    path.write_text(json.dumps(released))
+    config = AlbertConfig.from_json_file(str(path))
+    assert config.gap_size == 0 and config.num_memory_blocks == 0 and config.net_structure_type == 0
+    text = config.to_json_string()
+    assert json.loads(text) == released
+    assert text == json.dumps(released, indent=2, sort_keys=True) + "\n"
+    out = tmp_path / "out.json"
+    config.to_json_file(str(out))
+    assert AlbertConfig.from_json_file(str(out)) == config
+    # Missing keys take the original defaults (xxlarge's).
+    partial = AlbertConfig.from_dict({"vocab_size": 10})
+    assert partial.hidden_size == 4096 and partial.num_attention_heads == 64 and partial.embedding_size == 128
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(hidden_size=18), "`hidden_size` must be divisible by `num_attention_heads`. Received: `hidden_size=18`"),
+    (dict(num_hidden_groups=4), "`num_hidden_groups` must not exceed `num_hidden_layers`.*`num_hidden_groups=4`"),
+    (dict(hidden_act="swish"), "`hidden_act` must be one of gelu, relu, tanh, linear. Received: `hidden_act='swish'`"),
+    (dict(vocab_size=None), "`vocab_size` must be a positive integer. Received: `vocab_size=None`"),
+    (dict(hidden_dropout_prob=1.5), "`hidden_dropout_prob` must be a float in"),
+])
+def test_config_errors(change, message):
+    with pytest.raises(ValueError, match=message):
+        AlbertModel(AlbertConfig.from_dict(dict(TINY, **change)))
+
+
+def test_config_file_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.json"):
+        AlbertConfig.from_json_file(str(tmp_path / "nope.json"))
+    bad = tmp_path / "bad.json"
+    bad.write_text("{\"vocab_size\": 3,\n  oops}")
+    with pytest.raises(ValueError, match=r"bad.json` is not valid JSON \(line 2"):
+        AlbertConfig.from_json_file(str(bad))
+    bad.write_text(json.dumps(dict(TINY, hidden_size=18)))
+    with pytest.raises(ValueError, match="bad.json.*hidden_size=18"):
+        AlbertConfig.from_json_file(str(bad))
+
+
+def test_keras_save_load_and_config_round_trip(tmp_path):
+    config = AlbertConfig.from_dict(dict(TINY, num_hidden_layers=5, num_hidden_groups=2, inner_group_num=2))
+    model = AlbertModel(config)
+    inputs = model.dummy_inputs(2, 6)
+    want = model(inputs)["sequence_output"].numpy()
+    clone = AlbertModel.from_config(model.get_config())
+    assert clone.config == model.config
+    path = str(tmp_path / "albert.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert isinstance(loaded, AlbertModel)
+    np.testing.assert_allclose(loaded(inputs)["sequence_output"].numpy(), want, atol=1e-6)
+    pre = AlbertPretrainer(config)
+    p_inputs = dict(inputs, masked_lm_positions=tf.constant([[1, 2], [0, 3]]))
+    want = pre(p_inputs)["mlm_logits"].numpy()
+    ppath = str(tmp_path / "pre.keras")
+    pre.save(ppath)
+    loaded = keras.saving.load_model(ppath)
+    np.testing.assert_allclose(loaded(p_inputs)["mlm_logits"].numpy(), want, atol=1e-5)
+
+
+def test_layers_serialize():
+    for layer in (albert_tf.layers.AlbertEmbeddings(10, 4, name="e"),
+                  albert_tf.layers.AlbertAttention(8, 2, name="a"),
+                  albert_tf.layers.AlbertTransformerBlock(8, 2, 12, "relu", name="t"),
+                  albert_tf.layers.AlbertMaskedLMHead(10, 4, 8, name="m"),
+                  albert_tf.layers.AlbertOutputProjection(3, 8, name="o")):
+        clone = layer.__class__.from_config(layer.get_config())
+        assert clone.get_config() == layer.get_config()
+        restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(layer))
+        assert type(restored) is type(layer)
+
+
+def test_gelu_is_tanh_approximation():
+    x = np.linspace(-5, 5, 101).astype(np.float32)
+    np.testing.assert_allclose(albert_tf.layers.gelu(x).numpy(), ref.gelu(x.astype(np.float64)), atol=1e-6)
+    np.testing.assert_allclose(albert_tf.layers.gelu(x).numpy(),
+                               keras.activations.gelu(x, approximate=True).numpy(), atol=1e-6)
+
+
+def test_readme_quick_check_command():
+    """The issue's acceptance one-liner, in a fresh interpreter (no env var needed for Keras 3)."""
+    code = ("import tensorflow as tf, albert_tf; m = albert_tf.AlbertModel(albert_tf.AlbertConfig.from_preset('base_v2'));"
+            " assert isinstance(m, tf.keras.Model); print(m.count_params())")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "11683584"
