@@ -8,6 +8,28 @@ import tensorflow as tf
 from albert_tf.layers.embeddings import truncated_normal
 
 
+def dense_2d(layer, x, dtype, activation=None):
+    """A Keras `Dense`'s kernel and bias applied to a 2-D `[rows, in]` input as `MatMul` + `BiasAdd`.
+
+    The plain 2-D form is what grappler's oneDNN remapper fuses into one `_FusedMatMul` (with `tanh`/`relu`
+    and the tanh-approximation `gelu` of `tf.nn.gelu` fused in as well); a 3-D input would become a
+    `BatchMatMulV2` that fuses nothing.
+
+    Args:
+        layer: a built `keras.layers.Dense` (its own `activation` is not applied).
+        x: `[rows, in]` tensor of dtype `dtype`.
+        dtype: the compute dtype; the float32 variables are cast to it (mixed precision).
+        activation: None, `"gelu"` (tanh approximation), or a callable applied after the bias.
+    """
+    y = tf.nn.bias_add(tf.matmul(x, tf.cast(layer.kernel, dtype)), tf.cast(layer.bias, dtype))
+    if activation is None:
+        return y
+    if isinstance(activation, str) and activation == "gelu":
+        # The same formula as `activations.gelu`, in the op pattern the oneDNN remapper fuses.
+        return tf.nn.gelu(y, approximate=True)
+    return activation(y)
+
+
 def attention_bias(input_mask, dtype):
     """`[batch, seq]` 1/0 mask -> additive `[batch, 1, 1, seq]` bias: 0 where attended, -10000 elsewhere."""
     mask = tf.cast(input_mask, dtype)[:, tf.newaxis, tf.newaxis, :]      # [batch, 1, 1, keys]
@@ -48,31 +70,39 @@ class AlbertAttention(keras.layers.Layer):
         self.key = dense("key")
         self.value = dense("value")
         self.output_dense = dense("output_dense")
-        self.dropout = keras.layers.Dropout(attention_dropout_rate, name="dropout")
+        self.dropout = keras.layers.Dropout(attention_dropout_rate, dtype=self.dtype_policy, name="dropout")
 
     def build(self, input_shape=None):
         for layer in (self.query, self.key, self.value, self.output_dense):
             layer.build((None, None, self.hidden_size))
         self.built = True
 
-    def _split_heads(self, x):
-        batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-        return tf.reshape(x, [batch, seq, self.num_attention_heads, self.head_size])  # [batch, seq, N, D]
-
     def call(self, x, attention_bias=None, training=None):
-        q = self._split_heads(self.query(x))                                 # [batch, from, N, D]
-        k = self._split_heads(self.key(x))                                   # [batch, to, N, D]
-        v = self._split_heads(self.value(x))                                 # [batch, to, N, D]
-        logits = tf.einsum("bfnd,btnd->bnft", q, k)                          # [batch, N, from, to]
-        logits = logits * tf.cast(1.0 / math.sqrt(float(self.head_size)), logits.dtype)
-        if attention_bias is not None:
-            logits += tf.cast(attention_bias, logits.dtype)
-        probs = tf.nn.softmax(tf.cast(logits, tf.float32), axis=-1)
-        probs = self.dropout(tf.cast(probs, self.compute_dtype), training=training)
-        context = tf.einsum("bnft,btnd->bfnd", probs, v)                     # [batch, from, N, D]
         batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-        context = tf.reshape(context, [batch, seq, self.hidden_size])       # [batch, from, H]
-        return self.output_dense(context)
+        x2d = tf.reshape(x, [-1, self.hidden_size])                          # [batch*seq, H]
+        # `1/sqrt(D)` is applied to the `[batch*seq, H]` queries rather than to the `[batch, N, seq, seq]`
+        # logits (a power of two for D = 64, so bit-identical there).
+        scale = tf.cast(1.0 / math.sqrt(float(self.head_size)), self.compute_dtype)
+        q = self._heads(dense_2d(self.query, x2d, self.compute_dtype) * scale, batch, seq)   # [b, N, f, D]
+        k = self._heads(dense_2d(self.key, x2d, self.compute_dtype), batch, seq)             # [b, N, t, D]
+        v = self._heads(dense_2d(self.value, x2d, self.compute_dtype), batch, seq)           # [b, N, t, D]
+        logits = tf.matmul(q, k, transpose_b=True)                           # [batch, N, from, to]
+        # Softmax (and the -10000 mask) in float32 whatever the compute dtype.
+        logits = tf.cast(logits, tf.float32)
+        if attention_bias is not None:
+            logits += tf.cast(attention_bias, tf.float32)
+        probs = tf.cast(tf.nn.softmax(logits, axis=-1), self.compute_dtype)
+        if self.attention_dropout_rate > 0:
+            probs = tf.cast(self.dropout(probs, training=training), self.compute_dtype)
+        context = tf.matmul(probs, v)                                        # [batch, N, from, D]
+        context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, self.hidden_size])   # [b*f, H]
+        out = dense_2d(self.output_dense, context, self.compute_dtype)      # [batch*from, H]
+        return tf.reshape(out, [batch, seq, self.hidden_size])
+
+    def _heads(self, x, batch, seq):
+        """`[batch*seq, H]` -> `[batch, N, seq, D]`."""
+        x = tf.reshape(x, [batch, seq, self.num_attention_heads, self.head_size])
+        return tf.transpose(x, [0, 2, 1, 3])
 
     def get_config(self):
         config = super().get_config()

@@ -36,7 +36,7 @@ class AlbertEmbeddings(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.dropout_rate = dropout_rate
         self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, dtype="float32", name="LayerNorm")
-        self.dropout = keras.layers.Dropout(dropout_rate, name="dropout")
+        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
 
     def build(self, input_shape=None):
         init = truncated_normal(self.initializer_range)
@@ -61,7 +61,9 @@ class AlbertEmbeddings(keras.layers.Layer):
         x = tf.cast(words, tf.float32) + tf.cast(types, tf.float32) + tf.cast(positions, tf.float32)
         x = self.layer_norm(x)
         x = tf.cast(x, self.compute_dtype)
-        return self.dropout(x, training=training)
+        if self.dropout_rate > 0:
+            x = self.dropout(x, training=training)
+        return x
 
     def get_config(self):
         config = super().get_config()

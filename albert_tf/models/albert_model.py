@@ -100,7 +100,7 @@ class AlbertModel(keras.Model):
         x = embedding_output
         if self.embedding_projection is not None:
             x = self.embedding_projection(x)                                             # [batch, seq, H]
-        bias = attention_bias(input_mask, self.compute_dtype)                            # [batch, 1, 1, seq]
+        bias = attention_bias(input_mask, tf.float32)                                    # [batch, 1, 1, seq]
         encoder_outputs = []
         for g in self.layer_groups:
             for block in self.groups[g]:

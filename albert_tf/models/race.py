@@ -42,7 +42,8 @@ class AlbertRace(keras.Model):
         self.num_choices = RACE_NUM_CHOICES
 
         # === Layers ===
-        self.dropout = keras.layers.Dropout(self.dropout_prob, name="dropout")
+        # Dropout is `tf.nn.dropout` in `call` (as the original), not a Keras `Dropout`: that one owns a
+        # seed-generator variable whose auto-numbered name would have to match between saved and restored models.
         self.race_head = AlbertOutputProjection(1, self.config.hidden_size, self.config.initializer_range,
                                                 dtype=self.dtype_policy, name="race_head")
         self.race_head.build()
@@ -62,7 +63,8 @@ class AlbertRace(keras.Model):
             if inputs.get(name) is not None:
                 flat[name] = tf.reshape(tf.cast(inputs[name], tf.int32), [-1, seq_length])   # [batch*4, seq]
         pooled = self.encoder(flat, training=training)["pooled_output"]                     # [batch*4, H]
-        pooled = self.dropout(pooled, training=training)
+        if training and self.dropout_prob > 0:
+            pooled = tf.nn.dropout(pooled, rate=self.dropout_prob)
         scores = self.race_head(pooled)                                                      # [batch*4, 1]
         logits = tf.reshape(scores, [-1, self.num_choices])                                  # [batch, 4]
         probabilities = tf.nn.softmax(logits, axis=-1)

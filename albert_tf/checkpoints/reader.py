@@ -1,0 +1,417 @@
+"""Reads Google's TF1 checkpoints (and our TF2 ones) into our Keras models, one variable at a time.
+
+TF1 checkpoints are read through the table of `table.py`: every name is checked (missing, unexpected, wrong
+shape: one error listing them all, raised before anything is assigned), then each value is read (`RestoreV2`
+straight into a TF tensor), assigned and dropped, so at most one variable is held twice (xxlarge is ~0.9 GB;
+measured in `benchmarks/bench_convert.py`: restoring adds one FFN kernel, 256 MB, to the model's memory).
+
+Our TF2 checkpoints (`tf.train.Checkpoint(model=model, optimizer=...)` written by the training loop) are
+restored object by object: the `encoder` into the encoder of any of our model classes, each head when the
+checkpoint's model has one under the same attribute.
+"""
+
+import collections
+import dataclasses
+import re
+
+import tensorflow as tf
+from absl import logging
+from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+from albert_tf.checkpoints import table
+from albert_tf.checkpoints.sources import resolve_source
+
+OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
+MODEL_VARIABLES = "model_variables"      # Root entry of `albert_tf.training.loop.checkpoint_objects`.
+_BLOCK_PATH = re.compile(r"^group_\d+_inner_group_\d+/")
+HUB_PREFIX = "module/"
+
+
+@dataclasses.dataclass
+class LoadResult:
+    """What a restore did.
+
+    Attributes:
+        format: `tf1` or `tf2`.
+        loaded: list of str, TF1 names (or TF2 object paths) assigned.
+        ignored: list of str, head variables of the checkpoint the model has no place for.
+        missing_heads: list of str, head components of the model the checkpoint lacks (left initialised).
+        skipped: int, optimizer slots and `global_step` entries skipped.
+    """
+
+    format: str
+    loaded: list
+    ignored: list
+    missing_heads: list
+    skipped: int = 0
+
+
+class CheckpointReader:
+    """Names, shapes and values of a checkpoint, optimizer slots removed and a TF-Hub `module/` prefix stripped.
+
+    Args:
+        prefix: str, checkpoint prefix.
+    """
+
+    def __init__(self, prefix):
+        self.prefix = prefix
+        try:
+            self._reader = tf.train.load_checkpoint(prefix)
+        except (tf.errors.OpError, ValueError) as e:
+            raise ValueError(f"Cannot read checkpoint `{prefix}`: {e}") from None
+        shapes = self._reader.get_variable_to_shape_map()
+        self._raw_dtypes = self._reader.get_variable_to_dtype_map()
+        self.raw_shapes = {name: tuple(shape) for name, shape in shapes.items()}
+        stripped = [name[len(HUB_PREFIX):] if name.startswith(HUB_PREFIX) else name for name in shapes]
+        self.is_tf2 = OBJECT_GRAPH_KEY in shapes and not any(name.startswith("bert/") for name in stripped)
+        self.skipped = sorted(name for name in shapes if table.is_skipped(name))
+        self.shapes = collections.OrderedDict()
+        self._raw_names = {}
+        for raw in sorted(shapes):
+            if raw == OBJECT_GRAPH_KEY or table.is_skipped(raw):
+                continue
+            name = raw[len(HUB_PREFIX):] if raw.startswith(HUB_PREFIX) else raw
+            if name in self._raw_names:
+                raise ValueError(f"Checkpoint `{prefix}` holds `{name}` both with and without the `module/` "
+                                 "prefix; cannot tell which to use.")
+            self._raw_names[name] = raw
+            self.shapes[name] = tuple(shapes[raw])
+
+    def read(self, name):
+        """The value of `name` (as listed in `shapes`) as a numpy array."""
+        return self._reader.get_tensor(self._raw_names[name])
+
+    def read_tensor(self, name):
+        """The value of `name` as an eager tensor, read straight into TF memory (no numpy copy)."""
+        raw = self._raw_names[name]
+        return tf.raw_ops.RestoreV2(prefix=self.prefix, tensor_names=[raw], shape_and_slices=[""],
+                                    dtypes=[self._raw_dtypes[raw]])[0]
+
+    # --- TF2 object-graph checkpoints ---------------------------------------------------------------
+    # A variable reachable by several paths (e.g. also through `optimizer/_trainable_variables/N`) is stored
+    # under one key only, so objects are found by walking the object graph, not by parsing key names.
+
+    def _graph(self):
+        if not hasattr(self, "_object_graph"):
+            graph = trackable_object_graph_pb2.TrackableObjectGraph()
+            graph.ParseFromString(self._reader.get_tensor(OBJECT_GRAPH_KEY))
+            self._object_graph = graph
+        return self._object_graph
+
+    def _child(self, node_id, name):
+        for child in self._graph().nodes[node_id].children:
+            if child.local_name == name:
+                return child.node_id
+        return None
+
+    def _count_variables(self, node_id):
+        graph, seen, stack, count = self._graph(), set(), [node_id], 0
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            node = graph.nodes[current]
+            count += any(attribute.name == "VARIABLE_VALUE" for attribute in node.attributes)
+            stack.extend(child.node_id for child in node.children)
+        return count
+
+    def _node(self, path):
+        node_id = 0
+        for name in path.split("/") if path else []:
+            node_id = self._child(node_id, name)
+            if node_id is None:
+                return None
+        return node_id
+
+    def tf2_children(self, path="model"):
+        """`{attribute: number of variables}` for each child of the object at `path` (default `model`)."""
+        node_id = self._node(path)
+        if node_id is None:
+            return {}
+        return {child.local_name: self._count_variables(child.node_id)
+                for child in self._graph().nodes[node_id].children}
+
+    def tf2_model_variable_count(self):
+        """Number of variables reachable from the checkpoint's `model` object."""
+        model_id = self._child(0, "model")
+        return 0 if model_id is None else self._count_variables(model_id)
+
+    def tf2_shape(self, path):
+        """Shape of the variable at object path `path` (e.g. `model/classifier_head/output_weights`), or None."""
+        node_id = self._node(path)
+        if node_id is None:
+            return None
+        for attribute in self._graph().nodes[node_id].attributes:
+            if attribute.name == "VARIABLE_VALUE":
+                return self.raw_shapes.get(attribute.checkpoint_key)
+        return None
+
+
+def _format_list(title, items, limit=200):
+    shown = list(items)[:limit]
+    more = f"\n    ... and {len(items) - limit} more" if len(items) > limit else ""
+    return f"  {title} ({len(items)}):\n" + "\n".join(f"    {item}" for item in shown) + more
+
+
+def _check_tf1(model, reader, allow_missing_heads):
+    """Matches the model's table targets with the checkpoint; raises one ValueError listing every problem."""
+    targets = table.model_targets(model)
+    present = reader.shapes
+    missing, mismatched, missing_heads = [], [], []
+    by_component = collections.OrderedDict()
+    for name, target in targets.items():
+        by_component.setdefault(target.component, []).append(name)
+    for component, names in by_component.items():
+        absent = [name for name in names if name not in present]
+        if component != table.ENCODER and allow_missing_heads and len(absent) == len(names):
+            missing_heads.append(component)
+            continue
+        missing.extend(absent)
+    for name, target in targets.items():
+        if name in present and present[name] != target.tf1_shape():
+            mismatched.append(f"{name}: checkpoint {list(present[name])}, model expects {list(target.tf1_shape())}")
+    extra = [name for name in present if name not in targets]
+    ignored = [name for name in extra if table.is_head_name(name)]
+    unexpected = [name for name in extra if not table.is_head_name(name)]
+    if missing or unexpected or mismatched:
+        parts = [f"Checkpoint `{reader.prefix}` does not match {type(model).__name__} "
+                 f"(config: {table.get_encoder(model).config.to_dict()}):"]
+        if missing:
+            parts.append(_format_list("missing from the checkpoint", missing))
+        if unexpected:
+            parts.append(_format_list("unexpected in the checkpoint (config too small, or not an ALBERT variable)",
+                                      unexpected))
+        if mismatched:
+            parts.append(_format_list("shape mismatch", mismatched))
+        raise ValueError("\n".join(parts))
+    return targets, ignored, missing_heads
+
+
+def _assign(target, reader, name):
+    """Reads `name` and assigns it; an identity transform never makes a numpy copy of the value."""
+    if target.transform is table.IDENTITY:
+        value = reader.read_tensor(name)
+    else:
+        value = target.transform.to_keras(reader.read(name))
+    if value.dtype != target.variable.dtype:
+        value = tf.cast(value, target.variable.dtype)
+    target.variable.assign(value)
+
+
+def restore_tf1(model, prefix, allow_missing_heads=True):
+    """Assigns a Google-format TF1 checkpoint (original names, §4) to `model`, streaming variable by variable.
+
+    Args:
+        model: `AlbertModel`, `AlbertPretrainer` or a task model.
+        prefix: str, checkpoint prefix.
+        allow_missing_heads: bool, accept a checkpoint without (all of) a head's variables; the head keeps its
+            initial values. A head present only in part is always an error.
+
+    Returns:
+        `LoadResult`.
+    """
+    reader = prefix if isinstance(prefix, CheckpointReader) else CheckpointReader(prefix)
+    targets, ignored, missing_heads = _check_tf1(model, reader, allow_missing_heads)
+    loaded = []
+    for name, target in targets.items():
+        if name not in reader.shapes:
+            continue
+        _assign(target, reader, name)
+        loaded.append(name)
+    logging.info("Restored %d variables of %s from `%s` (%d optimizer/step entries skipped).",
+                 len(loaded), type(model).__name__, reader.prefix, len(reader.skipped))
+    if ignored:
+        logging.info("Ignored %d head variables the model has no place for: %s", len(ignored), ", ".join(ignored))
+    if missing_heads:
+        logging.info("Heads not in the checkpoint, left initialised: %s", ", ".join(missing_heads))
+    return LoadResult("tf1", loaded, ignored, missing_heads, len(reader.skipped))
+
+
+def _restore_object(prefix, node, description, root_name="model"):
+    status = tf.train.Checkpoint(**{root_name: node}).read(prefix)
+    try:
+        status.assert_existing_objects_matched()
+    except AssertionError as e:
+        raise ValueError(f"TF2 checkpoint `{prefix}` does not hold all variables of {description}: {e}") from None
+    status.expect_partial()
+
+
+def restore_tf2(model, prefix, allow_missing_heads=True):
+    """Restores one of our TF2 checkpoints (`tf.train.Checkpoint(model=..., optimizer=...)`) into `model`.
+
+    The encoder is found under `model/encoder` (any model class with an encoder) or directly under `model`
+    (a checkpoint of a bare `AlbertModel`); each head of `model` is restored when the checkpoint's model has
+    the same attribute.
+
+    Args:
+        model: any of our model classes.
+        prefix: str, checkpoint prefix.
+        allow_missing_heads: bool, accept a checkpoint without a head of `model`.
+
+    Returns:
+        `LoadResult`.
+    """
+    reader = prefix if isinstance(prefix, CheckpointReader) else CheckpointReader(prefix)
+    prefix = reader.prefix
+    children = reader.tf2_children()
+    encoder = table.get_encoder(model)
+    # Keras 3 does not show layers held in Python lists (`AlbertModel.groups`) to tf.train.Checkpoint; the
+    # training loop saves such variables by Keras path under a root `model_variables` dict.
+    reachable = {id(obj) for obj in tf.train.TrackableView(encoder).descendants()}
+    untracked = {variable.path: variable for variable in encoder.weights if id(variable) not in reachable}
+    if "encoder" in children:
+        node, saved_encoder_vars = tf.train.Checkpoint(encoder=encoder), children["encoder"]
+    elif "embeddings" in children:
+        node, saved_encoder_vars = encoder, reader.tf2_model_variable_count()
+    else:
+        raise ValueError(f"TF2 checkpoint `{prefix}` holds no albert_tf model: expected variables under "
+                         f"`model/encoder/` or `model/embeddings/`. Found under `model/`: {sorted(children) or 'nothing'}.")
+    # Extra saved variables (a bigger config) would be ignored by tf.train.Checkpoint: compare counts.
+    if saved_encoder_vars != len(encoder.weights) - len(untracked):
+        raise ValueError(f"TF2 checkpoint `{prefix}` holds {saved_encoder_vars} encoder variables in its object "
+                         f"graph; this encoder ({encoder.config.num_hidden_groups} groups x "
+                         f"{encoder.config.inner_group_num} inner groups) has {len(encoder.weights) - len(untracked)} "
+                         "there. The checkpoint was written with a different config or albert_tf version.")
+    try:
+        _restore_object(prefix, node, "the encoder")
+    except (tf.errors.OpError, ValueError) as e:
+        raise ValueError(f"Cannot restore the encoder from TF2 checkpoint `{prefix}`: {e}") from None
+    if untracked:
+        saved = set(reader.tf2_children(MODEL_VARIABLES))
+        lacking = sorted(set(untracked) - saved)
+        extra = sorted(path for path in saved - set(untracked) if _BLOCK_PATH.match(path))
+        if lacking or extra:
+            parts = [f"TF2 checkpoint `{prefix}` does not match the encoder's transformer blocks "
+                     f"(`{MODEL_VARIABLES}` entries):"]
+            if lacking:
+                parts.append(_format_list("missing from the checkpoint", lacking))
+            if extra:
+                parts.append(_format_list("unexpected in the checkpoint (config too small)", extra))
+            raise ValueError("\n".join(parts))
+        try:
+            _restore_object(prefix, untracked, "the encoder's transformer blocks", root_name=MODEL_VARIABLES)
+        except (tf.errors.OpError, ValueError) as e:
+            raise ValueError(f"Cannot restore the encoder from TF2 checkpoint `{prefix}`: {e}") from None
+    loaded, missing_heads, used = ["encoder"], [], {"encoder"}
+    for component in table.model_components(model)[1:]:
+        roots = sorted({row.path.split(".")[0] for row in table.TABLE if row.component == component})
+        have = [root for root in roots if children.get(root)]
+        if not have and allow_missing_heads:
+            missing_heads.append(component)
+            continue
+        if len(have) != len(roots):
+            raise ValueError(f"TF2 checkpoint `{prefix}` lacks {sorted(set(roots) - set(have))} of the "
+                             f"{component} head of {type(model).__name__}.")
+        try:
+            _restore_object(prefix, tf.train.Checkpoint(**{r: getattr(model, r) for r in roots}),
+                            f"the {component} head")
+        except (tf.errors.OpError, ValueError) as e:
+            raise ValueError(f"Cannot restore the {component} head from TF2 checkpoint `{prefix}`: {e}") from None
+        loaded.extend(roots)
+        used.update(roots)
+    ignored = sorted(c for c in set(children) - used if children[c]) if "encoder" in children else []
+    logging.info("Restored %s of %s from TF2 checkpoint `%s`.", ", ".join(loaded), type(model).__name__, prefix)
+    if ignored:
+        logging.info("Ignored checkpoint objects the model has no place for: %s", ", ".join(ignored))
+    if missing_heads:
+        logging.info("Heads not in the checkpoint, left initialised: %s", ", ".join(missing_heads))
+    return LoadResult("tf2", loaded, ignored, missing_heads, 0)
+
+
+def restore_checkpoint(model, prefix, allow_missing_heads=True):
+    """Restores a checkpoint prefix of either format (TF1 original names or our TF2 object graph)."""
+    reader = CheckpointReader(prefix)
+    if reader.is_tf2:
+        return restore_tf2(model, reader, allow_missing_heads)
+    return restore_tf1(model, reader, allow_missing_heads)
+
+
+def init_from_checkpoint(model, path, allow_missing_heads=True):
+    """Restores `model` from any source: TF1 prefix, release dir, `.tar.gz`, TF-Hub TF1 module, our TF2 ckpt.
+
+    Args:
+        model: `AlbertModel`, `AlbertPretrainer` or a task model (anything with an `encoder`).
+        path: str, see `resolve_source`.
+        allow_missing_heads: bool, a head of `model` absent from the source keeps its initial values (e.g.
+            fine-tuning from a pretraining checkpoint). Heads in the source that `model` lacks are ignored
+            (logged).
+
+    Returns:
+        `LoadResult`.
+    """
+    with resolve_source(path) as source:
+        return restore_checkpoint(model, source.checkpoint_prefix, allow_missing_heads)
+
+
+def load_pretrained(model_cls, path, config=None, allow_missing_heads=True, **model_kwargs):
+    """Builds `model_cls(config, **model_kwargs)` and restores it from `path`.
+
+    Args:
+        model_cls: `AlbertModel`, `AlbertPretrainer` or a task model class (taking the config first).
+        path: str, any source `resolve_source` accepts.
+        config: `AlbertConfig`, dict or JSON path; default: the `albert_config.json` found with the source.
+        allow_missing_heads: bool, see `init_from_checkpoint`.
+        **model_kwargs: more constructor arguments (e.g. `num_labels`).
+
+    Returns:
+        The model, with weights.
+    """
+    from albert_tf.models.albert_model import as_config  # Local import: models import this package.
+
+    with resolve_source(path) as source:
+        if config is None:
+            if source.config_file is None:
+                raise ValueError(f"No `albert_config.json` found with checkpoint source `{path}` "
+                                 f"(checkpoint `{source.checkpoint_prefix}`). Pass `config=`.")
+            config = source.config_file
+        model = model_cls(as_config(config), **model_kwargs)
+        restore_checkpoint(model, source.checkpoint_prefix, allow_missing_heads)
+    return model
+
+
+def init_groups_from_group0(model, path):
+    """`--init_from_group0` (original-release §3.6): every group's variables from `group_0` of a TF1 checkpoint.
+
+    As the original `get_assignment_map_from_checkpoint(..., num_of_group)`: a variable whose own name is in
+    the checkpoint takes it; otherwise `/group_N/` is replaced by `/group_0/`; variables matched neither way
+    keep their values and are logged. (The original's `/ffn_N/` -> `/ffn_1/` and `/attention_N/` ->
+    `/attention_1/` fallbacks never apply: every block's scopes are `ffn_1` and `attention_1`.) Shape mismatches are errors (listing every name), raised before any
+    assignment.
+
+    Args:
+        model: any of our model classes.
+        path: str, a TF1 source (prefix, release dir, archive, TF-Hub module).
+
+    Returns:
+        dict, model TF1 name -> checkpoint name it was read from.
+    """
+    with resolve_source(path) as source:
+        reader = CheckpointReader(source.checkpoint_prefix)
+        if reader.is_tf2:
+            raise ValueError(f"`init_from_group0` reads TF1 checkpoints with the original names; `{path}` is a "
+                             "TF2 object-graph checkpoint.")
+        targets = table.model_targets(model)
+        assignment, unmatched, mismatched = collections.OrderedDict(), [], []
+        for name, target in targets.items():
+            source_name = name if name in reader.shapes else table.group0_source_name(name)
+            if source_name not in reader.shapes:
+                unmatched.append(name)
+                continue
+            if reader.shapes[source_name] != target.tf1_shape():
+                mismatched.append(f"{name} <- {source_name}: checkpoint {list(reader.shapes[source_name])}, "
+                                  f"model expects {list(target.tf1_shape())}")
+            assignment[name] = source_name
+        if mismatched:
+            raise ValueError(f"Checkpoint `{reader.prefix}` does not fit {type(model).__name__}:\n"
+                             + _format_list("shape mismatch", mismatched))
+        if not assignment:
+            raise ValueError(f"No variable of {type(model).__name__} found in checkpoint `{reader.prefix}`, "
+                             "neither under its own name nor under `group_0`.")
+        for name, source_name in assignment.items():
+            if name != source_name:
+                logging.info("%s initialised from %s", name, source_name)
+            _assign(targets[name], reader, source_name)
+        for name in unmatched:
+            logging.info("name %s does not get matched", name)
+    return dict(assignment)

@@ -1,0 +1,241 @@
+"""The one table from original TF1 variable names (original-release §4.1, §4.2) to Keras weights of our models.
+
+Every row is `(component, TF1 name pattern, attribute path, transform)`:
+
+* `component` says which part of a model the row belongs to. `encoder` rows are resolved on the model's
+  encoder (the model itself for an `AlbertModel`, `model.encoder` otherwise); head rows are resolved on the
+  model and apply only when the model has the head's attributes (an `AlbertClassifier` has
+  `classifier_head`, an `AlbertRace` has `race_head`, ...).
+* `{g}` and `{k}` in a pattern stand for the group and inner-group index (original-release §3.6): a row with
+  them expands to `num_hidden_groups * inner_group_num` variables.
+* The attribute path walks attributes and `[i]` indexes from the root to a Keras variable. A path through an
+  attribute that is None (e.g. `embedding_projection` when `embedding_size == hidden_size`) drops the row: the
+  original creates no variable there either.
+* `transform` converts a TF1 value to the Keras value (reading) and back (writing). Our layers keep the TF1
+  shapes (`[H, H]` attention kernels, `[num_outputs, H]` `output_weights`), so every row is the identity; the
+  reader and writer still apply the declared transform and check shapes after it.
+
+The same rows drive reading (`reader.py`), writing (`writer.py`) and the `--init_from_group0` remapping.
+"""
+
+import collections
+import dataclasses
+import re
+
+ENCODER = "encoder"
+MLM = "mlm"
+SOP = "sop"
+CLASSIFIER = "classifier"
+SQUAD_V1 = "squad_v1"
+SQUAD_V2 = "squad_v2"
+RACE = "race"
+HEAD_COMPONENTS = (MLM, SOP, CLASSIFIER, SQUAD_V1, SQUAD_V2, RACE)
+
+
+@dataclasses.dataclass(frozen=True)
+class Transform:
+    """A pair of functions between the TF1 value and the Keras value of one variable.
+
+    Args:
+        name: str, shown in logs and errors.
+        to_keras: callable, TF1 numpy array -> Keras numpy array.
+        to_tf1: callable, Keras numpy array -> TF1 numpy array.
+        tf1_shape: callable, Keras shape tuple -> TF1 shape tuple (checked before any value is read).
+    """
+
+    name: str
+    to_keras: callable
+    to_tf1: callable
+    tf1_shape: callable
+
+
+IDENTITY = Transform("identity", lambda value: value, lambda value: value, tuple)
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One table row: `component`, TF1 `name` pattern, Keras attribute `path` pattern, `transform`."""
+
+    component: str
+    name: str
+    path: str
+    transform: Transform = IDENTITY
+
+
+_BLOCK = "bert/encoder/transformer/group_{g}/inner_group_{k}"
+_BLOCK_PATH = "groups[{g}][{k}]"
+
+
+def _dense(component, tf1_scope, path, bias=True):
+    rows = [Row(component, f"{tf1_scope}/kernel", f"{path}.kernel")]
+    if bias:
+        rows.append(Row(component, f"{tf1_scope}/bias", f"{path}.bias"))
+    return rows
+
+
+def _layer_norm(component, tf1_scope, path):
+    return [Row(component, f"{tf1_scope}/beta", f"{path}.beta"),
+            Row(component, f"{tf1_scope}/gamma", f"{path}.gamma")]
+
+
+def _output_projection(component, tf1_scope, path):
+    prefix = f"{tf1_scope}/" if tf1_scope else ""
+    return [Row(component, f"{prefix}output_weights", f"{path}.output_weights"),
+            Row(component, f"{prefix}output_bias", f"{path}.output_bias")]
+
+
+TABLE = tuple(
+    # --- encoder (original-release §4.1 rows 1-25) ---
+    [Row(ENCODER, "bert/embeddings/word_embeddings", "embeddings.word_embeddings"),
+     Row(ENCODER, "bert/embeddings/token_type_embeddings", "embeddings.token_type_embeddings"),
+     Row(ENCODER, "bert/embeddings/position_embeddings", "embeddings.position_embeddings")]
+    + _layer_norm(ENCODER, "bert/embeddings/LayerNorm", "embeddings.layer_norm")
+    + _dense(ENCODER, "bert/encoder/embedding_hidden_mapping_in", "embedding_projection")
+    + _dense(ENCODER, f"{_BLOCK}/attention_1/self/query", f"{_BLOCK_PATH}.attention.query")
+    + _dense(ENCODER, f"{_BLOCK}/attention_1/self/key", f"{_BLOCK_PATH}.attention.key")
+    + _dense(ENCODER, f"{_BLOCK}/attention_1/self/value", f"{_BLOCK_PATH}.attention.value")
+    + _dense(ENCODER, f"{_BLOCK}/attention_1/output/dense", f"{_BLOCK_PATH}.attention.output_dense")
+    + _layer_norm(ENCODER, f"{_BLOCK}/LayerNorm", f"{_BLOCK_PATH}.attention_layer_norm")
+    + _dense(ENCODER, f"{_BLOCK}/ffn_1/intermediate/dense", f"{_BLOCK_PATH}.ffn")
+    + _dense(ENCODER, f"{_BLOCK}/ffn_1/intermediate/output/dense", f"{_BLOCK_PATH}.ffn_output")
+    + _layer_norm(ENCODER, f"{_BLOCK}/LayerNorm_1", f"{_BLOCK_PATH}.output_layer_norm")
+    + _dense(ENCODER, "bert/pooler/dense", "pooler")
+    # --- pretraining heads (§4.1 rows 26-32); the MLM output matrix is the tied word_embeddings ---
+    + _dense(MLM, "cls/predictions/transform/dense", "mlm_head.dense")
+    + _layer_norm(MLM, "cls/predictions/transform/LayerNorm", "mlm_head.layer_norm")
+    + [Row(MLM, "cls/predictions/output_bias", "mlm_head.output_bias")]
+    + _output_projection(SOP, "cls/seq_relationship", "sop_head")
+    # --- fine-tuning heads (§4.2) ---
+    + _output_projection(CLASSIFIER, "", "classifier_head")
+    + _output_projection(SQUAD_V1, "cls/squad", "squad_head")
+    + _dense(SQUAD_V2, "start_logits/dense", "start_dense")
+    + _dense(SQUAD_V2, "end_logits/dense_0", "end_dense_0")
+    + _layer_norm(SQUAD_V2, "end_logits/LayerNorm", "end_layer_norm")
+    + _dense(SQUAD_V2, "end_logits/dense_1", "end_dense_1")
+    + _dense(SQUAD_V2, "answer_class/dense_0", "answer_class_dense_0")
+    + _dense(SQUAD_V2, "answer_class/dense_1", "answer_class_dense_1", bias=False)
+    + _output_projection(RACE, "", "race_head")
+)
+
+# Variables of training checkpoints that are not model weights (original-release §4.1): skipped on reading.
+_SKIPPED = re.compile(
+    r"(^|/)global_step$"
+    r"|/(adam_m|adam_v|lamb_m|lamb_v)$"
+    r"|AdamWeightDecayOptimizer"
+    r"|/Adam(_\d+)?$|(^|/)beta[12]_power$")   # tf.compat.v1 AdamOptimizer slots, in user fine-tunes.
+
+
+def is_skipped(name):
+    """True for `global_step`, optimizer slots (`*/adam_m`, `*/adam_v`, `*/lamb_m`, `*/lamb_v`, ...)."""
+    return bool(_SKIPPED.search(name))
+
+
+def _pattern_regex(pattern):
+    return re.compile("^" + re.escape(pattern).replace(r"\{g\}", r"(?P<g>\d+)").replace(r"\{k\}", r"(?P<k>\d+)")
+                      + "$")
+
+
+_ROW_REGEXES = tuple((row, _pattern_regex(row.name)) for row in TABLE)
+
+
+def match_name(name):
+    """The rows whose TF1 pattern matches `name` (a head name like `output_weights` matches several rows)."""
+    return [row for row, regex in _ROW_REGEXES if regex.match(name)]
+
+
+def is_head_name(name):
+    """True when `name` is a variable of some head of the original (pretraining or fine-tuning)."""
+    return any(row.component != ENCODER for row in match_name(name))
+
+
+_PATH_TOKEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)|\[(\d+)\]")
+
+
+def resolve_path(root, path):
+    """Follows `path` (e.g. `groups[1][0].attention.query.kernel`) from `root`; None if it crosses a None."""
+    obj = root
+    for part in path.split("."):
+        for attr, index in _PATH_TOKEN.findall(part):
+            if obj is None:
+                return None
+            if attr:
+                if not hasattr(obj, attr):
+                    raise AttributeError(f"`{type(obj).__name__}` has no attribute `{attr}` "
+                                         f"(checkpoint table path `{path}`).")
+                obj = getattr(obj, attr)
+            else:
+                obj = obj[int(index)]
+    return obj
+
+
+def get_encoder(model):
+    """The `AlbertModel` inside `model` (`model` itself for an encoder)."""
+    from albert_tf.models.albert_model import AlbertModel  # Local import: models import this package.
+
+    if isinstance(model, AlbertModel):
+        return model
+    encoder = getattr(model, "encoder", None)
+    if not isinstance(encoder, AlbertModel):
+        raise TypeError(f"`model` must be an AlbertModel or have an `encoder` attribute that is one. "
+                        f"Received: {type(model).__name__}.")
+    return encoder
+
+
+def model_components(model):
+    """Components of `model`: `encoder` plus each head whose attributes the model has."""
+    components = [ENCODER]
+    for component in HEAD_COMPONENTS:
+        roots = {row.path.split(".")[0] for row in TABLE if row.component == component}
+        if all(getattr(model, root, None) is not None for root in roots):
+            components.append(component)
+    return components
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """A concrete TF1 name bound to a Keras variable of a model."""
+
+    name: str
+    variable: object
+    component: str
+    transform: Transform
+
+    def tf1_shape(self):
+        """The TF1 shape this variable must have in a checkpoint."""
+        return tuple(int(d) for d in self.transform.tf1_shape(tuple(self.variable.shape)))
+
+
+def model_targets(model):
+    """`OrderedDict` TF1 name -> `Target` for every variable of `model` the table knows, in table order.
+
+    Also checks that the table covers every weight of the model: a Keras weight the table does not name would
+    be silently skipped by reading and writing, so it is an error here.
+    """
+    encoder = get_encoder(model)
+    config = encoder.config
+    targets = collections.OrderedDict()
+    for component in model_components(model):
+        root = encoder if component == ENCODER else model
+        for row in TABLE:
+            if row.component != component:
+                continue
+            groups = range(config.num_hidden_groups) if "{g}" in row.name else [None]
+            inner = range(config.inner_group_num) if "{k}" in row.name else [None]
+            for g in groups:
+                for k in inner:
+                    name = row.name.format(g=g, k=k)
+                    variable = resolve_path(root, row.path.format(g=g, k=k))
+                    if variable is None:
+                        continue
+                    targets[name] = Target(name, variable, component, row.transform)
+    covered = {id(t.variable) for t in targets.values()}
+    uncovered = [w.path for w in model.weights if id(w) not in covered]
+    if uncovered:
+        raise ValueError(f"The checkpoint table does not cover these weights of {type(model).__name__}: "
+                         f"{', '.join(uncovered)}.")
+    return targets
+
+
+def group0_source_name(name):
+    """The name `--init_from_group0` reads for `name`: any `/group_N/` replaced by `/group_0/` (§3.6)."""
+    return re.sub(r"/group_\d+/", "/group_0/", name)

@@ -1,0 +1,617 @@
+"""GLUE processors, feature conversion and cached TFRecords, as the original `classifier_utils.py`.
+
+Processors read `data_dir/<DIR>/<file>.tsv` with `csv.reader(delimiter="\\t", quotechar=None)` and take the
+same columns, skip the same header rows and produce the same guids and labels as the original
+(original-release §8.1). tf-models-official's `classifier_data_lib` processors were not reused: they read
+TFDS, number guids `"<set>-<i>"` where the original takes the file's index column (which the GLUE
+leaderboard files need), and give STS-B test labels 0.0 instead of 0.
+
+Where the original crashes with an `IndexError`/`KeyError` (a row with too few columns, an unknown label),
+this module raises a `ValueError` naming the file, the 1-based line and what was expected. QQP train/dev
+rows with missing columns are skipped, as the original does.
+
+Feature conversion is `convert_single_example`: `[CLS] a [SEP] (b [SEP])`, pairs truncated from the longer
+sequence's end to `max_seq_length - 3`, single sentences to `max_seq_length - 2`, zero padding.
+TFRecords use the original feature names (`label_ids` float32 for STS-B) and are written atomically.
+"""
+
+import csv
+import os
+import time
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.data import features as features_lib
+
+
+class InputExample:
+    """One train/dev/test example.
+
+    Args:
+        guid: str, unique id; for test sets (and most dev sets) the file's index column, used in submissions.
+        text_a: str, first sequence (already `process_text`-ed).
+        text_b: str or None, second sequence for pair tasks.
+        label: str label, float for STS-B, or None.
+    """
+
+    def __init__(self, guid, text_a, text_b=None, label=None):
+        self.guid = guid
+        self.text_a = text_a
+        self.text_b = text_b
+        self.label = label
+
+    def __repr__(self):
+        return (f"InputExample(guid={self.guid!r}, text_a={self.text_a!r}, text_b={self.text_b!r}, "
+                f"label={self.label!r})")
+
+
+class PaddingInputExample:
+    """Fake example that pads eval/predict sets to a multiple of the batch size (TPU); `is_real_example=0`."""
+
+
+class InputFeatures:
+    """Features of one example (lists of `max_seq_length` ints, an int or float label id)."""
+
+    def __init__(self, input_ids, input_mask, segment_ids, label_id, guid=None, is_real_example=True):
+        self.input_ids = input_ids
+        self.input_mask = input_mask
+        self.segment_ids = segment_ids
+        self.label_id = label_id
+        self.guid = guid
+        self.is_real_example = is_real_example
+
+
+class DataProcessor:
+    """Base class of the GLUE processors.
+
+    Subclasses set `DIR`, `TRAIN_FILE`, `DEV_FILE`, `TEST_FILE`, `LABELS`, `LEADERBOARD_FILE` and implement
+    `_create_examples(lines, set_type, path)`.
+
+    Args:
+        use_spm: bool, texts go through `preprocess_text(lower=do_lower_case)` (the original's
+            `process_text` when `--spm_model_file` is set); otherwise they are only decoded to str.
+        do_lower_case: bool.
+    """
+
+    DIR = None
+    TRAIN_FILE = "train.tsv"
+    DEV_FILE = "dev.tsv"
+    TEST_FILE = "test.tsv"
+    LABELS = ()
+    LEADERBOARD_FILE = None
+    # Set names passed to `_create_examples` (the original's `set_type` strings).
+    TRAIN_SET, DEV_SET, TEST_SET = "train", "dev", "test"
+
+    def __init__(self, use_spm=True, do_lower_case=True):
+        self.use_spm = use_spm
+        self.do_lower_case = do_lower_case
+
+    # --- public API ---
+
+    def get_train_examples(self, data_dir):
+        """`InputExample`s of the train set."""
+        return self._examples(data_dir, self.TRAIN_FILE, self.TRAIN_SET)
+
+    def get_dev_examples(self, data_dir):
+        """`InputExample`s of the dev set."""
+        return self._examples(data_dir, self.DEV_FILE, self.DEV_SET)
+
+    def get_test_examples(self, data_dir):
+        """`InputExample`s of the (unlabelled) test set, with the original's placeholder labels."""
+        return self._examples(data_dir, self.TEST_FILE, self.TEST_SET)
+
+    def get_labels(self):
+        """The label list; index = label id. `[None]` for STS-B (regression)."""
+        return list(self.LABELS)
+
+    @property
+    def is_regression(self):
+        return self.get_labels() == [None]
+
+    def process_text(self, text):
+        if self.use_spm:
+            from albert_tf.tokenization import preprocess_text
+
+            return preprocess_text(text, lower=self.do_lower_case)
+        return text if isinstance(text, str) else text.decode("utf-8", "ignore")
+
+    # --- helpers ---
+
+    def _examples(self, data_dir, filename, set_type):
+        if filename is None:
+            raise ValueError(f"Task directory `{self.DIR}` has no {set_type} split in the original "
+                             f"(`{type(self).__name__}`).")
+        path = task_file(data_dir, self.DIR, filename)
+        return self._create_examples(read_tsv(path), set_type, path)
+
+    @staticmethod
+    def _column(line, index, path, line_number, needed, what):
+        """`line[index]`, or a ValueError naming the file and line when the row is too short."""
+        try:
+            return line[index]
+        except IndexError:
+            raise ValueError(
+                f"{path}:{line_number}: row has {len(line)} tab-separated column(s); expected at least "
+                f"{needed} ({what}). Row: {line!r}") from None
+
+    def _check_label(self, label, path, line_number):
+        labels = self.get_labels()
+        if label not in labels:
+            raise ValueError(f"{path}:{line_number}: unknown label {label!r}; expected one of {labels}.")
+        return label
+
+
+def task_file(data_dir, dirname, filename):
+    """`data_dir/dirname/filename`, or a ValueError naming what is missing."""
+    if not data_dir:
+        raise ValueError(f"`data_dir` must be set. Received: {data_dir!r}.")
+    if not tf.io.gfile.isdir(data_dir):
+        raise ValueError(f"`data_dir` {data_dir!r} is not a directory.")
+    task_dir = os.path.join(data_dir, dirname)
+    if not tf.io.gfile.isdir(task_dir):
+        raise ValueError(f"Task directory {task_dir!r} not found: `data_dir` must contain the GLUE "
+                         f"`{dirname}/` folder. Found: {sorted(tf.io.gfile.listdir(data_dir))}.")
+    path = os.path.join(task_dir, filename)
+    if not tf.io.gfile.exists(path):
+        raise ValueError(f"File {path!r} not found. Found in {task_dir!r}: "
+                         f"{sorted(tf.io.gfile.listdir(task_dir))}.")
+    return path
+
+
+def read_tsv(path, quotechar=None):
+    """All rows of a tab-separated file, as the original `_read_tsv` (no quoting)."""
+    with tf.io.gfile.GFile(path, "r") as f:
+        return list(csv.reader(f, delimiter="\t", quotechar=quotechar))
+
+
+class MnliProcessor(DataProcessor):
+    """MultiNLI (matched): columns 8 / 9 / -1, guid column 0, header row skipped."""
+
+    DIR = "MNLI"
+    DEV_FILE = "dev_matched.tsv"
+    TEST_FILE = "test_matched.tsv"
+    LABELS = ("contradiction", "entailment", "neutral")
+    LEADERBOARD_FILE = "MNLI-m.tsv"
+    DEV_SET = "dev_matched"
+
+    def _create_examples(self, lines, set_type, path):
+        examples = []
+        for i, line in enumerate(lines):
+            if i == 0:
+                continue
+            n = i + 1
+            # The guid is the index column; the GLUE submission relies on it.
+            guid = self.process_text(self._column(line, 0, path, n, 10, "index column 0"))
+            text_a = self.process_text(self._column(line, 8, path, n, 10, "sentence1 column 8"))
+            text_b = self.process_text(self._column(line, 9, path, n, 10, "sentence2 column 9"))
+            if set_type == "test":
+                label = "contradiction"
+            else:
+                if len(line) < 11:
+                    self._column(line, 10, path, n, 11, "sentence1, sentence2 and a label in the last column")
+                label = self._check_label(self.process_text(line[-1]), path, n)
+            examples.append(InputExample(guid=guid, text_a=text_a, text_b=text_b, label=label))
+        return examples
+
+
+class MisMnliProcessor(MnliProcessor):
+    """MultiNLI mismatched: the MNLI train set, `dev_mismatched.tsv` / `test_mismatched.tsv`."""
+
+    DEV_FILE = "dev_mismatched.tsv"
+    TEST_FILE = "test_mismatched.tsv"
+    LEADERBOARD_FILE = "MNLI-mm.tsv"
+    DEV_SET = "dev"
+
+
+class MrpcProcessor(DataProcessor):
+    """MRPC: columns 3 / 4 / 0; train/dev guids `"<set>-<i>"`, test guid column 0 and label "0"."""
+
+    DIR = "MRPC"
+    LABELS = ("0", "1")
+    LEADERBOARD_FILE = "MRPC.tsv"
+
+    def _create_examples(self, lines, set_type, path):
+        examples = []
+        for i, line in enumerate(lines):
+            if i == 0:
+                continue
+            n = i + 1
+            guid = "%s-%s" % (set_type, i)
+            text_a = self.process_text(self._column(line, 3, path, n, 5, "#1 String column 3"))
+            text_b = self.process_text(self._column(line, 4, path, n, 5, "#2 String column 4"))
+            if set_type == "test":
+                guid = line[0]
+                label = "0"
+            else:
+                label = self._check_label(self.process_text(line[0]), path, n)
+            examples.append(InputExample(guid=guid, text_a=text_a, text_b=text_b, label=label))
+        return examples
+
+
+class ColaProcessor(DataProcessor):
+    """CoLA: headerless train/dev (label column 1, sentence column 3); test has a header (index, sentence)."""
+
+    DIR = "CoLA"
+    LABELS = ("0", "1")
+    LEADERBOARD_FILE = "CoLA.tsv"
+
+    def _create_examples(self, lines, set_type, path):
+        examples = []
+        for i, line in enumerate(lines):
+            # Only the test set has a header.
+            if set_type == "test" and i == 0:
+                continue
+            n = i + 1
+            guid = "%s-%s" % (set_type, i)
+            if set_type == "test":
+                guid = self._column(line, 0, path, n, 2, "index column 0")
+                text_a = self.process_text(self._column(line, 1, path, n, 2, "sentence column 1"))
+                label = "0"
+            else:
+                text_a = self.process_text(self._column(line, 3, path, n, 4, "sentence column 3"))
+                label = self._check_label(self.process_text(line[1]), path, n)
+            examples.append(InputExample(guid=guid, text_a=text_a, text_b=None, label=label))
+        return examples
+
+
+class Sst2Processor(DataProcessor):
+    """SST-2: train/dev sentence column 0, label column 1; test index column 0, sentence column 1."""
+
+    DIR = "SST-2"
+    LABELS = ("0", "1")
+    LEADERBOARD_FILE = "SST-2.tsv"
+
+    def _create_examples(self, lines, set_type, path):
+        examples = []
+        for i, line in enumerate(lines):
+            if i == 0:
+                continue
+            n = i + 1
+            if set_type != "test":
+                guid = "%s-%s" % (set_type, i)
+                text_a = self.process_text(self._column(line, 0, path, n, 2, "sentence column 0"))
+                label = self._check_label(
+                    self.process_text(self._column(line, 1, path, n, 2, "label column 1")), path, n)
+            else:
+                guid = self.process_text(self._column(line, 0, path, n, 2, "index column 0"))
+                text_a = self.process_text(self._column(line, 1, path, n, 2, "sentence column 1"))
+                label = "0"
+            examples.append(InputExample(guid=guid, text_a=text_a, text_b=None, label=label))
+        return examples
+
+
+class StsbProcessor(DataProcessor):
+    """STS-B regression: columns 7 / 8 / float(-1), guid column 0, test label 0."""
+
+    DIR = "STS-B"
+    LABELS = (None,)
+    LEADERBOARD_FILE = "STS-B.tsv"
+
+    def _create_examples(self, lines, set_type, path):
+        examples = []
+        for i, line in enumerate(lines):
+            if i == 0:
+                continue
+            n = i + 1
+            guid = self.process_text(self._column(line, 0, path, n, 9, "index column 0"))
+            text_a = self.process_text(self._column(line, 7, path, n, 9, "sentence1 column 7"))
+            text_b = self.process_text(self._column(line, 8, path, n, 9, "sentence2 column 8"))
+            if set_type != "test":
+                if len(line) < 10:
+                    self._column(line, 9, path, n, 10, "sentence1, sentence2 and a score in the last column")
+                try:
+                    label = float(line[-1])
+                except ValueError:
+                    raise ValueError(f"{path}:{n}: the score in the last column must be a float. "
+                                     f"Received: {line[-1]!r}.") from None
+            else:
+                label = 0
+            examples.append(InputExample(guid=guid, text_a=text_a, text_b=text_b, label=label))
+        return examples
+
+
+class QqpProcessor(DataProcessor):
+    """QQP: train/dev columns 3 / 4 / 5 (rows missing a column are skipped, as the original); test 1 / 2."""
+
+    DIR = "QQP"
+    LABELS = ("0", "1")
+    LEADERBOARD_FILE = "QQP.tsv"
+
+    def _create_examples(self, lines, set_type, path):
+        examples = []
+        skipped = 0
+        for i, line in enumerate(lines):
+            if i == 0:
+                continue
+            n = i + 1
+            guid = self._column(line, 0, path, n, 1, "id column 0")
+            if set_type != "test":
+                try:
+                    text_a = self.process_text(line[3])
+                    text_b = self.process_text(line[4])
+                    label = self.process_text(line[5])
+                except IndexError:
+                    # The original skips these rows (QQP has a few with missing questions).
+                    skipped += 1
+                    continue
+                label = self._check_label(label, path, n)
+            else:
+                text_a = self.process_text(self._column(line, 1, path, n, 3, "question1 column 1"))
+                text_b = self.process_text(self._column(line, 2, path, n, 3, "question2 column 2"))
+                label = "0"
+            examples.append(InputExample(guid=guid, text_a=text_a, text_b=text_b, label=label))
+        if skipped:
+            logging.info("%s: skipped %d row(s) with fewer than 6 columns (as the original).", path, skipped)
+        return examples
+
+
+class _IndexPairProcessor(DataProcessor):
+    """QNLI/RTE/WNLI/AX layout: guid column 0, texts 1 / 2, label in the last column."""
+
+    TEST_LABEL = "0"
+
+    def _create_examples(self, lines, set_type, path):
+        examples = []
+        for i, line in enumerate(lines):
+            if i == 0:
+                continue
+            n = i + 1
+            guid = self.process_text(self._column(line, 0, path, n, 3, "index column 0"))
+            text_a = self.process_text(self._column(line, 1, path, n, 3, "text column 1"))
+            text_b = self.process_text(self._column(line, 2, path, n, 3, "text column 2"))
+            if set_type == self.TEST_SET:
+                label = self.TEST_LABEL
+            else:
+                if len(line) < 4:
+                    self._column(line, 3, path, n, 4, "index, two texts and a label in the last column")
+                label = self._check_label(self.process_text(line[-1]), path, n)
+            examples.append(InputExample(guid=guid, text_a=text_a, text_b=text_b, label=label))
+        return examples
+
+
+class QnliProcessor(_IndexPairProcessor):
+    """QNLI: question / sentence, labels entailment, not_entailment."""
+
+    DIR = "QNLI"
+    LABELS = ("entailment", "not_entailment")
+    LEADERBOARD_FILE = "QNLI.tsv"
+    DEV_SET, TEST_SET = "dev_matched", "test_matched"
+    TEST_LABEL = "entailment"
+
+
+class RteProcessor(_IndexPairProcessor):
+    """RTE: sentence1 / sentence2, labels entailment, not_entailment."""
+
+    DIR = "RTE"
+    LABELS = ("entailment", "not_entailment")
+    LEADERBOARD_FILE = "RTE.tsv"
+    TEST_LABEL = "entailment"
+
+
+class WnliProcessor(_IndexPairProcessor):
+    """WNLI: sentence1 / sentence2, labels 0, 1."""
+
+    DIR = "WNLI"
+    LABELS = ("0", "1")
+    LEADERBOARD_FILE = "WNLI.tsv"
+    TEST_LABEL = "0"
+
+
+class AXProcessor(_IndexPairProcessor):
+    """The GLUE diagnostic set `diagnostic/diagnostic.tsv` (test only), predicted with an MNLI model.
+
+    Unregistered in the original's `run_classifier.py`; here task name `ax` runs `--do_predict` only.
+    """
+
+    DIR = "diagnostic"
+    TRAIN_FILE = None
+    DEV_FILE = None
+    TEST_FILE = "diagnostic.tsv"
+    LABELS = ("contradiction", "entailment", "neutral")
+    LEADERBOARD_FILE = "AX.tsv"
+    TEST_LABEL = "contradiction"
+
+
+PROCESSORS = {
+    "cola": ColaProcessor,
+    "mnli": MnliProcessor,
+    "mismnli": MisMnliProcessor,
+    "mrpc": MrpcProcessor,
+    "rte": RteProcessor,
+    "sst-2": Sst2Processor,
+    "sts-b": StsbProcessor,
+    "qqp": QqpProcessor,
+    "qnli": QnliProcessor,
+    "wnli": WnliProcessor,
+    "ax": AXProcessor,
+}
+
+
+def get_processor(task_name, use_spm=True, do_lower_case=True):
+    """The processor of `task_name` (case-insensitive), e.g. `get_processor("MNLI")`."""
+    name = (task_name or "").lower()
+    if name not in PROCESSORS:
+        raise ValueError(f"Task not found: `task_name` must be one of {sorted(PROCESSORS)}. "
+                         f"Received: {task_name!r}.")
+    return PROCESSORS[name](use_spm=use_spm, do_lower_case=do_lower_case)
+
+
+# --- features ---
+
+def truncate_seq_pair(tokens_a, tokens_b, max_length):
+    """Truncates in place, one token at a time from the end of the longer list (ties: `tokens_b`)."""
+    while len(tokens_a) + len(tokens_b) > max_length:
+        if len(tokens_a) > len(tokens_b):
+            tokens_a.pop()
+        else:
+            tokens_b.pop()
+
+
+def convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer, task_name):
+    """One `InputExample` -> `InputFeatures`, exactly as the original `convert_single_example`.
+
+    Args:
+        ex_index: int, position (the first 5 are logged).
+        example: `InputExample` or `PaddingInputExample`.
+        label_list: list of labels (`[None]` for STS-B).
+        max_seq_length: int.
+        tokenizer: object with `tokenize(text)` and `convert_tokens_to_ids(tokens)`.
+        task_name: str, lower-case task name.
+    """
+    if isinstance(example, PaddingInputExample):
+        return InputFeatures(input_ids=[0] * max_seq_length, input_mask=[0] * max_seq_length,
+                             segment_ids=[0] * max_seq_length, label_id=0, is_real_example=False)
+    regression = label_list == [None]
+
+    tokens_a = tokenizer.tokenize(example.text_a)
+    tokens_b = None
+    if example.text_b:
+        tokens_b = tokenizer.tokenize(example.text_b)
+    if tokens_b:
+        # [CLS], [SEP], [SEP].
+        truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+    elif len(tokens_a) > max_seq_length - 2:
+        # [CLS], [SEP].
+        tokens_a = tokens_a[0:(max_seq_length - 2)]
+
+    tokens = ["[CLS]"] + list(tokens_a) + ["[SEP]"]
+    segment_ids = [0] * len(tokens)
+    if tokens_b:
+        tokens += list(tokens_b) + ["[SEP]"]
+        segment_ids += [1] * (len(tokens_b) + 1)
+    input_ids = list(tokenizer.convert_tokens_to_ids(tokens))
+    input_mask = [1] * len(input_ids)
+    padding = max_seq_length - len(input_ids)
+    input_ids += [0] * padding
+    input_mask += [0] * padding
+    segment_ids += [0] * padding
+
+    if regression:
+        label_id = float(example.label)
+    else:
+        if example.label not in label_list:
+            raise ValueError(f"Example {example.guid!r} of task `{task_name}` has unknown label "
+                             f"{example.label!r}; expected one of {label_list}.")
+        label_id = label_list.index(example.label)
+
+    if ex_index < 5:
+        logging.info("*** Example ***")
+        logging.info("guid: %s", example.guid)
+        logging.info("tokens: %s", " ".join(str(t) for t in tokens))
+        logging.info("input_ids: %s", " ".join(str(x) for x in input_ids))
+        logging.info("input_mask: %s", " ".join(str(x) for x in input_mask))
+        logging.info("segment_ids: %s", " ".join(str(x) for x in segment_ids))
+        logging.info("label: %s (id = %s)", example.label, label_id)
+    return InputFeatures(input_ids=input_ids, input_mask=input_mask, segment_ids=segment_ids,
+                         label_id=label_id, guid=example.guid, is_real_example=True)
+
+
+def feature_to_tf_example(feature, task_name):
+    """`InputFeatures` -> `tf.train.Example` with the original feature names."""
+    fields = {
+        "input_ids": features_lib.int64_feature(feature.input_ids),
+        "input_mask": features_lib.int64_feature(feature.input_mask),
+        "segment_ids": features_lib.int64_feature(feature.segment_ids),
+        "label_ids": (features_lib.float_feature([feature.label_id]) if task_name == "sts-b"
+                      else features_lib.int64_feature([feature.label_id])),
+        "is_real_example": features_lib.int64_feature([int(feature.is_real_example)]),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=fields))
+
+
+def file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenizer, output_file,
+                                            task_name):
+    """Writes the examples' features to the TFRecord `output_file`, atomically.
+
+    The records go to a temporary file renamed into place at the end, so an error (unknown label, bad
+    text) or an interruption leaves no partial cache behind.
+
+    Returns:
+        int, the number of records written.
+    """
+    tmp_file = f"{output_file}.tmp-{os.getpid()}"
+    start = time.time()
+    try:
+        with tf.io.TFRecordWriter(tmp_file) as writer:
+            for ex_index, example in enumerate(examples):
+                if ex_index % 10000 == 0 and ex_index:
+                    rate = ex_index / max(time.time() - start, 1e-9)
+                    logging.info("Writing example %d of %d (%.0f examples/s, ETA %.0f s)", ex_index,
+                                 len(examples), rate, (len(examples) - ex_index) / rate)
+                feature = convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer,
+                                                 task_name)
+                writer.write(feature_to_tf_example(feature, task_name).SerializeToString())
+        tf.io.gfile.rename(tmp_file, output_file, overwrite=True)
+    except BaseException:
+        if tf.io.gfile.exists(tmp_file):
+            tf.io.gfile.remove(tmp_file)
+        raise
+    logging.info("Wrote %d examples to %s in %.1f s.", len(examples), output_file, time.time() - start)
+    return len(examples)
+
+
+def cached_record_length(path):
+    """`len(input_ids)` of the first record of a TFRecord file, or None if it is empty."""
+    for record in tf.data.TFRecordDataset(path).take(1):
+        example = tf.train.Example.FromString(record.numpy())
+        return len(example.features.feature["input_ids"].int64_list.value)
+    return None
+
+
+def ensure_cached_features(examples, label_list, max_seq_length, tokenizer, output_file, task_name):
+    """Writes `output_file` unless it exists (the original reuses caches); checks a reused cache's length."""
+    if tf.io.gfile.exists(output_file):
+        length = cached_record_length(output_file)
+        if length is not None and length != max_seq_length:
+            raise ValueError(f"Cached features {output_file!r} have sequence length {length}, but "
+                             f"`max_seq_length` is {max_seq_length}: delete the file or use another "
+                             "`cached_dir`.")
+        logging.info("Using cached features %s.", output_file)
+        return
+    file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenizer, output_file,
+                                            task_name)
+
+
+def cache_file(cached_dir, task_name, split):
+    """`<cached_dir>/<task>_<split>.tf_record`, split in `train`, `eval`, `predict`."""
+    return os.path.join(cached_dir, f"{task_name}_{split}.tf_record")
+
+
+def pad_examples(examples, batch_size):
+    """Appends `PaddingInputExample`s up to a multiple of `batch_size` (what the original does on TPU)."""
+    examples = list(examples)
+    while len(examples) % batch_size:
+        examples.append(PaddingInputExample())
+    return examples
+
+
+def file_based_dataset(input_file, seq_length, is_training, drop_remainder, task_name, batch_size,
+                       input_context=None):
+    """The original `file_based_input_fn_builder` as a `tf.data.Dataset` of int32/float32 feature dicts.
+
+    Training: `repeat()`, `shuffle(100)`, batch with `drop_remainder`. Eval/predict: in file order.
+    With a `tf.distribute.InputContext` of several input pipelines, each reads its shard of the records.
+    """
+    spec = features_lib.parse_spec(features_lib.CLASSIFIER, seq=seq_length)
+    if task_name == "sts-b":
+        spec["label_ids"] = tf.io.FixedLenFeature([], tf.float32)
+    d = tf.data.TFRecordDataset(input_file)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if is_training:
+        d = d.repeat()
+        d = d.shuffle(buffer_size=100)
+    d = d.map(lambda record: features_lib.cast_int64_to_int32(tf.io.parse_single_example(record, spec)),
+              num_parallel_calls=tf.data.AUTOTUNE)
+    d = d.batch(batch_size, drop_remainder=drop_remainder)
+    return d.prefetch(tf.data.AUTOTUNE)
+
+
+def read_features(input_file, seq_length, task_name):
+    """All records of a cached TFRecord as NumPy arrays (for tests and inspection)."""
+    batches = list(file_based_dataset(input_file, seq_length, False, False, task_name, 1024))
+    if not batches:
+        return {}
+    return {k: np.concatenate([b[k].numpy() for b in batches]) for k in batches[0]}

@@ -1,0 +1,126 @@
+"""tf.data reader of the pretraining TFRecords (original `run_pretraining.input_fn_builder`, original-release §5.4).
+
+Training: the file list repeated and shuffled, `cycle_length = min(4, n_files)` files read interleaved
+(non-deterministic order unless a `seed` is given, as the original's `sloppy=True`), `shuffle(100)`, parse,
+int64 -> int32, `batch(drop_remainder=True)`. Eval: the files read in order, repeated (eval runs a fixed
+number of steps), batched with `drop_remainder=True`. Shapes are static.
+"""
+
+import tensorflow as tf
+
+from albert_tf.data import features as features_lib
+
+# The features `run_pretraining.py` reads (`token_boundary` is written but only read for online masking).
+_READ = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
+         "next_sentence_labels")
+
+
+def expand_input_files(input_file):
+    """Comma-separated globs -> the sorted list of matching files, in the order of the patterns.
+
+    Raises `ValueError` naming the patterns that match nothing.
+    """
+    if not input_file:
+        raise ValueError(f"`input_file` must name TFRecord files (globs, comma separated). Received: {input_file!r}.")
+    files, empty = [], []
+    for pattern in input_file.split(","):
+        pattern = pattern.strip()
+        if not pattern:
+            continue
+        matched = sorted(tf.io.gfile.glob(pattern))
+        if not matched:
+            empty.append(pattern)
+        files.extend(matched)
+    if empty:
+        raise ValueError(f"`input_file` pattern(s) matched no file: {empty}.")
+    return files
+
+
+def name_to_features(max_seq_length, max_predictions_per_seq):
+    spec = features_lib.parse_spec(features_lib.PRETRAINING, seq=max_seq_length, pred=max_predictions_per_seq)
+    return {name: spec[name] for name in _READ}
+
+
+def check_record_lengths(input_files, max_seq_length, max_predictions_per_seq):
+    """Parses the first record of the first file and raises a `ValueError` that names the file, the feature and
+    both lengths when the data were written with another `max_seq_length` / `max_predictions_per_seq`."""
+    for record in tf.data.TFRecordDataset(input_files[:1]).take(1):
+        example = tf.train.Example.FromString(record.numpy())
+        expected = {name: spec.shape[0] for name, spec in
+                    name_to_features(max_seq_length, max_predictions_per_seq).items()}
+        for name, length in expected.items():
+            if name not in example.features.feature:
+                raise ValueError(f"{input_files[0]}: the first record has no feature `{name}`; expected the "
+                                 "pretraining schema of create_pretraining_data.py.")
+            feature = example.features.feature[name]
+            values = feature.int64_list.value or feature.float_list.value
+            if len(values) != length:
+                flag = "max_seq_length" if length == max_seq_length and name in (
+                    "input_ids", "input_mask", "segment_ids") else "max_predictions_per_seq"
+                raise ValueError(f"{input_files[0]}: feature `{name}` has {len(values)} values but "
+                                 f"`{flag}` asks for {length}. The flags must match data generation.")
+
+
+def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, batch_size, is_training,
+                        input_context=None, masked_lm_budget=0, num_cpu_threads=4, seed=None):
+    """The pretraining `tf.data.Dataset` of dicts of `[batch_size, ...]` tensors (int32, weights float32).
+
+    Args:
+        input_files: list of TFRecord paths, or a comma-separated string of globs.
+        max_seq_length: int, L of the data.
+        max_predictions_per_seq: int, P of the data.
+        batch_size: int, batch size of this dataset (per replica under a strategy).
+        is_training: bool, shuffled and interleaved (True) or sequential (False).
+        input_context: `tf.distribute.InputContext` or None; with several input pipelines each reads a
+            shard of the files (or of the records when there are fewer files than pipelines).
+        masked_lm_budget: float, the original flag; > 0 (online masking) is not supported: the original's
+            parser then drops `masked_lm_*` while its model still reads them.
+        num_cpu_threads: int, the original's `num_cpu_threads` (interleave cycle length cap).
+        seed: int or None; makes the shuffles and the interleave order deterministic.
+    """
+    if masked_lm_budget and masked_lm_budget > 0:
+        raise ValueError("`masked_lm_budget` > 0 (online masking) is not implemented: the original release "
+                         "only switches its parser to `token_boundary` and then fails on the missing "
+                         f"`masked_lm_*` features. Received: masked_lm_budget={masked_lm_budget}.")
+    if isinstance(input_files, str):
+        input_files = expand_input_files(input_files)
+    input_files = list(input_files)
+    if not input_files:
+        raise ValueError("`input_files` is empty.")
+    if int(batch_size) < 1:
+        raise ValueError(f"`batch_size` must be positive. Received: batch_size={batch_size}.")
+    spec = name_to_features(max_seq_length, max_predictions_per_seq)
+
+    def decode(record):
+        return features_lib.cast_int64_to_int32(tf.io.parse_single_example(record, spec))
+
+    pipelines = input_context.num_input_pipelines if input_context else 1
+    pipeline_id = input_context.input_pipeline_id if input_context else 0
+    if is_training:
+        dataset = tf.data.Dataset.from_tensor_slices(tf.constant(input_files))
+        shard_records = False
+        if pipelines > 1:
+            if len(input_files) >= pipelines:
+                dataset = dataset.shard(pipelines, pipeline_id)
+            else:
+                shard_records = True
+        num_files = len(input_files) if shard_records or pipelines == 1 else max(
+            1, len(input_files[pipeline_id::pipelines]))
+        dataset = dataset.repeat()
+        dataset = dataset.shuffle(buffer_size=num_files, seed=seed)
+        # `cycle_length` is the number of files read in parallel; the order is sloppy unless seeded.
+        cycle_length = min(num_cpu_threads, num_files)
+        dataset = dataset.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
+                                     num_parallel_calls=cycle_length, deterministic=seed is not None)
+        if shard_records:
+            dataset = dataset.shard(pipelines, pipeline_id)
+        dataset = dataset.shuffle(buffer_size=100, seed=seed)
+    else:
+        dataset = tf.data.TFRecordDataset(input_files)
+        if pipelines > 1:
+            dataset = dataset.shard(pipelines, pipeline_id)
+        # Eval runs a fixed number of steps: never run out of data.
+        dataset = dataset.repeat()
+    dataset = dataset.map(decode, num_parallel_calls=num_cpu_threads, deterministic=True)
+    dataset = dataset.batch(batch_size, drop_remainder=True)
+    return dataset.prefetch(tf.data.AUTOTUNE)

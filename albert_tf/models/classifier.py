@@ -1,0 +1,102 @@
+"""`AlbertClassifier`: the GLUE sentence(-pair) classification / regression model (`classifier_utils.create_model`)."""
+
+import keras
+import tensorflow as tf
+
+from albert_tf.layers.heads import AlbertOutputProjection
+from albert_tf.models.albert_model import AlbertModel, as_config
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertClassifier(keras.Model):
+    """ALBERT with the original GLUE head: `pooled_output` -> dropout -> `output_weights`/`output_bias`.
+
+    The dropout rate is the original's fixed 0.1 (independent of the config's dropout), applied only with
+    `training=True`. `num_labels=1` is the STS-B regression head.
+
+    Outputs (float32) for classification: `logits [batch, num_labels]`, `probabilities` (softmax) and
+    `predictions` (int32 argmax) `[batch]`. For regression, as the original: `logits [batch]` (squeezed),
+    `probabilities [batch, 1]` (the raw value) and `predictions [batch]` (the value).
+
+    Attributes used by the checkpoint table: `encoder` (`AlbertModel`), `classifier_head`
+    (`AlbertOutputProjection(num_labels)`: TF1 root-scope `output_weights [num_labels, H]`, `output_bias`).
+
+    Args:
+        config: `AlbertConfig`, dict or JSON path; or pass `encoder=` an existing `AlbertModel`.
+        num_labels: int, number of classes; 1 for regression.
+        encoder: optional `AlbertModel` to put the head on.
+        dropout_rate: float, dropout on the pooled output during training.
+    """
+
+    def __init__(self, config=None, num_labels=2, encoder=None, dropout_rate=0.1, **kwargs):
+        kwargs.setdefault("name", "albert_classifier")
+        if not isinstance(num_labels, int) or num_labels < 1:
+            raise ValueError(f"`num_labels` must be a positive int. Received: {num_labels!r}.")
+        if not 0.0 <= dropout_rate < 1.0:
+            raise ValueError(f"`dropout_rate` must be in [0, 1). Received: {dropout_rate!r}.")
+        if encoder is None:
+            if config is None:
+                raise ValueError("Pass `config` or `encoder` to AlbertClassifier.")
+            encoder = AlbertModel(as_config(config), dtype=kwargs.get("dtype"))
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.config = encoder.config
+        self.num_labels = num_labels
+        self.dropout_rate = dropout_rate
+        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
+        self.classifier_head = AlbertOutputProjection(num_labels, self.config.hidden_size,
+                                                      self.config.initializer_range,
+                                                      dtype=self.dtype_policy, name="classifier_head")
+        self.classifier_head.build()
+        self.built = True
+
+    @property
+    def is_regression(self):
+        return self.num_labels == 1
+
+    def call(self, inputs, training=None):
+        pooled = self.encoder(inputs, training=training)["pooled_output"]     # [batch, H]
+        pooled = self.dropout(pooled, training=training)
+        logits = self.classifier_head(pooled)                                 # [batch, num_labels] float32
+        if self.is_regression:
+            value = tf.squeeze(logits, [-1])                                  # [batch]
+            return {"logits": value, "probabilities": logits, "predictions": value}
+        probabilities = tf.nn.softmax(logits, axis=-1)
+        return {"logits": logits, "probabilities": probabilities,
+                "predictions": tf.argmax(probabilities, axis=-1, output_type=tf.int32)}
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "num_labels": self.num_labels,
+                "dropout_rate": self.dropout_rate, "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(config.pop("config"), **config)
+
+    @classmethod
+    def from_pretrained(cls, path, config=None, **kwargs):
+        """Encoder (and the `output_weights`/`output_bias` head when present) from a release dir, `.tar.gz`,
+        TF1 checkpoint prefix, TF-Hub TF1 module dir or one of our checkpoints; `kwargs` go to the constructor
+        (e.g. `num_labels=3`)."""
+        from albert_tf.checkpoints import load_pretrained  # Local import: checkpoints imports models.
+
+        return load_pretrained(cls, path, config=config, **kwargs)
+
+
+def classifier_loss(outputs, label_ids, num_labels):
+    """Per-example loss of the original `create_model`: softmax cross entropy, or `(value - label)^2`.
+
+    Args:
+        outputs: the model's output dict.
+        label_ids: `[batch]` int class ids, or float targets for regression.
+        num_labels: int, the model's `num_labels`.
+
+    Returns:
+        float32 `[batch]` per-example loss (the training loss is its mean).
+    """
+    if num_labels == 1:
+        return tf.square(tf.cast(outputs["logits"], tf.float32) - tf.cast(label_ids, tf.float32))
+    log_probs = tf.nn.log_softmax(tf.cast(outputs["logits"], tf.float32), axis=-1)
+    one_hot = tf.one_hot(tf.cast(label_ids, tf.int32), depth=num_labels, dtype=tf.float32)
+    return -tf.reduce_sum(one_hot * log_probs, axis=-1)

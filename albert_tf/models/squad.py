@@ -1,0 +1,252 @@
+"""SQuAD task models: the v1 span head and the v2 XLNet-style head (original-release §8.4, §8.5, §4.2)."""
+
+import keras
+import tensorflow as tf
+
+from albert_tf.layers.embeddings import truncated_normal
+from albert_tf.layers.heads import AlbertOutputProjection
+from albert_tf.models.albert_model import AlbertModel, as_config
+
+
+def _encoder(config, encoder, dtype):
+    if encoder is None:
+        if config is None:
+            raise ValueError("Pass `config` or `encoder`.")
+        encoder = AlbertModel(as_config(config), dtype=dtype)
+    if not isinstance(encoder, AlbertModel):
+        raise TypeError(f"`encoder` must be an AlbertModel. Received: {type(encoder).__name__}.")
+    return encoder
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertSquadV1(keras.Model):
+    """ALBERT with the SQuAD 1.1 span head `cls/squad/output_weights [2, H]` (`squad_utils.create_v1_model`).
+
+    Inputs: the encoder's dict. Outputs: `start_logits`, `end_logits` float32 `[batch, seq]` (raw logits, no
+    masking; the original calls them `start_log_prob`/`end_log_prob` in its predictions) and the encoder's
+    outputs.
+
+    Attributes: `encoder` (`AlbertModel`), `squad_head` (`AlbertOutputProjection(2)`).
+
+    Args:
+        config: `AlbertConfig`, dict or JSON path; or pass `encoder=` an existing `AlbertModel`.
+        encoder: optional `AlbertModel`.
+    """
+
+    def __init__(self, config=None, encoder=None, **kwargs):
+        kwargs.setdefault("name", "albert_squad_v1")
+        encoder = _encoder(config, encoder, kwargs.get("dtype"))
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.config = encoder.config
+        self.squad_head = AlbertOutputProjection(2, self.config.hidden_size, self.config.initializer_range,
+                                                 dtype=self.dtype_policy, name="squad")
+        self.squad_head.build()
+        self.built = True
+
+    def call(self, inputs, training=None):
+        outputs = dict(self.encoder(inputs, training=training))
+        logits = self.squad_head(outputs["sequence_output"])                   # [batch, seq, 2]
+        outputs["start_logits"] = logits[:, :, 0]
+        outputs["end_logits"] = logits[:, :, 1]
+        return outputs
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(config.pop("config"), **config)
+
+    @classmethod
+    def from_pretrained(cls, path, config=None, **model_kwargs):
+        """Encoder (and `cls/squad` when present) from a release dir, `.tar.gz`, checkpoint or TF-Hub module."""
+        from albert_tf.checkpoints import load_pretrained  # Local import: checkpoints imports models.
+
+        return load_pretrained(cls, path, config=config, **model_kwargs)
+
+
+def _position_ce(log_probs, positions):
+    """Mean over the batch of `-log_probs[b, positions[b]]` (the original's one-hot sum)."""
+    positions = tf.reshape(tf.cast(positions, tf.int32), [-1])
+    return -tf.reduce_mean(tf.gather(log_probs, positions, batch_dims=1))
+
+
+def squad_v1_loss(outputs, features):
+    """`(CE_start + CE_end) / 2` over raw logits (`v1_model_fn_builder`)."""
+    start_log_probs = tf.nn.log_softmax(tf.cast(outputs["start_logits"], tf.float32), axis=-1)
+    end_log_probs = tf.nn.log_softmax(tf.cast(outputs["end_logits"], tf.float32), axis=-1)
+    return (_position_ce(start_log_probs, features["start_positions"])
+            + _position_ce(end_log_probs, features["end_positions"])) / 2.0
+
+
+def default_p_mask(input_mask, segment_ids):
+    """`p_mask` of the `[CLS] query [SEP] doc [SEP]` layout from the mask and segments.
+
+    0 for `[CLS]` and the doc tokens (segment 1, real, before the final `[SEP]`), 1 elsewhere; this equals the
+    `p_mask` written by `albert_tf.data.squad` and lets serving callers pass only the three encoder inputs.
+    """
+    input_mask = tf.cast(input_mask, tf.int32)
+    segment_ids = tf.cast(segment_ids, tf.int32)
+    positions = tf.range(tf.shape(input_mask)[1])[None, :]                   # [1, seq]
+    last_real = tf.reduce_sum(input_mask, axis=1, keepdims=True) - 1        # [batch, 1]
+    is_doc = (segment_ids == 1) & (input_mask == 1) & (positions < last_real)
+    is_cls = positions == 0
+    return 1 - tf.cast(is_doc | is_cls, tf.int32)
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertSquadV2(keras.Model):
+    """ALBERT with the XLNet-style SQuAD 2.0 head of `squad_utils.create_v2_model`.
+
+    Start logits `Dense(1)`, masked by `p_mask` (`logits * (1 - p_mask) - 1e30 * p_mask`), log-softmax. End
+    logits are conditioned on a start: `Dense(H, tanh)` over `[token, start token]` -> LayerNorm -> `Dense(1)`,
+    masked, log-softmax. With `start_positions` in the inputs (training) the gold start is used; without, the
+    `start_n_top` best starts are expanded to their `end_n_top` best ends. The answer class
+    `Dense(H, tanh)` over `[expected start feature, [CLS] feature]` -> dropout -> `Dense(1, no bias)` gives
+    `cls_logits` (larger = more likely unanswerable).
+
+    Inputs: the encoder's dict plus `p_mask` int `[batch, seq]` (1 = cannot be an answer; derived from
+    `input_mask`/`segment_ids` by `default_p_mask` when absent) and optionally `start_positions` `[batch]`.
+    Outputs (float32, index tensors int32): with `start_positions`: `start_log_probs`, `end_log_probs`
+    `[batch, seq]`; without: `start_top_log_probs`, `start_top_index` `[batch, start_n_top]`,
+    `end_top_log_probs`, `end_top_index` `[batch, start_n_top * end_n_top]` (entry `i * end_n_top + j` is the
+    j-th end of the i-th start); always `cls_logits` `[batch]` and the encoder's outputs.
+
+    Attributes (TF1 names of §4.2): `encoder`, `start_dense` (`start_logits/dense`), `end_dense_0`
+    (`end_logits/dense_0`), `end_layer_norm` (`end_logits/LayerNorm`), `end_dense_1` (`end_logits/dense_1`),
+    `answer_class_dense_0` (`answer_class/dense_0`), `answer_class_dense_1` (`answer_class/dense_1`).
+
+    Args:
+        config: `AlbertConfig`, dict or JSON path; or pass `encoder=`.
+        encoder: optional `AlbertModel`.
+        start_n_top: int, beam size for starts at inference.
+        end_n_top: int, beam size for ends per start at inference.
+        dropout_prob: float, dropout in the answer-class head (training only).
+    """
+
+    def __init__(self, config=None, encoder=None, start_n_top=5, end_n_top=5, dropout_prob=0.1, **kwargs):
+        kwargs.setdefault("name", "albert_squad_v2")
+        encoder = _encoder(config, encoder, kwargs.get("dtype"))
+        for name, value in (("start_n_top", start_n_top), ("end_n_top", end_n_top)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"`{name}` must be a positive int. Received: {value!r}.")
+        if not 0.0 <= dropout_prob < 1.0:
+            raise ValueError(f"`dropout_prob` must be in [0, 1). Received: {dropout_prob!r}.")
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.config = encoder.config
+        self.start_n_top = start_n_top
+        self.end_n_top = end_n_top
+        self.dropout_prob = dropout_prob
+        hidden = self.config.hidden_size
+
+        def dense(units, name, activation=None, use_bias=True):
+            return keras.layers.Dense(units, activation=activation, use_bias=use_bias,
+                                      kernel_initializer=truncated_normal(self.config.initializer_range),
+                                      dtype=self.dtype_policy, name=name)
+
+        self.start_dense = dense(1, "start_logits_dense")
+        self.end_dense_0 = dense(hidden, "end_logits_dense_0", activation="tanh")
+        self.end_layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, dtype="float32",
+                                                              name="end_logits_LayerNorm")
+        self.end_dense_1 = dense(1, "end_logits_dense_1")
+        self.answer_class_dense_0 = dense(hidden, "answer_class_dense_0", activation="tanh")
+        self.answer_class_dense_1 = dense(1, "answer_class_dense_1", use_bias=False)
+        self.answer_class_dropout = keras.layers.Dropout(dropout_prob, name="answer_class_dropout")
+
+        self.start_dense.build((None, None, hidden))
+        self.end_dense_0.build((None, None, 2 * hidden))
+        self.end_layer_norm.build((None, None, hidden))
+        self.end_dense_1.build((None, None, hidden))
+        self.answer_class_dense_0.build((None, 2 * hidden))
+        self.answer_class_dense_1.build((None, hidden))
+        self.built = True
+
+    def _end_log_probs(self, end_input, p_mask):
+        """`end_input [..., seq, 2H]`, `p_mask [..., seq]` float -> masked end log-probs `[..., seq]`."""
+        x = self.end_dense_0(end_input)
+        x = self.end_layer_norm(tf.cast(x, tf.float32))
+        end_logits = tf.squeeze(tf.cast(self.end_dense_1(tf.cast(x, self.compute_dtype)), tf.float32), -1)
+        end_logits_masked = end_logits * (1.0 - p_mask) - 1e30 * p_mask
+        return tf.nn.log_softmax(end_logits_masked, axis=-1)
+
+    def call(self, inputs, training=None):
+        outputs = dict(self.encoder(inputs, training=training))
+        sequence_output = outputs["sequence_output"]                           # [batch, seq, H]
+        p_mask = inputs.get("p_mask")
+        if p_mask is None:
+            p_mask = default_p_mask(inputs.get("input_mask", tf.ones_like(inputs["input_ids"])),
+                                    inputs.get("segment_ids", tf.zeros_like(inputs["input_ids"])))
+        p_mask = tf.cast(p_mask, tf.float32)                                   # [batch, seq]
+        seq_length = tf.shape(sequence_output)[1]
+
+        start_logits = tf.squeeze(tf.cast(self.start_dense(sequence_output), tf.float32), -1)   # [batch, seq]
+        start_logits_masked = start_logits * (1.0 - p_mask) - 1e30 * p_mask
+        start_log_probs = tf.nn.log_softmax(start_logits_masked, axis=-1)
+
+        start_positions = inputs.get("start_positions")
+        if start_positions is not None:
+            # Teacher forcing: end logits given the gold start.
+            start_positions = tf.reshape(tf.cast(start_positions, tf.int32), [-1])
+            start_features = tf.gather(sequence_output, start_positions, batch_dims=1)        # [batch, H]
+            start_features = tf.tile(start_features[:, None, :], [1, seq_length, 1])         # [batch, seq, H]
+            end_input = tf.concat([sequence_output, start_features], axis=-1)                # [batch, seq, 2H]
+            outputs["start_log_probs"] = start_log_probs
+            outputs["end_log_probs"] = self._end_log_probs(end_input, p_mask)
+        else:
+            # Beam: the start_n_top best starts, each with its end_n_top best ends.
+            k = self.start_n_top
+            start_top_log_probs, start_top_index = tf.nn.top_k(start_log_probs, k=k)         # [batch, k]
+            start_features = tf.gather(sequence_output, start_top_index, batch_dims=1)       # [batch, k, H]
+            end_input = tf.concat([
+                tf.tile(sequence_output[:, None, :, :], [1, k, 1, 1]),
+                tf.tile(start_features[:, :, None, :], [1, 1, seq_length, 1])], axis=-1)    # [batch, k, seq, 2H]
+            end_log_probs = self._end_log_probs(end_input, p_mask[:, None, :])             # [batch, k, seq]
+            end_top_log_probs, end_top_index = tf.nn.top_k(end_log_probs, k=self.end_n_top)  # [batch, k, k']
+            outputs["start_log_probs"] = start_log_probs
+            outputs["start_top_log_probs"] = start_top_log_probs
+            outputs["start_top_index"] = start_top_index
+            outputs["end_top_log_probs"] = tf.reshape(end_top_log_probs, [-1, k * self.end_n_top])
+            outputs["end_top_index"] = tf.reshape(end_top_index, [-1, k * self.end_n_top])
+
+        # Answer class from [CLS] and the expected start representation (no dependency on the end).
+        cls_feature = tf.cast(sequence_output[:, 0], tf.float32)                              # [batch, H]
+        start_p = tf.nn.softmax(start_logits_masked, axis=-1)                                # [batch, seq]
+        start_feature = tf.einsum("bl,blh->bh", start_p, tf.cast(sequence_output, tf.float32))
+        ans_feature = tf.concat([start_feature, cls_feature], axis=-1)                        # [batch, 2H]
+        ans_feature = self.answer_class_dense_0(tf.cast(ans_feature, self.compute_dtype))
+        ans_feature = self.answer_class_dropout(ans_feature, training=training)
+        outputs["cls_logits"] = tf.squeeze(tf.cast(self.answer_class_dense_1(ans_feature), tf.float32), -1)
+        return outputs
+
+    def get_config(self):
+        return {"config": self.config.to_dict(), "start_n_top": self.start_n_top, "end_n_top": self.end_n_top,
+                "dropout_prob": self.dropout_prob, "name": self.name}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        return cls(config.pop("config"), **config)
+
+    @classmethod
+    def from_pretrained(cls, path, config=None, **model_kwargs):
+        """Encoder (and the v2 head when present) from a release dir, `.tar.gz`, checkpoint or TF-Hub module."""
+        from albert_tf.checkpoints import load_pretrained
+
+        return load_pretrained(cls, path, config=config, **model_kwargs)
+
+
+def squad_v2_loss(outputs, features):
+    """`0.5 * (CE_start + CE_end) + 0.5 * sigmoid_CE(cls_logits, is_impossible)` (`v2_model_fn_builder`).
+
+    Returns `(total_loss, {"start_loss", "end_loss", "cls_loss"})`.
+    """
+    start_loss = _position_ce(outputs["start_log_probs"], features["start_positions"])
+    end_loss = _position_ce(outputs["end_log_probs"], features["end_positions"])
+    is_impossible = tf.cast(tf.reshape(features["is_impossible"], [-1]), tf.float32)
+    cls_loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=is_impossible,
+                                                                      logits=outputs["cls_logits"]))
+    total = (start_loss + end_loss) * 0.5 + cls_loss * 0.5
+    return total, {"start_loss": start_loss, "end_loss": end_loss, "cls_loss": cls_loss}

@@ -1,0 +1,219 @@
+"""ALBERT text normalisation and SentencePiece tokenization as TensorFlow ops (tensorflow-text).
+
+The same steps as the Python path `encode_ids(sp, preprocess_text(text, lower=do_lower_case))`
+(original-release §6), all in the graph, so a SavedModel can take raw strings:
+
+1. whitespace: `" ".join(text.strip().split())`, with Python's own set of whitespace characters;
+2. `unicodedata.normalize("NFKD", ·)` -> `text.normalize_utf8(·, "NFKD")`;
+3. drop every character with a non-zero canonical combining class (the class list is Python's, written
+   into the regex at construction);
+4. lower-case (`tf.strings.lower(·, encoding="utf-8")`);
+5. SentencePiece ids (`text.SentencepieceTokenizer` on the same model proto);
+6. the digit-comma rule of `encode_pieces` (`▁1990,` -> `▁1990`, `,`), with ragged ops.
+
+Known differences from the Python path (`tests/test_text_ops.py` shows each one):
+
+* Step 4 uses per-character (simple) case mapping; Python's `str.lower` applies the context-dependent
+  final sigma rule (`"ΟΔΟΣ".lower()` ends in `ς`, here in `σ`), and full mappings that produce two
+  characters (none survive NFKD + combining-mark removal except rare ones such as U+0130 before step 2).
+* Step 2 uses the ICU Unicode tables of tensorflow-text and step 3 Python's `unicodedata` tables; for
+  characters whose decomposition changed between those Unicode versions the results can differ.
+* Invalid UTF-8 input is an op error here; Python would not get that far (it decodes first).
+"""
+
+import numpy as np
+import sentencepiece as spm
+import tensorflow as tf
+import tensorflow_text as text
+
+from albert_tf import tokenization
+
+_UNDERLINE = "▁"
+
+
+def _code_point_class(ranges):
+    """An RE2 character class for [(first, last)] code point ranges."""
+    parts = []
+    for first, last in ranges:
+        parts.append(f"\\x{{{first:x}}}" if first == last else f"\\x{{{first:x}}}-\\x{{{last:x}}}")
+    return "[" + "".join(parts) + "]"
+
+
+def _ranges(code_points):
+    ranges = []
+    for cp in code_points:
+        if ranges and cp == ranges[-1][1] + 1:
+            ranges[-1][1] = cp
+        else:
+            ranges.append([cp, cp])
+    return [tuple(r) for r in ranges]
+
+
+# Python's `str.split()` / `str.strip()` whitespace (str.isspace), as an RE2 class.
+_WHITESPACE_CLASS = _code_point_class(_ranges(cp for cp in range(0x3100) if chr(cp).isspace()))
+
+
+def _digit_comma_table(sp_model):
+    """bool [vocab]: pieces that `encode_pieces` splits (length > 1, last `,`, second-to-last a digit)."""
+    table = np.zeros(sp_model.GetPieceSize(), dtype=bool)
+    for i in range(sp_model.GetPieceSize()):
+        piece = sp_model.IdToPiece(i)
+        table[i] = len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
+    return table
+
+
+class AlbertTextTokenizer(tf.Module):
+    """Raw strings -> ALBERT SentencePiece ids, in the graph (for `tf.function`s and SavedModels).
+
+    Args:
+        spm_model_proto: bytes, the serialized SentencePiece model (the `.model` file's content).
+        do_lower_case: bool, lower-case in the normalisation (True for every English release).
+        name: optional module name.
+
+    Example:
+        tok = AlbertTextTokenizer(open("30k-clean.model", "rb").read())
+        ids = tok.tokenize(tf.constant(["Hello world!"]))   # tf.RaggedTensor int32 [batch, (n)]
+    """
+
+    def __init__(self, spm_model_proto, do_lower_case=True, name=None):
+        super().__init__(name=name)
+        if isinstance(spm_model_proto, str):
+            raise TypeError("`spm_model_proto` must be the bytes of the model, not a path. "
+                            f"Received a str: `{spm_model_proto[:80]!r}`.")
+        spm_model_proto = bytes(spm_model_proto)
+        sp_model = spm.SentencePieceProcessor()
+        sp_model.LoadFromSerializedProto(spm_model_proto)
+        self.do_lower_case = bool(do_lower_case)
+        self.vocab_size = sp_model.GetPieceSize()
+        self._sp = text.SentencepieceTokenizer(model=spm_model_proto, out_type=tf.int32)
+        self._digit_comma = tf.constant(_digit_comma_table(sp_model))
+        self._comma_id = tf.constant(sp_model.PieceToId(","), tf.int32)
+        self._combining = _code_point_class(tokenization.combining_code_point_ranges())
+
+    def normalize(self, strings):
+        """`preprocess_text(strings, lower=do_lower_case)` as TF ops: tf.string [...] -> same shape."""
+        strings = tf.convert_to_tensor(strings, dtype=tf.string)
+        out = tf.strings.regex_replace(strings, _WHITESPACE_CLASS + "+", " ")
+        out = tf.strings.regex_replace(out, "^ | $", "")
+        out = text.normalize_utf8(out, "NFKD")
+        out = tf.strings.regex_replace(out, self._combining, "")
+        if self.do_lower_case:
+            out = tf.strings.lower(out, encoding="utf-8")
+        return out
+
+    def tokenize(self, strings):
+        """Ids of raw strings: tf.string [batch] -> tf.RaggedTensor int32 [batch, (n)]."""
+        return self.tokenize_normalized(self.normalize(strings))
+
+    def tokenize_normalized(self, strings):
+        """Ids of already normalised strings (`encode_ids` without `preprocess_text`)."""
+        ids = self._sp.tokenize(tf.convert_to_tensor(strings, dtype=tf.string))  # [batch, (n)]
+        return self._split_digit_commas(ids)
+
+    def _split_digit_commas(self, ids):
+        """`encode_pieces`' rule: a piece like `▁1990,` becomes the pieces of `1990` and `,`."""
+        flat = ids.flat_values                                                    # [N]
+        is_dc = tf.gather(self._digit_comma, flat)                                # [N]
+        dc_ids = tf.boolean_mask(flat, is_dc)                                     # [K]
+        pieces = self._sp.id_to_string(dc_ids)                                    # [K]
+        stems = tf.strings.regex_replace(tf.strings.regex_replace(pieces, ",$", ""), _UNDERLINE, "")
+        cur = self._sp.tokenize(stems)                                            # [K, (m)]
+        first_index = cur.row_starts()                                            # [K]
+        first_piece = self._sp.id_to_string(tf.gather(cur.flat_values, first_index))
+        # If the split piece did not start with ▁ but its re-encoding does, drop that ▁ (or the whole
+        # first piece when it is exactly ▁).
+        strip = tf.logical_and(tf.logical_not(tf.strings.regex_full_match(pieces, f"(?s){_UNDERLINE}.*")),
+                               tf.strings.regex_full_match(first_piece, f"(?s){_UNDERLINE}.*"))
+        bare = tf.equal(first_piece, _UNDERLINE)
+        stripped_id = self._sp.string_to_id(tf.strings.regex_replace(first_piece, f"^{_UNDERLINE}", ""))
+        values = tf.tensor_scatter_nd_update(
+            cur.flat_values,
+            tf.expand_dims(tf.boolean_mask(first_index, strip & ~bare), 1),
+            tf.cast(tf.boolean_mask(stripped_id, strip & ~bare), cur.flat_values.dtype),
+        )
+        keep = tf.tensor_scatter_nd_update(
+            tf.ones_like(values, dtype=tf.bool),
+            tf.expand_dims(tf.boolean_mask(first_index, strip & bare), 1),
+            tf.zeros_like(tf.boolean_mask(first_index, strip & bare), dtype=tf.bool),
+        )
+        cur = tf.ragged.boolean_mask(cur.with_flat_values(values), cur.with_flat_values(keep))
+        comma = tf.fill(tf.stack([tf.shape(dc_ids, out_type=tf.int64)[0], tf.constant(1, tf.int64)]),
+                        self._comma_id)
+        replacement = tf.concat([cur, tf.RaggedTensor.from_tensor(comma)], axis=1)   # [K, (m + 1)]
+        # Every token becomes a row: itself, or its replacement; then the rows are merged back.
+        n_tokens = tf.shape(flat, out_type=tf.int64)[0]
+        rows = tf.concat([tf.RaggedTensor.from_tensor(tf.expand_dims(flat, 1)), replacement], axis=0)
+        dc_rank = tf.cumsum(tf.cast(is_dc, tf.int64)) - 1
+        selector = tf.where(is_dc, n_tokens + dc_rank, tf.range(n_tokens))
+        per_token = tf.gather(rows, selector)                                     # [N, (r)]
+        lengths = tf.math.unsorted_segment_sum(per_token.row_lengths(), ids.value_rowids(), ids.nrows())
+        return tf.RaggedTensor.from_row_lengths(per_token.flat_values, lengths)
+
+
+def truncate_pair_lengths(len_a, len_b, max_tokens):
+    """Lengths after the original `_truncate_seq_pair` (pop from the end of the longer one, ties -> b).
+
+    Closed form of the loop: while `a + b > max_tokens`, the longer one (b on a tie) loses its last token.
+    Args:
+        len_a, len_b: int64 [batch].
+        max_tokens: int, tokens left for both (max_seq_length - 3).
+
+    Returns:
+        (new_len_a, new_len_b), int64 [batch].
+    """
+    len_a = tf.cast(len_a, tf.int64)
+    len_b = tf.cast(len_b, tf.int64)
+    m = tf.cast(max_tokens, tf.int64)
+    half_up = (m + 1) // 2
+    cut_a = tf.minimum(len_a, tf.maximum(half_up, m - len_b))
+    fits = len_a + len_b <= m
+    new_a = tf.where(fits, len_a, cut_a)
+    new_b = tf.where(fits, len_b, m - cut_a)
+    return new_a, new_b
+
+
+def pack_inputs(ids_a, ids_b=None, max_seq_length=128, cls_id=2, sep_id=3):
+    """`[CLS] a [SEP] (b [SEP])`, truncated as the original and padded with 0, as TF ops.
+
+    Single segments keep their first `max_seq_length - 2` tokens; pairs are truncated by
+    `_truncate_seq_pair(a, b, max_seq_length - 3)` (the longer one loses its last token until they fit).
+
+    Args:
+        ids_a: tf.RaggedTensor int [batch, (n)].
+        ids_b: optional tf.RaggedTensor int [batch, (m)].
+        max_seq_length: int, L.
+        cls_id, sep_id: int, the `[CLS]` and `[SEP]` ids (2 and 3 with the original spm flags).
+
+    Returns:
+        dict of int32 [batch, L]: `input_ids`, `input_mask`, `segment_ids`.
+    """
+    max_seq_length = int(max_seq_length)
+    if max_seq_length < (3 if ids_b is None else 4):
+        raise ValueError(f"`max_seq_length` is too small for [CLS]/[SEP]. Received: `{max_seq_length}`.")
+    ids_a = tf.cast(ids_a, tf.int32)
+    batch = ids_a.nrows()
+    if ids_b is None:
+        new_a = tf.minimum(ids_a.row_lengths(), max_seq_length - 2)
+        a = tf.ragged.boolean_mask(ids_a, tf.ragged.range(ids_a.row_lengths()) < tf.expand_dims(new_a, 1))
+        b = None
+    else:
+        ids_b = tf.cast(ids_b, tf.int32)
+        new_a, new_b = truncate_pair_lengths(ids_a.row_lengths(), ids_b.row_lengths(), max_seq_length - 3)
+        a = tf.ragged.boolean_mask(ids_a, tf.ragged.range(ids_a.row_lengths()) < tf.expand_dims(new_a, 1))
+        b = tf.ragged.boolean_mask(ids_b, tf.ragged.range(ids_b.row_lengths()) < tf.expand_dims(new_b, 1))
+    cls = tf.RaggedTensor.from_tensor(tf.fill(tf.stack([batch, 1]), tf.constant(cls_id, tf.int32)))
+    sep = tf.RaggedTensor.from_tensor(tf.fill(tf.stack([batch, 1]), tf.constant(sep_id, tf.int32)))
+    first = tf.concat([cls, a, sep], axis=1)
+    pieces, segments = [first], [tf.zeros_like(first)]
+    if b is not None:
+        second = tf.concat([b, sep], axis=1)
+        pieces.append(second)
+        segments.append(tf.ones_like(second))
+    input_ids = tf.concat(pieces, axis=1)
+    segment_ids = tf.concat(segments, axis=1)
+    shape = [None, max_seq_length]
+    return {
+        "input_ids": input_ids.to_tensor(default_value=0, shape=shape),
+        "input_mask": tf.ones_like(input_ids).to_tensor(default_value=0, shape=shape),
+        "segment_ids": segment_ids.to_tensor(default_value=0, shape=shape),
+    }

@@ -1,0 +1,539 @@
+"""GLUE fine-tuning, evaluation and prediction: the library side of `run_classifier.py`.
+
+`run_classifier(...)` does what the original `run_classifier.py` main does (original-release §2.3, §8.1),
+with explicit arguments instead of flags:
+
+* `do_train`: features cached as `<cached_dir>/<task>_train.tf_record` (reused when present), model
+  initialised from `init_checkpoint` / `albert_hub_module_handle`, trained `train_step` steps with the
+  original AdamW (or LAMB) and schedule, a checkpoint every `save_checkpoints_steps`, all kept.
+* `do_eval`: every checkpoint in `output_dir` is evaluated on the dev set; the best by `pearson` (sts-b),
+  `matthew_corr` (cola) or `eval_accuracy` (others) is kept as `model.ckpt-best`, the others deleted;
+  `eval_results.txt` and `best_trial.txt` as the original.
+* `do_predict`: the test set through `model.ckpt-best`; `test_results.tsv` (probabilities),
+  `submit_results.tsv` (`index\\tprediction`) and the GLUE leaderboard file (`MNLI-m.tsv`, `AX.tsv`, ...).
+* `export_dir`: a SavedModel of `model.ckpt-best` (serialized `tf.Example` serving input, as the original).
+"""
+
+import contextlib
+import math
+import os
+import time
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.config import AlbertConfig
+from albert_tf.data import glue
+from albert_tf.models.classifier import AlbertClassifier, classifier_loss
+from albert_tf.training import metrics as metrics_lib
+
+# The per-task values of the original `run_glue.sh` (original-release §8.2), all with max_seq_length 512,
+# adamw and lower casing. WNLI is not in run_glue.sh: the paper's values (save interval chosen here).
+_RUN_GLUE_COMMON = dict(max_seq_length=512, optimizer="adamw", do_lower_case=True)
+_RUN_GLUE = {
+    "cola": dict(learning_rate=1e-5, train_batch_size=16, train_step=5336, warmup_step=320,
+                 save_checkpoints_steps=100),
+    "sts-b": dict(learning_rate=2e-5, train_batch_size=16, train_step=3598, warmup_step=214,
+                  save_checkpoints_steps=100),
+    "sst-2": dict(learning_rate=1e-5, train_batch_size=32, train_step=20935, warmup_step=1256,
+                  save_checkpoints_steps=100),
+    "mnli": dict(learning_rate=3e-5, train_batch_size=128, train_step=10000, warmup_step=1000,
+                 save_checkpoints_steps=100),
+    "qnli": dict(learning_rate=1e-5, train_batch_size=32, train_step=33112, warmup_step=1986,
+                 save_checkpoints_steps=200),
+    "qqp": dict(learning_rate=5e-5, train_batch_size=128, train_step=14000, warmup_step=1000,
+                save_checkpoints_steps=100),
+    "rte": dict(learning_rate=3e-5, train_batch_size=32, train_step=800, warmup_step=200,
+                save_checkpoints_steps=100),
+    "mrpc": dict(learning_rate=2e-5, train_batch_size=32, train_step=800, warmup_step=200,
+                 save_checkpoints_steps=100),
+    "wnli": dict(learning_rate=2e-5, train_batch_size=16, train_step=2000, warmup_step=250,
+                 save_checkpoints_steps=100),
+}
+_RUN_GLUE["mismnli"] = _RUN_GLUE["mnli"]
+HPARAMS_PRESETS = {"albert": {task: dict(_RUN_GLUE_COMMON, **values) for task, values in _RUN_GLUE.items()}}
+
+
+def hparams_preset(name, task_name):
+    """The preset hyper-parameters of `task_name`, e.g. `hparams_preset("albert", "rte")` (run_glue.sh).
+
+    Returns:
+        dict with `learning_rate`, `train_batch_size`, `train_step`, `warmup_step`, `save_checkpoints_steps`,
+        `max_seq_length`, `optimizer`, `do_lower_case`.
+    """
+    if name not in HPARAMS_PRESETS:
+        raise ValueError(f"`hparams_preset` must be one of {sorted(HPARAMS_PRESETS)}. Received: {name!r}.")
+    task = (task_name or "").lower()
+    if task not in HPARAMS_PRESETS[name]:
+        raise ValueError(f"`hparams_preset={name}` has no values for `task_name` {task_name!r}; it has "
+                         f"{sorted(HPARAMS_PRESETS[name])}.")
+    return dict(HPARAMS_PRESETS[name][task])
+
+
+def best_metric_key(task_name):
+    """The metric that picks `model.ckpt-best`: `pearson` (sts-b), `matthew_corr` (cola), `eval_accuracy`."""
+    return {"sts-b": "pearson", "cola": "matthew_corr"}.get(task_name, "eval_accuracy")
+
+
+def compute_eval_metrics(task_name, label_ids, predictions, per_example_loss, weights, batch_losses=None):
+    """The eval metrics of the task from whole-dev-set arrays.
+
+    All tasks: `eval_loss` (weighted mean per-example loss) and `loss` (mean of the batch losses, what the
+    Estimator reports). Classification: `eval_accuracy`; `f1` for mrpc/qqp; `matthew_corr` for cola.
+    STS-B (the original's regression metrics): `pearson`, `MSE`, plus `spearman`.
+    """
+    result = {"eval_loss": metrics_lib.weighted_mean(per_example_loss, weights)}
+    if batch_losses is not None and len(batch_losses):
+        result["loss"] = float(np.mean(batch_losses))
+    if task_name == "sts-b":
+        result["pearson"] = metrics_lib.pearson(predictions, label_ids, weights)
+        result["spearman"] = metrics_lib.spearman(predictions, label_ids, weights)
+        result["MSE"] = metrics_lib.mean_squared_error(label_ids, predictions, weights)
+        return result
+    result["eval_accuracy"] = metrics_lib.accuracy(label_ids, predictions, weights)
+    if task_name == "cola":
+        result["matthew_corr"] = metrics_lib.matthews_corr(label_ids, predictions, weights)
+    if task_name in ("mrpc", "qqp"):
+        result["f1"] = metrics_lib.f1(label_ids, predictions, weights)
+    return result
+
+
+def _write_text_atomic(path, text):
+    tmp = f"{path}.tmp-{os.getpid()}"
+    try:
+        with tf.io.gfile.GFile(tmp, "w") as f:
+            f.write(text)
+        tf.io.gfile.rename(tmp, path, overwrite=True)
+    except BaseException:
+        if tf.io.gfile.exists(tmp):
+            tf.io.gfile.remove(tmp)
+        raise
+
+
+def run_model_on_dataset(model, dataset, strategy, num_examples=None, what="eval"):
+    """Runs `model(training=False)` over a dataset of feature dicts; returns NumPy arrays in order.
+
+    Returns:
+        dict with `probabilities`, `predictions`, `label_ids`, `is_real_example`, `per_example_loss`, and
+        `batch_loss` (one mean loss per batch).
+    """
+    num_labels = model.num_labels
+
+    @tf.function
+    def step(features):
+        outputs = model(features, training=False)
+        loss = classifier_loss(outputs, features["label_ids"], num_labels)
+        return {"probabilities": outputs["probabilities"], "predictions": outputs["predictions"],
+                "label_ids": features["label_ids"], "is_real_example": features["is_real_example"],
+                "per_example_loss": loss}
+
+    collected = {}
+    batch_loss = []
+    done = 0
+    start = last_log = time.time()
+    for features in strategy.experimental_distribute_dataset(dataset):
+        out = strategy.run(step, args=(features,))
+        replica_outputs = {k: [t.numpy() for t in strategy.experimental_local_results(v)]
+                           for k, v in out.items()}
+        for key, parts in replica_outputs.items():
+            collected.setdefault(key, []).extend(parts)
+        real = np.concatenate(replica_outputs["is_real_example"]).astype(np.float64)
+        losses = np.concatenate(replica_outputs["per_example_loss"])
+        if real.sum() > 0:
+            batch_loss.append(float((losses * real).sum() / real.sum()))
+        done += len(real)
+        if time.time() - last_log > 30:
+            last_log = time.time()
+            rate = done / (last_log - start)
+            eta = f", ETA {(num_examples - done) / rate:.0f} s" if num_examples else ""
+            logging.info("%s: %d examples (%.1f examples/s%s)", what, done, rate, eta)
+    arrays = {k: np.concatenate(v) if v else np.zeros([0]) for k, v in collected.items()}
+    arrays["batch_loss"] = np.asarray(batch_loss)
+    return arrays
+
+
+def _label_string(label_list, prediction, regression):
+    return str(prediction) if regression else label_list[int(prediction)]
+
+
+def write_predictions(output_dir, task_name, label_list, examples, probabilities, predictions, leaderboard_file):
+    """Writes `test_results.tsv`, `submit_results.tsv` and the GLUE leaderboard file (atomically).
+
+    `test_results.tsv`: one line per example, its probabilities tab-separated (the raw value for STS-B).
+    `submit_results.tsv` and `leaderboard_file`: header `index\\tprediction`, then `guid\\tlabel` (a float for
+    STS-B).
+
+    Returns:
+        list of the paths written.
+    """
+    regression = label_list == [None]
+    if len(examples) != len(predictions):
+        raise ValueError(f"Got {len(predictions)} predictions for {len(examples)} examples.")
+    test_lines = []
+    submit_lines = ["index\tprediction"]
+    for example, probs, prediction in zip(examples, probabilities, predictions):
+        test_lines.append("\t".join(str(p) for p in np.reshape(probs, [-1])))
+        submit_lines.append(f"{example.guid}\t{_label_string(label_list, prediction, regression)}")
+    paths = [os.path.join(output_dir, "test_results.tsv"), os.path.join(output_dir, "submit_results.tsv")]
+    _write_text_atomic(paths[0], "".join(line + "\n" for line in test_lines))
+    submit_text = "".join(line + "\n" for line in submit_lines)
+    _write_text_atomic(paths[1], submit_text)
+    if leaderboard_file:
+        paths.append(os.path.join(output_dir, leaderboard_file))
+        _write_text_atomic(paths[2], submit_text)
+    return paths
+
+
+def _validate_args(task_name, do_train, do_eval, do_predict, export_dir, albert_config_file,
+                   albert_hub_module_handle, output_dir):
+    if not (do_train or do_eval or do_predict or export_dir):
+        raise ValueError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
+    if not albert_config_file and not albert_hub_module_handle:
+        raise ValueError("At least one of `albert_config_file` and `albert_hub_module_handle` must be set.")
+    if not output_dir:
+        raise ValueError(f"`output_dir` must be set. Received: {output_dir!r}.")
+    if task_name == "ax" and (do_train or do_eval):
+        raise ValueError("Task `ax` (GLUE diagnostic) has only a test set: use `do_predict` with the "
+                         "`output_dir` of an MNLI run.")
+
+
+def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm_model_file=None,
+                   vocab_file=None, cached_dir=None, init_checkpoint=None, albert_hub_module_handle=None,
+                   do_lower_case=True, max_seq_length=512, do_train=False, do_eval=False, do_predict=False,
+                   train_batch_size=32, eval_batch_size=8, predict_batch_size=8, learning_rate=5e-5,
+                   train_step=1000, warmup_step=0, save_checkpoints_steps=1000, keep_checkpoint_max=5,
+                   iterations_per_loop=1000, optimizer="adamw", export_dir=None,
+                   threshold_to_export=float("nan"), strategy="one_device", use_tpu=False, tpu_name=None,
+                   tpu_zone=None, gcp_project=None, master=None, num_tpu_cores=8, mixed_precision=None,
+                   jit_compile=False):
+    """Fine-tunes, evaluates and/or predicts a GLUE task, as the original `run_classifier.py`.
+
+    Args:
+        task_name: str, `cola mnli mismnli mrpc rte sst-2 sts-b qqp qnli wnli` or `ax` (case-insensitive).
+        data_dir: str, GLUE root holding `MNLI/`, `CoLA/`, ... (`diagnostic/` for ax).
+        output_dir: str, checkpoints and result files.
+        albert_config_file: str, `albert_config.json`; optional with `albert_hub_module_handle`.
+        spm_model_file: str, SentencePiece model; None or "from_tf_hub" takes the hub module's asset.
+        vocab_file: str, WordPiece vocab (used only without an spm model).
+        cached_dir: str, where `<task>_{train,eval,predict}.tf_record` are cached (default `output_dir`).
+        init_checkpoint: str, any checkpoint `albert_tf.checkpoints.init_from_checkpoint` reads (Google TF1,
+            release dir/tarball, TF-Hub module, or one of ours, e.g. an MNLI run's `model.ckpt-best`).
+        albert_hub_module_handle: str, local TF-Hub TF1 module dir (config, weights, spm model).
+        do_lower_case: bool.
+        max_seq_length: int, at most the config's `max_position_embeddings`.
+        do_train, do_eval, do_predict: bool.
+        train_batch_size, eval_batch_size, predict_batch_size: int, global batch sizes.
+        learning_rate: float, peak learning rate.
+        train_step: int, total training steps.
+        warmup_step: int, linear warm-up steps.
+        save_checkpoints_steps: int.
+        keep_checkpoint_max: int, accepted for the original's flag; as the original (RunConfig
+            `keep_checkpoint_max=0`) every checkpoint is kept until evaluation.
+        iterations_per_loop: int, steps per `tf.function` call (min with `save_checkpoints_steps`).
+        optimizer: "adamw" or "lamb".
+        export_dir: str, SavedModel export of `model.ckpt-best`.
+        threshold_to_export: float, NaN = none; else a constant `threshold` output of the serving signature.
+        strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
+            jit_compile: runtime options (see `albert_tf.training.flags`).
+
+    Returns:
+        dict: `eval` (best metrics, with `best_step`) when `do_eval`, `predict_files` when `do_predict`,
+        `export_path` when exporting.
+    """
+    task_name = (task_name or "").lower()
+    processor_cls = glue.PROCESSORS.get(task_name)
+    if processor_cls is None:
+        raise ValueError(f"Task not found: `task_name` must be one of {sorted(glue.PROCESSORS)}. "
+                         f"Received: {task_name!r}.")
+    _validate_args(task_name, do_train, do_eval, do_predict, export_dir, albert_config_file,
+                   albert_hub_module_handle, output_dir)
+    if optimizer not in ("adamw", "lamb"):
+        raise ValueError(f"`optimizer` must be 'adamw' or 'lamb'. Received: {optimizer!r}.")
+
+    with contextlib.ExitStack() as stack:
+        config, spm_model_file, hub_init = _resolve_model_sources(
+            stack, albert_config_file, albert_hub_module_handle, spm_model_file)
+        if max_seq_length > config.max_position_embeddings:
+            raise ValueError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
+                             f"trained up to sequence length {config.max_position_embeddings}: "
+                             "`max_seq_length` must be <= `max_position_embeddings`.")
+        if not spm_model_file and not vocab_file:
+            raise ValueError("Set `spm_model_file` (or a hub module with one) or `vocab_file`.")
+        from albert_tf.tokenization import FullTokenizer
+
+        tokenizer = FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
+                                  spm_model_file=spm_model_file or None)
+        processor = processor_cls(use_spm=bool(spm_model_file), do_lower_case=do_lower_case)
+        label_list = processor.get_labels()
+        num_labels = len(label_list)
+
+        tf.io.gfile.makedirs(output_dir)
+        cached_dir = cached_dir or output_dir
+        tf.io.gfile.makedirs(cached_dir)
+
+        from albert_tf.training import distribution
+
+        if mixed_precision:
+            distribution.set_mixed_precision(mixed_precision)
+        dist = distribution.get_strategy(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name,
+                                         tpu_zone=tpu_zone, gcp_project=gcp_project, master=master,
+                                         num_tpu_cores=num_tpu_cores if use_tpu else None)
+        on_tpu = isinstance(dist, tf.distribute.TPUStrategy)
+        with dist.scope():
+            model = AlbertClassifier(config, num_labels=num_labels)
+
+        result = {}
+        if do_train:
+            _train(model, dist, processor, tokenizer, label_list, task_name, data_dir, output_dir, cached_dir,
+                   init_checkpoint or hub_init, max_seq_length, train_batch_size, learning_rate, train_step,
+                   warmup_step, save_checkpoints_steps, iterations_per_loop, optimizer, jit_compile)
+        if do_eval:
+            result["eval"] = _evaluate(model, dist, on_tpu, processor, tokenizer, label_list, task_name,
+                                       data_dir, output_dir, cached_dir, max_seq_length, eval_batch_size,
+                                       init_checkpoint or hub_init)
+        if do_predict:
+            result["predict_files"] = _predict(
+                model, dist, on_tpu, processor, tokenizer, label_list, task_name, data_dir, output_dir,
+                cached_dir, max_seq_length, predict_batch_size, init_checkpoint or hub_init)
+        if export_dir:
+            result["export_path"] = _export(model, output_dir, export_dir, max_seq_length, threshold_to_export,
+                                            init_checkpoint or hub_init, spm_model_file, do_lower_case)
+    return result
+
+
+def _resolve_model_sources(stack, albert_config_file, hub_handle, spm_model_file):
+    """Config, spm model file and hub init path, taking what is missing from the TF-Hub module's assets."""
+    hub_init = None
+    if hub_handle:
+        from albert_tf.checkpoints import resolve_source
+
+        source = stack.enter_context(resolve_source(hub_handle))
+        hub_init = hub_handle
+        if not albert_config_file:
+            if not source.config_file:
+                raise ValueError(f"`albert_hub_module_handle` {hub_handle!r} has no `albert_config.json` asset: "
+                                 "pass `albert_config_file`.")
+            albert_config_file = source.config_file
+        if not spm_model_file or spm_model_file == "from_tf_hub":
+            if not source.spm_model_file:
+                raise ValueError(f"`albert_hub_module_handle` {hub_handle!r} has no SentencePiece model asset: "
+                                 "pass `spm_model_file`.")
+            spm_model_file = source.spm_model_file
+    elif spm_model_file == "from_tf_hub":
+        raise ValueError("`spm_model_file=from_tf_hub` needs `albert_hub_module_handle`.")
+    if not tf.io.gfile.exists(albert_config_file):
+        raise ValueError(f"`albert_config_file` {albert_config_file!r} not found.")
+    if spm_model_file and not tf.io.gfile.exists(spm_model_file):
+        raise ValueError(f"`spm_model_file` {spm_model_file!r} not found.")
+    return AlbertConfig.from_json_file(albert_config_file), spm_model_file, hub_init
+
+
+def _tf2_object_key(reader, path):
+    """Checkpoint key of the variable at object path `path` (e.g. model/classifier_head/output_weights) in a
+    TF2 checkpoint, or None. Keys are not names: TF2 saves a variable under its shortest object path, which
+    may be the optimizer's list of variables, so the object graph is walked instead."""
+    from tensorflow.core.protobuf import trackable_object_graph_pb2
+
+    graph = trackable_object_graph_pb2.TrackableObjectGraph()
+    graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    node = graph.nodes[0]
+    for part in path.split("/"):
+        children = {child.local_name: child.node_id for child in node.children}
+        if part not in children:
+            return None
+        node = graph.nodes[children[part]]
+    for attribute in node.attributes:
+        if attribute.name == "VARIABLE_VALUE":
+            return attribute.checkpoint_key
+    return None
+
+
+def checkpoint_num_labels(path):
+    """Rows of the classifier head (`output_weights [num_labels, H]`) in a checkpoint source, None if absent.
+
+    TF1 checkpoints hold it as the root-scope `output_weights`; ours as `model.classifier_head.output_weights`.
+    """
+    from albert_tf.checkpoints import resolve_source
+
+    with resolve_source(path) as source:
+        reader = tf.train.load_checkpoint(source.checkpoint_prefix)
+    shapes = reader.get_variable_to_shape_map()
+    key = "output_weights"
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" in shapes:
+        key = _tf2_object_key(reader, "model/classifier_head/output_weights")
+    if key in shapes and len(shapes[key]) == 2:
+        return int(shapes[key][0])
+    return None
+
+
+def init_classifier(model, path):
+    """Initialises `model` from any checkpoint source, keeping a fresh head when the label counts differ.
+
+    A fine-tuned classifier (e.g. an MNLI run's `model.ckpt-best`, 3 labels) used for another task (RTE,
+    2 labels): the encoder is loaded and the head skipped (logged). The head is read into a throwaway
+    head on the shared encoder, so the checkpoint helper still checks every encoder variable.
+    """
+    from albert_tf.checkpoints import init_from_checkpoint
+
+    source_labels = checkpoint_num_labels(path)
+    if source_labels is not None and source_labels != model.num_labels:
+        logging.info("Checkpoint %s has a %d-label classifier head, the model %d labels: loading the encoder "
+                     "only; the head is skipped and starts from its initial values.", path, source_labels,
+                     model.num_labels)
+        donor = AlbertClassifier(encoder=model.encoder, num_labels=source_labels)
+        return init_from_checkpoint(donor, path, allow_missing_heads=True)
+    return init_from_checkpoint(model, path, allow_missing_heads=True)
+
+
+def _train(model, dist, processor, tokenizer, label_list, task_name, data_dir, output_dir, cached_dir,
+           init_checkpoint, max_seq_length, train_batch_size, learning_rate, train_step, warmup_step,
+           save_checkpoints_steps, iterations_per_loop, optimizer, jit_compile):
+    from albert_tf.training import loop, optimization
+
+    train_examples = processor.get_train_examples(data_dir)
+    if not train_examples:
+        raise ValueError(f"The {task_name} train set in {data_dir!r} has no examples.")
+    train_file = glue.cache_file(cached_dir, task_name, "train")
+    glue.ensure_cached_features(train_examples, label_list, max_seq_length, tokenizer, train_file, task_name)
+    logging.info("***** Running training *****")
+    logging.info("  Num examples = %d", len(train_examples))
+    logging.info("  Batch size = %d", train_batch_size)
+    logging.info("  Num steps = %d", train_step)
+
+    if init_checkpoint and not loop.list_checkpoints(output_dir):
+        logging.info("Initialising from %s", init_checkpoint)
+        init_classifier(model, init_checkpoint)
+    with dist.scope():
+        opt = optimization.create_optimizer(learning_rate, train_step, warmup_step, optimizer=optimizer)
+
+    num_labels = model.num_labels
+
+    def loss_fn(m, features, training):
+        outputs = m(features, training=training)
+        per_example_loss = classifier_loss(outputs, features["label_ids"], num_labels)
+        loss = tf.reduce_mean(per_example_loss)
+        if num_labels == 1:
+            return loss, {}
+        correct = tf.cast(tf.equal(outputs["predictions"], tf.cast(features["label_ids"], tf.int32)),
+                          tf.float32)
+        return loss, {"accuracy": tf.reduce_mean(correct)}
+
+    def train_dataset_fn(input_context=None):
+        batch_size = train_batch_size
+        if input_context is not None:
+            batch_size = input_context.get_per_replica_batch_size(train_batch_size)
+        return glue.file_based_dataset(train_file, max_seq_length, True, True, task_name, batch_size,
+                                       input_context=input_context)
+
+    loop.run_training(model, opt, loss_fn, train_dataset_fn, dist, output_dir, train_step,
+                      iterations_per_loop=int(min(iterations_per_loop, save_checkpoints_steps)),
+                      save_checkpoints_steps=save_checkpoints_steps,
+                      # The original keeps every checkpoint (RunConfig keep_checkpoint_max=0) for do_eval.
+                      keep_checkpoint_max=train_step // max(save_checkpoints_steps or train_step, 1) + 2,
+                      jit_compile=jit_compile, checkpoint_iterator=False)
+
+
+def _eval_dataset(examples, processor_split, on_tpu, batch_size, label_list, max_seq_length, tokenizer,
+                  cache_path, task_name):
+    num_actual = len(examples)
+    if on_tpu:
+        # TPUs need fixed batches: pad with fake examples (is_real_example=0, weight 0 in every metric).
+        examples = glue.pad_examples(examples, batch_size)
+    glue.ensure_cached_features(examples, label_list, max_seq_length, tokenizer, cache_path, task_name)
+    logging.info("***** Running %s *****", processor_split)
+    logging.info("  Num examples = %d (%d actual, %d padding)", len(examples), num_actual,
+                 len(examples) - num_actual)
+    logging.info("  Batch size = %d", batch_size)
+    return glue.file_based_dataset(cache_path, max_seq_length, False, on_tpu, task_name, batch_size)
+
+
+def _evaluate(model, dist, on_tpu, processor, tokenizer, label_list, task_name, data_dir, output_dir,
+              cached_dir, max_seq_length, eval_batch_size, init_checkpoint):
+    from albert_tf.training import loop
+
+    eval_examples = processor.get_dev_examples(data_dir)
+    dataset = _eval_dataset(eval_examples, "evaluation", on_tpu, eval_batch_size, label_list, max_seq_length,
+                            tokenizer, glue.cache_file(cached_dir, task_name, "eval"), task_name)
+
+    def eval_fn(m):
+        arrays = run_model_on_dataset(m, dataset, dist, len(eval_examples), "eval")
+        result = compute_eval_metrics(task_name, arrays["label_ids"], arrays["predictions"],
+                                      arrays["per_example_loss"], arrays["is_real_example"],
+                                      arrays["batch_loss"])
+        logging.info("Eval: %s", ", ".join(f"{k} = {v:.6g}" for k, v in sorted(result.items())))
+        return result
+
+    if not loop.list_checkpoints(output_dir):
+        if not init_checkpoint:
+            raise ValueError(f"No model.ckpt-<step> checkpoint to evaluate in `output_dir` {output_dir!r}: train "
+                             "first (`do_train`) or give `init_checkpoint`.")
+        # A fine-tuned checkpoint from elsewhere: evaluate it as it is.
+        init_classifier(model, init_checkpoint)
+        result = dict(eval_fn(model), global_step=0)
+        _write_text_atomic(os.path.join(output_dir, "eval_results.txt"),
+                           "".join(f"{k} = {result[k]}\n" for k in sorted(result)))
+        return dict(result, best_step=None)
+    best_step, best_metrics = loop.evaluate_checkpoints(
+        model, output_dir, eval_fn, best_metric_key(task_name), output_dir, higher_is_better=True,
+        delete_non_best=True)
+    return dict(best_metrics, best_step=best_step)
+
+
+def _best_checkpoint(output_dir):
+    """`output_dir/model.ckpt-best` if present, else the latest `model.ckpt-<step>`, else None."""
+    from albert_tf.training import loop
+
+    best = os.path.join(output_dir, "model.ckpt-best")
+    if tf.io.gfile.exists(best + ".index"):
+        return best
+    checkpoints = loop.list_checkpoints(output_dir)
+    if checkpoints:
+        logging.warning("No model.ckpt-best in %s (run --do_eval first): using the latest checkpoint %s.",
+                        output_dir, checkpoints[-1][1])
+        return checkpoints[-1][1]
+    return None
+
+
+def _restore_for_inference(model, output_dir, fallback_init):
+    from albert_tf.training import loop
+
+    checkpoint = _best_checkpoint(output_dir)
+    if checkpoint is not None:
+        logging.info("Restoring %s", checkpoint)
+        loop.restore_checkpoint(model, checkpoint)
+        return checkpoint
+    if fallback_init:
+        logging.warning("No checkpoint in %s: using `init_checkpoint` %s.", output_dir, fallback_init)
+        init_classifier(model, fallback_init)
+        return fallback_init
+    raise ValueError(f"No checkpoint to predict with in `output_dir` {output_dir!r} (train with `do_train` and "
+                     "evaluate with `do_eval` first), and no `init_checkpoint`.")
+
+
+def _predict(model, dist, on_tpu, processor, tokenizer, label_list, task_name, data_dir, output_dir,
+             cached_dir, max_seq_length, predict_batch_size, fallback_init):
+    predict_examples = processor.get_test_examples(data_dir)
+    dataset = _eval_dataset(predict_examples, "prediction", on_tpu, predict_batch_size, label_list,
+                            max_seq_length, tokenizer, glue.cache_file(cached_dir, task_name, "predict"),
+                            task_name)
+    _restore_for_inference(model, output_dir, fallback_init)
+    arrays = run_model_on_dataset(model, dataset, dist, len(predict_examples), "predict")
+    n = len(predict_examples)
+    paths = write_predictions(output_dir, task_name, label_list, predict_examples, arrays["probabilities"][:n],
+                              arrays["predictions"][:n], processor.LEADERBOARD_FILE)
+    logging.info("Wrote %d predictions: %s", n, ", ".join(paths))
+    return paths
+
+
+def _export(model, output_dir, export_dir, max_seq_length, threshold_to_export, fallback_init, spm_model_file,
+            do_lower_case):
+    from albert_tf import export
+
+    _restore_for_inference(model, output_dir, fallback_init)
+    threshold = None if threshold_to_export is None or math.isnan(threshold_to_export) else threshold_to_export
+    path = export.export_saved_model(model, export_dir, spm_model_file=spm_model_file or None,
+                                     do_lower_case=do_lower_case, max_seq_length=max_seq_length,
+                                     threshold=threshold)
+    logging.info("Model exported to %s.", path)
+    return path

@@ -1,0 +1,436 @@
+"""The training loop of every runner: `strategy.run` inside a `tf.function`, checkpoints, resume, summaries.
+
+Keras 3 `model.fit` fails under `MultiWorkerMirroredStrategy` and under `MirroredStrategy` with
+`steps_per_execution > 1` (architecture.md §1), so training is a custom loop that plays the part of the
+original `TPUEstimator`:
+
+* `iterations_per_loop` optimizer steps per `tf.function` call (a `tf.range` loop over the distributed
+  iterator), cut at checkpoint boundaries so checkpoints land on multiples of `save_checkpoints_steps`;
+* per-replica loss divided by `num_replicas_in_sync` (each replica's loss is its own batch mean, as the
+  original), gradients summed across replicas, clipped by global norm 1.0 and applied by the optimizer
+  (`optimization.py`), so N replicas with batch B/N equal one device with batch B;
+* `gradient_accumulation_steps` micro-batches per step: their gradients are summed before that single
+  all-reduce / clip / update;
+* `model.ckpt-<step>` checkpoints of `tf.train.Checkpoint(model=, optimizer=[, iterator=])` kept
+  `keep_checkpoint_max` at a time; a restarted job resumes from the latest (weights, optimizer slots, step,
+  and the input position where the strategy can save its iterator);
+* TensorBoard scalars in `model_dir` and one log line per loop; a NaN/Inf loss or gradient stops the run
+  with `FloatingPointError` before anything is saved, so the last good checkpoint is left as it was.
+"""
+
+import math
+import os
+import re
+import shutil
+import time
+
+import keras
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.training.distribution import worker_info
+from albert_tf.training.optimization import inner_optimizer
+
+CHECKPOINT_NAME = "model.ckpt"
+BEST_CHECKPOINT_NAME = "model.ckpt-best"
+_CHECKPOINT_RE = re.compile(r"^model\.ckpt-(\d+)\.index$")
+
+
+def list_checkpoints(model_dir):
+    """`[(step, prefix), ...]` of the `model.ckpt-<step>` checkpoints in `model_dir`, sorted by step."""
+    if not tf.io.gfile.isdir(model_dir):
+        return []
+    found = []
+    for filename in tf.io.gfile.listdir(model_dir):
+        match = _CHECKPOINT_RE.match(filename)
+        if match:
+            found.append((int(match.group(1)), os.path.join(model_dir, filename[:-len(".index")])))
+    return sorted(found)
+
+
+def checkpoint_objects(model):
+    """`tf.train.Checkpoint` keyword arguments that save every variable of `model`.
+
+    `{"model": model}`, plus `"model_variables": {path: variable}` for variables that the TF object graph
+    does not reach: Keras 3.15's TF backend does not give `tf.train.Checkpoint` the layers held in Python
+    lists (e.g. `AlbertModel.groups`), so those would silently be left out of the checkpoint.
+    """
+    reachable = {id(obj) for obj in tf.train.TrackableView(model).descendants()}
+    missing = {}
+    for variable in model.variables:
+        if id(variable) not in reachable:
+            missing[getattr(variable, "path", variable.name)] = variable
+    objects = {"model": model}
+    if missing:
+        objects["model_variables"] = missing
+    return objects
+
+
+def restore_checkpoint(model, prefix):
+    """Restores the weights of `model` from one of the loop's checkpoints (optimizer state is skipped).
+
+    Raises `ValueError` naming the prefix when it does not exist or does not hold `model`'s weights.
+    """
+    if not tf.io.gfile.exists(prefix + ".index"):
+        raise ValueError(f"`prefix` is not a checkpoint: {prefix}.index does not exist.")
+    status = tf.train.Checkpoint(**checkpoint_objects(model)).restore(prefix).expect_partial()
+    try:
+        status.assert_existing_objects_matched()
+    except AssertionError as error:
+        raise ValueError(f"Checkpoint {prefix} does not match the model {type(model).__name__}: {error}") from None
+    return status
+
+
+def _chief_checkpoint_dir(model_dir, strategy):
+    task_type, task_id, is_chief = worker_info(strategy)
+    if is_chief:
+        return model_dir, True
+    # Non-chief workers take part in the save (it may run collectives) but write to a scratch directory.
+    return os.path.join(model_dir, f".tmp_{task_type}_{task_id}"), False
+
+
+def _single_device(strategy):
+    return isinstance(strategy, tf.distribute.OneDeviceStrategy) or (
+        strategy is tf.distribute.get_strategy() and not tf.distribute.has_strategy())
+
+
+def _iterator_is_checkpointable(strategy):
+    # tf.distribute's distributed iterators are not trackable in TF 2.20 (and TPU iterators never are), so
+    # the input position is saved only on one device; elsewhere a resumed job restarts its input pipeline,
+    # as the original TPUEstimator did on every `train()` call.
+    return _single_device(strategy)
+
+
+def _global_batch_size(element_spec, num_replicas, accumulation):
+    specs = tf.nest.flatten(element_spec)
+    if not specs or specs[0].shape.rank is None:
+        return None
+    shape = specs[0].shape
+    if accumulation > 1:
+        if shape.rank < 2 or shape[0] is None or shape[1] is None:
+            return None
+        return shape[0] * shape[1] * num_replicas
+    return None if shape[0] is None else shape[0] * num_replicas
+
+
+def _current_learning_rate(optimizer, step):
+    lr = inner_optimizer(optimizer)._learning_rate
+    if isinstance(lr, keras.optimizers.schedules.LearningRateSchedule):
+        return float(lr(step))
+    if callable(lr):
+        return float(lr())
+    return float(lr.numpy() if hasattr(lr, "numpy") else lr)
+
+
+def _format_seconds(seconds):
+    seconds = int(max(seconds, 0))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_dir, num_train_steps,
+                 iterations_per_loop=1000, save_checkpoints_steps=1000, keep_checkpoint_max=5,
+                 gradient_accumulation_steps=1, jit_compile=False, checkpoint_iterator=True):
+    """Trains `model` to `num_train_steps` optimizer steps, resuming from the latest checkpoint in `model_dir`.
+
+    Args:
+        model: a Keras model created under `strategy.scope()`.
+        optimizer: a Keras optimizer created under `strategy.scope()` (`optimization.create_optimizer`).
+        loss_fn: `loss_fn(model, features, training) -> (loss, {name: scalar})`: the mean loss over the
+            replica's batch and extra scalars to log.
+        train_dataset_fn: `train_dataset_fn(input_context) -> tf.data.Dataset` of per-replica batches
+            (`input_context.get_per_replica_batch_size(global_batch)`; with gradient accumulation, batches of
+            `global_batch / (replicas * gradient_accumulation_steps)`), repeated, static shapes.
+        strategy: the `tf.distribute.Strategy`.
+        model_dir: directory of the checkpoints and TensorBoard summaries.
+        num_train_steps: int, the last global step (optimizer updates).
+        iterations_per_loop: int, steps per `tf.function` call (and per log line).
+        save_checkpoints_steps: int, checkpoint every this many steps (and at the end); 0 or None = end only.
+        keep_checkpoint_max: int, checkpoints kept.
+        gradient_accumulation_steps: int, micro-batches summed per optimizer step.
+        jit_compile: bool, compile the forward/backward pass with XLA.
+        checkpoint_iterator: bool, save the input position in the checkpoints (where the strategy allows).
+
+    Returns:
+        dict with `global_step`, `loss` (mean over the last loop) and the mean of each `loss_fn` scalar.
+    """
+    for name, value in (("num_train_steps", num_train_steps), ("iterations_per_loop", iterations_per_loop),
+                        ("gradient_accumulation_steps", gradient_accumulation_steps),
+                        ("keep_checkpoint_max", keep_checkpoint_max)):
+        if value is None or int(value) < 1:
+            raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value}.")
+    accumulation = int(gradient_accumulation_steps)
+    num_replicas = strategy.num_replicas_in_sync
+    tf.io.gfile.makedirs(model_dir)
+
+    def dataset_fn(input_context):
+        dataset = train_dataset_fn(input_context)
+        if accumulation > 1:
+            # [accumulation, micro_batch, ...]: one element per optimizer step.
+            dataset = dataset.batch(accumulation, drop_remainder=True)
+        return dataset
+
+    if _single_device(strategy):
+        # A plain tf.data iterator: `tf.train.Checkpoint` can save its position (distributed ones cannot).
+        dataset = dataset_fn(tf.distribute.InputContext()).prefetch(tf.data.AUTOTUNE)
+        iterator = iter(dataset)
+        element_spec = dataset.element_spec
+    else:
+        distributed_dataset = strategy.distribute_datasets_from_function(dataset_fn)
+        iterator = iter(distributed_dataset)
+        element_spec = dataset_fn(tf.distribute.InputContext(num_replicas_in_sync=num_replicas)).element_spec
+    global_batch = _global_batch_size(element_spec, num_replicas, accumulation)
+
+    trainable_variables = model.trainable_variables
+    with strategy.scope():
+        optimizer.build(trainable_variables)
+    albert_optimizer = inner_optimizer(optimizer)
+    scale_loss = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+
+    checkpoint_dir, is_chief = _chief_checkpoint_dir(model_dir, strategy)
+    objects = dict(checkpoint_objects(model), optimizer=optimizer)
+    save_iterator = checkpoint_iterator and _iterator_is_checkpointable(strategy)
+    if save_iterator:
+        objects["iterator"] = iterator
+    elif checkpoint_iterator:
+        logging.info("%s cannot checkpoint its input iterator: a resumed job restarts the input pipeline.",
+                     type(strategy).__name__)
+    checkpoint = tf.train.Checkpoint(**objects)
+    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=keep_checkpoint_max,
+                                         checkpoint_name=CHECKPOINT_NAME)
+    latest = tf.train.latest_checkpoint(model_dir)
+    if latest:
+        logging.info("Resuming from %s.", latest)
+        checkpoint.restore(latest).expect_partial()
+    step = int(optimizer.iterations.numpy())
+    if step >= num_train_steps:
+        logging.info("Global step %d >= num_train_steps %d: nothing to train.", step, num_train_steps)
+        return {"global_step": step}
+
+    def compute_gradients(features):
+        with tf.GradientTape() as tape:
+            loss, metrics = loss_fn(model, features, True)
+            # Replica losses are batch means: the sum over replicas of loss / N is the global-batch mean.
+            scaled_loss = loss / float(num_replicas * accumulation)
+            if scale_loss:
+                scaled_loss = optimizer.scale_loss(scaled_loss)
+        grads = tape.gradient(scaled_loss, trainable_variables)
+        return loss, dict(metrics), grads
+
+    if accumulation > 1:
+        def compute_accumulated(features):
+            def micro_batch(i):
+                return tf.nest.map_structure(lambda t: t[i], features)
+
+            loss0, metrics0, grads0 = compute_gradients(micro_batch(0))
+            grads0 = [tf.convert_to_tensor(g) for g in grads0]
+
+            def body(i, loss_sum, metric_sums, grad_sums):
+                loss, metrics, grads = compute_gradients(micro_batch(i))
+                grad_sums = [s + tf.convert_to_tensor(g) for s, g in zip(grad_sums, grads)]
+                metric_sums = {k: metric_sums[k] + tf.cast(metrics[k], tf.float32) for k in metric_sums}
+                return i + 1, loss_sum + loss, metric_sums, grad_sums
+
+            _, loss_sum, metric_sums, grads = tf.while_loop(
+                lambda i, *_: i < accumulation, body,
+                (tf.constant(1), loss0, {k: tf.cast(v, tf.float32) for k, v in metrics0.items()}, grads0))
+            return (loss_sum / accumulation, {k: v / accumulation for k, v in metric_sums.items()}, grads)
+        gradient_fn = compute_accumulated
+    else:
+        gradient_fn = compute_gradients
+    if jit_compile:
+        gradient_fn = tf.function(gradient_fn, jit_compile=True)
+
+    records_norm = hasattr(albert_optimizer, "gradient_norm")
+
+    def replica_step(features):
+        loss, metrics, grads = gradient_fn(features)
+        if not records_norm:
+            # Other Keras optimizers: the norm of this replica's gradient, for the logs only.
+            norm = tf.linalg.global_norm([g for g in grads if g is not None])
+            if scale_loss:
+                norm = norm / tf.cast(optimizer.dynamic_scale, norm.dtype)
+        optimizer.apply_gradients(zip(grads, trainable_variables))
+        if records_norm:
+            # The optimizer's pre-clip norm of the cross-replica gradient sum.
+            norm = tf.identity(albert_optimizer.gradient_norm.value)
+        return loss, metrics, tf.cast(norm, tf.float32)
+
+    def reduce_mean(value):
+        return strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
+
+    # The metric names are known after one trace of the loss on a replica's element spec.
+    metric_names = _metric_names(loss_fn, model, dataset_fn, num_replicas, accumulation, strategy)
+
+    @tf.function
+    def train_loop(iterator, num_steps):
+        loss_sum = tf.constant(0.0)
+        metric_sums = {name: tf.constant(0.0) for name in metric_names}
+        steps = tf.constant(0)
+        finite = tf.constant(True)
+        grad_norm = tf.constant(0.0)
+        for _ in tf.range(num_steps):
+            loss, metrics, grad_norm = strategy.run(replica_step, args=(next(iterator),))
+            loss = tf.cast(reduce_mean(loss), tf.float32)
+            grad_norm = reduce_mean(grad_norm)
+            metric_sums = {name: metric_sums[name] + tf.cast(reduce_mean(metrics[name]), tf.float32)
+                           for name in metric_names}
+            loss_sum += loss
+            steps += 1
+            finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(grad_norm))
+            if not finite:
+                break
+        return loss_sum, metric_sums, steps, finite, grad_norm
+
+    writer = tf.summary.create_file_writer(model_dir) if is_chief else tf.summary.create_noop_writer()
+    every = int(save_checkpoints_steps or 0)
+    start_step, start_time = step, time.time()
+    result = {"global_step": step}
+    logging.info("***** Running training: steps %d -> %d, %d replica(s), global batch %s *****", step,
+                 num_train_steps, num_replicas, global_batch)
+    while step < num_train_steps:
+        loop_steps = min(iterations_per_loop, num_train_steps - step)
+        if every > 0:
+            loop_steps = min(loop_steps, (step // every + 1) * every - step)
+        loop_start = time.time()
+        loss_sum, metric_sums, steps_run, finite, grad_norm = train_loop(iterator,
+                                                                         tf.constant(loop_steps, tf.int32))
+        steps_run = int(steps_run)
+        new_step = int(optimizer.iterations.numpy())
+        elapsed = time.time() - loop_start
+        if not bool(finite):
+            raise FloatingPointError(
+                f"Non-finite loss or gradient at global step {new_step} (loss sum {float(loss_sum)}, gradient "
+                f"norm {float(grad_norm)}). Training stopped; nothing was saved "
+                f"after step {step}. Last checkpoint: {tf.train.latest_checkpoint(model_dir)}.")
+        mean_loss = float(loss_sum) / max(steps_run, 1)
+        metrics = {name: float(value) / max(steps_run, 1) for name, value in metric_sums.items()}
+        learning_rate = _current_learning_rate(optimizer, max(new_step - 1, 0))
+        grad_norm = float(grad_norm)
+        step_time = elapsed / max(steps_run, 1)
+        examples_per_second = global_batch * steps_run / elapsed if global_batch and elapsed > 0 else float("nan")
+        done = max(new_step - start_step, 1)
+        eta = (time.time() - start_time) / done * (num_train_steps - new_step)
+        logging.info("step %d/%d loss %.4f lr %.3g grad_norm %.3f %.1f examples/s %.3f s/step ETA %s%s",
+                     new_step, num_train_steps, mean_loss, learning_rate, grad_norm, examples_per_second,
+                     step_time, _format_seconds(eta),
+                     "".join(f" {k} {v:.4f}" for k, v in sorted(metrics.items())))
+        with writer.as_default(step=new_step):
+            tf.summary.scalar("loss", mean_loss)
+            tf.summary.scalar("learning_rate", learning_rate)
+            tf.summary.scalar("gradient_norm", grad_norm)
+            tf.summary.scalar("step_time", step_time)
+            if not math.isnan(examples_per_second):
+                tf.summary.scalar("examples_per_second", examples_per_second)
+            for name, value in metrics.items():
+                tf.summary.scalar(name, value)
+        writer.flush()
+        step = new_step
+        result = {"global_step": step, "loss": mean_loss, "gradient_norm": grad_norm, **metrics}
+        if (every > 0 and step % every == 0) or step >= num_train_steps:
+            path = manager.save(checkpoint_number=step)
+            logging.info("Saved checkpoint %s.", path)
+            if not is_chief:
+                tf.io.gfile.rmtree(checkpoint_dir)
+    writer.close()
+    return result
+
+
+def _metric_names(loss_fn, model, dataset_fn, num_replicas, accumulation, strategy):
+    """Names of the scalars `loss_fn` returns, found by tracing it once on a replica's element spec."""
+    context = tf.distribute.InputContext(num_input_pipelines=1, input_pipeline_id=0,
+                                         num_replicas_in_sync=num_replicas)
+    spec = dataset_fn(context).element_spec
+    if accumulation > 1:
+        spec = tf.nest.map_structure(lambda s: tf.TensorSpec(s.shape[1:], s.dtype), spec)
+    names = []
+
+    def trace(features):
+        _, metrics = loss_fn(model, features, False)
+        names.extend(sorted(metrics))
+        return tf.constant(0)
+
+    with strategy.scope():
+        tf.function(trace).get_concrete_function(spec)
+    return names
+
+
+def _write_text(path, text):
+    tmp = path + ".tmp"
+    with tf.io.gfile.GFile(tmp, "w") as f:
+        f.write(text)
+    tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def _copy_checkpoint(prefix, target_prefix):
+    """Copies every file of checkpoint `prefix` to `target_prefix` (temporary names, then renames)."""
+    directory = os.path.dirname(prefix)
+    base = os.path.basename(prefix)
+    copied = []
+    for filename in tf.io.gfile.listdir(directory):
+        if filename.startswith(base + "."):
+            source = os.path.join(directory, filename)
+            target = target_prefix + filename[len(base):]
+            tf.io.gfile.copy(source, target + ".tmp", overwrite=True)
+            copied.append((target + ".tmp", target))
+    for tmp, target in copied:
+        tf.io.gfile.rename(tmp, target, overwrite=True)
+    return [target for _, target in copied]
+
+
+def _remove_checkpoint(prefix):
+    directory = os.path.dirname(prefix)
+    base = os.path.basename(prefix)
+    for filename in tf.io.gfile.listdir(directory):
+        if filename.startswith(base + "."):
+            tf.io.gfile.remove(os.path.join(directory, filename))
+
+
+def evaluate_checkpoints(model, model_dir, eval_fn, metric_key, output_dir, higher_is_better=True,
+                         delete_non_best=False):
+    """Evaluates every `model.ckpt-<step>` in `model_dir` in step order and keeps the best, as the original.
+
+    For each checkpoint: restore into `model`, `metrics = eval_fn(model)`, append `key = value` lines (sorted,
+    with `global_step`), `best = <best so far>` and a `=====` line to `output_dir/eval_results.txt`,
+    rewrite `output_dir/best_trial.txt` as `global_step:best_step:best_value`; a strictly better checkpoint
+    is copied to `output_dir/model.ckpt-best.*`. With `delete_non_best`, checkpoints other than the best
+    and the latest are removed at the end (the original `run_classifier.py` prunes them while evaluating).
+
+    Returns:
+        `(best_step, best_metrics)`; `(None, None)` when `model_dir` has no checkpoint.
+    """
+    checkpoints = list_checkpoints(model_dir)
+    if not checkpoints:
+        logging.warning("No model.ckpt-<step> checkpoint in %s: nothing to evaluate.", model_dir)
+        return None, None
+    tf.io.gfile.makedirs(output_dir)
+    eval_path = os.path.join(output_dir, "eval_results.txt")
+    best_path = os.path.join(output_dir, "best_trial.txt")
+    lines = []
+    best_step, best_value, best_metrics = None, None, None
+    for step, prefix in checkpoints:
+        restore_checkpoint(model, prefix)
+        metrics = dict(eval_fn(model))
+        metrics["global_step"] = step
+        if metric_key not in metrics:
+            raise ValueError(f"`eval_fn` returned no `{metric_key}` (metric_key). Keys: {sorted(metrics)}.")
+        logging.info("***** Eval results of %s *****", prefix)
+        for key in sorted(metrics):
+            logging.info("  %s = %s", key, metrics[key])
+            lines.append(f"{key} = {metrics[key]}")
+        lines.append(f"best = {best_value if best_value is not None else -1}")
+        value = float(metrics[metric_key])
+        better = best_value is None or (value > best_value if higher_is_better else value < best_value)
+        if better:
+            best_step, best_value, best_metrics = step, value, metrics
+            for target in _copy_checkpoint(prefix, os.path.join(output_dir, BEST_CHECKPOINT_NAME)):
+                logging.info("saved %s", target)
+        lines.append("=" * 50)
+        _write_text(eval_path, "\n".join(lines) + "\n")
+        _write_text(best_path, f"{step}:{best_step}:{best_value}")
+    if delete_non_best:
+        latest_step = checkpoints[-1][0]
+        for step, prefix in checkpoints:
+            if step not in (best_step, latest_step):
+                logging.info("removing %s", prefix)
+                _remove_checkpoint(prefix)
+    return best_step, best_metrics

@@ -1,0 +1,278 @@
+"""The original ALBERT optimizers and learning-rate schedule (original-release §7), as Keras 3 objects.
+
+* `AlbertLearningRateSchedule`: polynomial decay counted from step 0 (`tf.train.polynomial_decay`, end 0,
+  no cycle) with a linear warm-up to the *undecayed* peak, optionally shifted by `start_warmup_step`.
+* `AdamWeightDecay` (`optimization.AdamWeightDecayOptimizer`) and `Lamb` (`lamb_optimizer.LAMBOptimizer`):
+  Adam moments without bias correction, epsilon 1e-6, decoupled weight decay 0.01 added to the update,
+  exclusions by `re.search` of `LayerNorm|layer_norm|bias` on the full variable path; LAMB multiplies the
+  update by the trust ratio `||w|| / ||update||` (1.0 when either norm is 0), skipped for the excluded
+  variables.
+* Both clip the aggregated gradients by global norm 1.0 (`tf.clip_by_global_norm`) *after* the
+  cross-replica sum, as the original clips the gradients of the whole (TPU-sharded) batch.
+
+They are ordinary `keras.optimizers.Optimizer`s: `model.compile(optimizer=create_optimizer(...))` works,
+slots (`<path>_adam_m`, `<path>_adam_v`) and `iterations` are saved by `tf.train.Checkpoint`. Keras reads
+`iterations` before incrementing it, so step k (1-based) uses `lr(k - 1)`, as the original on TPU.
+"""
+
+import re
+
+import keras
+import tensorflow as tf
+
+# `optimization.create_optimizer`: exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"].
+DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
+OPTIMIZERS = ("adamw", "lamb")
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertLearningRateSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """The original `create_optimizer` learning rate as a function of the global step.
+
+    `lr(step) = init_lr * (1 - min(step, N) / N) ** poly_power`; while
+    `s = step - start_warmup_step < num_warmup_steps` (int32 arithmetic, as the original) it is
+    `init_lr * s / num_warmup_steps` instead. Steps before `start_warmup_step` give a negative rate, as in
+    the original.
+
+    Args:
+        init_lr: float, the peak learning rate.
+        num_train_steps: int, N, the decay horizon.
+        num_warmup_steps: int, 0 for no warm-up.
+        poly_power: float, power of the polynomial decay.
+        start_warmup_step: int, step at which the warm-up starts.
+        end_learning_rate: float, the decay's end value (0.0 in the original).
+    """
+
+    def __init__(self, init_lr, num_train_steps, num_warmup_steps=0, poly_power=1.0, start_warmup_step=0,
+                 end_learning_rate=0.0, name=None):
+        if int(num_train_steps) <= 0:
+            raise ValueError(f"`num_train_steps` must be positive. Received: num_train_steps={num_train_steps}.")
+        if int(num_warmup_steps) < 0:
+            raise ValueError(f"`num_warmup_steps` must be >= 0. Received: num_warmup_steps={num_warmup_steps}.")
+        self.init_lr = float(init_lr)
+        self.num_train_steps = int(num_train_steps)
+        self.num_warmup_steps = int(num_warmup_steps)
+        self.poly_power = float(poly_power)
+        self.start_warmup_step = int(start_warmup_step)
+        self.end_learning_rate = float(end_learning_rate)
+        self.name = name
+
+    def __call__(self, step):
+        with tf.name_scope(self.name or "AlbertLearningRateSchedule"):
+            step_int = tf.cast(step, tf.int32)
+            # tf.train.polynomial_decay(cycle=False): the step is clipped to the horizon.
+            decay_step = tf.cast(tf.minimum(step_int, self.num_train_steps), tf.float32)
+            fraction = 1.0 - decay_step / float(self.num_train_steps)
+            learning_rate = ((self.init_lr - self.end_learning_rate) * tf.pow(fraction, self.poly_power)
+                             + self.end_learning_rate)
+            if self.num_warmup_steps:
+                warmup_step = step_int - self.start_warmup_step
+                warmup_learning_rate = (self.init_lr * tf.cast(warmup_step, tf.float32)
+                                        / float(self.num_warmup_steps))
+                is_warmup = tf.cast(warmup_step < self.num_warmup_steps, tf.float32)
+                learning_rate = (1.0 - is_warmup) * learning_rate + is_warmup * warmup_learning_rate
+            return learning_rate
+
+    def get_config(self):
+        return {"init_lr": self.init_lr, "num_train_steps": self.num_train_steps,
+                "num_warmup_steps": self.num_warmup_steps, "poly_power": self.poly_power,
+                "start_warmup_step": self.start_warmup_step, "end_learning_rate": self.end_learning_rate,
+                "name": self.name}
+
+
+def variable_path(variable):
+    """The full name used for the exclusion regexes: Keras 3 `variable.path`, else the TF name without `:0`."""
+    path = getattr(variable, "path", None)
+    if path is None:
+        path = variable.name
+    match = re.match(r"^(.*):\d+$", path)
+    return match.group(1) if match else path
+
+
+def _matches_any(patterns, name):
+    return any(re.search(pattern, name) is not None for pattern in patterns or ())
+
+
+class _AlbertAdamBase(keras.optimizers.Optimizer):
+    """Shared parts of `AdamWeightDecay` and `Lamb`: slots, exclusions, clipping after aggregation."""
+
+    _use_layer_adaptation = False
+
+    def __init__(self, learning_rate=0.001, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+                 exclude_from_weight_decay=DEFAULT_EXCLUDE, exclude_from_layer_adaptation=None,
+                 clip_norm=1.0, name=None, **kwargs):
+        for key in ("weight_decay", "global_clipnorm", "clipnorm", "clipvalue"):
+            if kwargs.get(key) is not None:
+                raise ValueError(f"`{key}` is not used by the ALBERT optimizers: use `weight_decay_rate` and "
+                                 f"`clip_norm`. Received: {key}={kwargs[key]}.")
+        if kwargs.get("gradient_accumulation_steps"):
+            raise ValueError("Gradient accumulation belongs to the training loop "
+                             "(`run_training(gradient_accumulation_steps=...)`), which clips the accumulated "
+                             "gradient once. Received: "
+                             f"gradient_accumulation_steps={kwargs['gradient_accumulation_steps']}.")
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+        self.weight_decay_rate = float(weight_decay_rate)
+        self.beta_1 = float(beta_1)
+        self.beta_2 = float(beta_2)
+        self.epsilon = float(epsilon)
+        self.exclude_from_weight_decay = list(exclude_from_weight_decay or [])
+        # LAMBOptimizer: "exclude_from_layer_adaptation is set to exclude_from_weight_decay if the arg is None".
+        self.exclude_from_layer_adaptation = (list(exclude_from_layer_adaptation)
+                                              if exclude_from_layer_adaptation
+                                              else list(self.exclude_from_weight_decay))
+        self.clip_norm = None if clip_norm is None else float(clip_norm)
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        self._adam_m = []
+        self._adam_v = []
+        self._decay_flags = []
+        self._adapt_flags = []
+        # The global norm of the last aggregated gradient, before clipping (for summaries).
+        self.gradient_norm = self.add_variable((), initializer="zeros", dtype="float32",
+                                               aggregation="only_first_replica", name="gradient_norm")
+        for variable in var_list:
+            self._adam_m.append(self.add_variable_from_reference(variable, "adam_m"))
+            self._adam_v.append(self.add_variable_from_reference(variable, "adam_v"))
+            path = variable_path(variable)
+            self._decay_flags.append(self.do_use_weight_decay(path))
+            self._adapt_flags.append(self.do_layer_adaptation(path))
+
+    def do_use_weight_decay(self, path):
+        """Whether the variable named `path` gets weight decay (`_do_use_weight_decay`)."""
+        if not self.weight_decay_rate:
+            return False
+        return not _matches_any(self.exclude_from_weight_decay, path)
+
+    def do_layer_adaptation(self, path):
+        """Whether LAMB's trust ratio applies to the variable named `path` (`_do_layer_adaptation`)."""
+        return self._use_layer_adaptation and not _matches_any(self.exclude_from_layer_adaptation, path)
+
+    def _backend_update_step(self, grads, trainable_variables, learning_rate):
+        # Keras's TF backend sums the gradients across replicas inside its `_backend_update_step`; the
+        # global-norm clip of the original applies to the summed (global-batch) gradient, so the sum is done
+        # here first and the parent's own all-reduce is skipped below.
+        grads = list(grads)
+        replica_context = tf.distribute.get_replica_context()
+        if replica_context is not None and tf.distribute.has_strategy() and (
+                tf.distribute.get_strategy().num_replicas_in_sync > 1):
+            grads = replica_context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        if self.clip_norm is not None:
+            grads, norm = tf.clip_by_global_norm(grads, self.clip_norm)
+        else:
+            norm = tf.linalg.global_norm(grads)
+        self.gradient_norm.assign(norm)
+        self._gradients_reduced = True
+        try:
+            super()._backend_update_step(grads, trainable_variables, learning_rate)
+        finally:
+            self._gradients_reduced = False
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        if getattr(self, "_gradients_reduced", False):
+            return list(grads_and_vars)
+        return super()._all_reduce_sum_gradients(grads_and_vars)
+
+    def _adam_update(self, gradient, variable, index):
+        """Returns `(update, next_m, next_v)`: the original's `update` before the learning rate."""
+        gradient = tf.cast(tf.convert_to_tensor(gradient), variable.dtype)  # IndexedSlices -> dense, as TF1.
+        m = self._adam_m[index]
+        v = self._adam_v[index]
+        next_m = self.beta_1 * m + (1.0 - self.beta_1) * gradient
+        next_v = self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient)
+        update = next_m / (tf.sqrt(next_v) + self.epsilon)
+        if self._decay_flags[index]:
+            update += self.weight_decay_rate * variable
+        return update, next_m, next_v
+
+    def update_step(self, gradient, variable, learning_rate):
+        index = self._get_variable_index(variable)
+        learning_rate = tf.cast(learning_rate, variable.dtype)
+        update, next_m, next_v = self._adam_update(gradient, variable, index)
+        if self._adapt_flags[index]:
+            w_norm = tf.norm(variable, ord=2)
+            g_norm = tf.norm(update, ord=2)
+            ratio = tf.where(w_norm > 0, tf.where(g_norm > 0, w_norm / g_norm, 1.0), 1.0)
+            update = ratio * update
+        self.assign_sub(variable, learning_rate * update)
+        self.assign(self._adam_m[index], next_m)
+        self.assign(self._adam_v[index], next_v)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(weight_decay_rate=self.weight_decay_rate, beta_1=self.beta_1, beta_2=self.beta_2,
+                      epsilon=self.epsilon, exclude_from_weight_decay=self.exclude_from_weight_decay,
+                      exclude_from_layer_adaptation=self.exclude_from_layer_adaptation,
+                      clip_norm=self.clip_norm)
+        for key in ("weight_decay", "global_clipnorm", "clipnorm", "clipvalue", "gradient_accumulation_steps"):
+            config.pop(key, None)
+        return config
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AdamWeightDecay(_AlbertAdamBase):
+    """The original `AdamWeightDecayOptimizer`: `w -= lr * (m / (sqrt(v) + eps) + wd * w)`, no bias correction.
+
+    Args:
+        learning_rate: float or `LearningRateSchedule`.
+        weight_decay_rate: float, decoupled weight decay (0.01 in `create_optimizer`).
+        beta_1, beta_2, epsilon: Adam constants (0.9, 0.999, 1e-6).
+        exclude_from_weight_decay: regexes searched in the variable path.
+        exclude_from_layer_adaptation: unused by AdamW (kept for a common signature).
+        clip_norm: float or None, global-norm clip of the aggregated gradients (1.0 in the original).
+    """
+
+    def __init__(self, learning_rate=0.001, name="AdamWeightDecayOptimizer", **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class Lamb(_AlbertAdamBase):
+    """The original `LAMBOptimizer`: the AdamW update times the trust ratio `||w|| / ||update||`.
+
+    The ratio is 1.0 when either norm is 0 and for variables matching `exclude_from_layer_adaptation`
+    (defaults to `exclude_from_weight_decay`). Same arguments as `AdamWeightDecay`.
+    """
+
+    _use_layer_adaptation = True
+
+    def __init__(self, learning_rate=0.001, name="LAMBOptimizer", **kwargs):
+        super().__init__(learning_rate=learning_rate, name=name, **kwargs)
+
+
+def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer="adamw", poly_power=1.0,
+                     start_warmup_step=0, loss_scale=None):
+    """The original `optimization.create_optimizer` without the loss: returns a Keras optimizer.
+
+    Call it under `strategy.scope()`. Under the `mixed_float16` global policy (or with `loss_scale=True`)
+    the optimizer is wrapped in `keras.optimizers.LossScaleOptimizer` (dynamic loss scaling); the
+    original has no loss scaling because it trains in float32/bfloat16.
+
+    Args:
+        init_lr: float, peak learning rate.
+        num_train_steps: int, decay horizon.
+        num_warmup_steps: int, linear warm-up steps (0 for none).
+        optimizer: `"adamw"` or `"lamb"`.
+        poly_power: float, power of the polynomial decay.
+        start_warmup_step: int, step at which the warm-up starts.
+        loss_scale: None (follow the global dtype policy), True or False.
+    """
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"`optimizer` must be one of {OPTIMIZERS}. Received: optimizer={optimizer!r}.")
+    schedule = AlbertLearningRateSchedule(init_lr, num_train_steps, num_warmup_steps, poly_power=poly_power,
+                                          start_warmup_step=start_warmup_step)
+    cls = Lamb if optimizer == "lamb" else AdamWeightDecay
+    opt = cls(learning_rate=schedule, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+              exclude_from_weight_decay=list(DEFAULT_EXCLUDE), clip_norm=1.0)
+    if loss_scale is None:
+        loss_scale = keras.config.dtype_policy().name == "mixed_float16"
+    if loss_scale:
+        opt = keras.optimizers.LossScaleOptimizer(opt)
+    return opt
+
+
+def inner_optimizer(optimizer):
+    """The ALBERT optimizer inside a `LossScaleOptimizer`, or `optimizer` itself."""
+    return getattr(optimizer, "inner_optimizer", optimizer)

@@ -1,0 +1,166 @@
+"""MLM + SOP pretraining, the library side of `run_pretraining.py` (original-release §2.1, §4.1, §5.4, §7).
+
+`run_pretraining(...)` takes the original flags as arguments (plus the TF2 runtime ones), trains
+`AlbertPretrainer` with the original LAMB/AdamW and schedule in the custom loop (`loop.run_training`), and
+with `do_eval` evaluates every checkpoint on `max_eval_steps` batches: `masked_lm_accuracy`,
+`masked_lm_loss`, `sentence_order_accuracy`, `sentence_order_loss` (and `loss`, `global_step`) in
+`eval_results.txt`, the best `masked_lm_accuracy` checkpoint copied to `model.ckpt-best`.
+"""
+
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.config import AlbertConfig
+from albert_tf.data.pretraining_input import check_record_lengths, expand_input_files, pretraining_dataset
+from albert_tf.models.pretrainer import AlbertPretrainer, pretraining_loss
+from albert_tf.training import distribution, loop, optimization
+
+
+def pretraining_loss_fn(model, features, training):
+    """`loop.run_training` loss: the original `total_loss` and its two parts (original-release §4.1)."""
+    total_loss, masked_lm_loss, sentence_order_loss = pretraining_loss(model(features, training=training),
+                                                                       features)
+    return total_loss, {"masked_lm_loss": masked_lm_loss, "sentence_order_loss": sentence_order_loss}
+
+
+def pretraining_metrics(model, dataset, num_steps):
+    """The original `metric_fn` over `num_steps` batches of `dataset` (streaming, as `tf.metrics`).
+
+    Returns a dict of floats: `masked_lm_accuracy` and `masked_lm_loss` (weighted by `masked_lm_weights`),
+    `sentence_order_accuracy`, `sentence_order_loss` (per-example means) and `loss` (mean of the batches'
+    total loss, as the Estimator's `loss`).
+    """
+
+    @tf.function
+    def batch_sums(features):
+        outputs = model(features, training=False)
+        total_loss, _, _ = pretraining_loss(outputs, features)
+        log_probs = tf.nn.log_softmax(tf.cast(outputs["mlm_logits"], tf.float32), axis=-1)    # [B, P, V]
+        ids = tf.cast(features["masked_lm_ids"], tf.int32)
+        weights = tf.cast(features["masked_lm_weights"], tf.float32)
+        nll = -tf.gather(log_probs, ids, batch_dims=2)                                         # [B, P]
+        correct = tf.cast(tf.equal(tf.argmax(log_probs, axis=-1, output_type=tf.int32), ids), tf.float32)
+        labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
+        sop_log_probs = tf.nn.log_softmax(tf.cast(outputs["sop_logits"], tf.float32), axis=-1)  # [B, 2]
+        sop_nll = -tf.gather(sop_log_probs, labels, batch_dims=1)
+        sop_correct = tf.cast(tf.equal(tf.argmax(sop_log_probs, axis=-1, output_type=tf.int32), labels),
+                              tf.float32)
+        return {"mlm_correct": tf.reduce_sum(weights * correct), "mlm_nll": tf.reduce_sum(weights * nll),
+                "mlm_weight": tf.reduce_sum(weights), "sop_correct": tf.reduce_sum(sop_correct),
+                "sop_nll": tf.reduce_sum(sop_nll), "sop_count": tf.cast(tf.size(labels), tf.float32),
+                "loss": total_loss}
+
+    sums, batches = {}, 0
+    for features in dataset.take(num_steps):
+        for key, value in batch_sums(features).items():
+            sums[key] = sums.get(key, 0.0) + float(value)
+        batches += 1
+    if not batches:
+        raise ValueError("The eval dataset produced no batch.")
+
+    def ratio(a, b):
+        return sums[a] / sums[b] if sums[b] else 0.0
+
+    return {"masked_lm_accuracy": ratio("mlm_correct", "mlm_weight"),
+            "masked_lm_loss": ratio("mlm_nll", "mlm_weight"),
+            "sentence_order_accuracy": ratio("sop_correct", "sop_count"),
+            "sentence_order_loss": ratio("sop_nll", "sop_count"),
+            "loss": sums["loss"] / batches}
+
+
+def _init_model(model, init_checkpoint, init_from_group0):
+    from albert_tf import checkpoints  # Local import: the checkpoints package imports the models.
+
+    if init_from_group0:
+        mapping = checkpoints.init_groups_from_group0(model, init_checkpoint)
+        logging.info("Initialised %d variables from %s (groups from group_0).", len(mapping), init_checkpoint)
+    else:
+        result = checkpoints.init_from_checkpoint(model, init_checkpoint, allow_missing_heads=True)
+        logging.info("Initialised %s from %s (%s).", ", ".join(result.loaded), init_checkpoint, result.format)
+
+
+def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=None, max_seq_length=512,
+                    max_predictions_per_seq=20, do_train=True, do_eval=False, train_batch_size=4096,
+                    eval_batch_size=64, optimizer="lamb", learning_rate=0.00176, poly_power=1.0,
+                    num_train_steps=125000, num_warmup_steps=3125, start_warmup_step=0,
+                    save_checkpoints_steps=5000, keep_checkpoint_max=5, iterations_per_loop=1000,
+                    max_eval_steps=100, use_tpu=False, init_from_group0=False, tpu_name=None, tpu_zone=None,
+                    gcp_project=None, master=None, num_tpu_cores=8, masked_lm_budget=0, strategy="one_device",
+                    mixed_precision="float32", jit_compile=False, gradient_accumulation_steps=1, seed=None):
+    """Pretrains ALBERT (MLM + SOP) as the original `run_pretraining.py`; arguments are its flags.
+
+    Beyond the original flags: `strategy`, `mixed_precision`, `jit_compile`, `gradient_accumulation_steps`
+    (see `flags.define_runtime_flags`) and `seed` (deterministic input order and initialisation).
+    `train_batch_size` is the global batch: it must divide by replicas x `gradient_accumulation_steps`.
+    A job restarted with the same `output_dir` resumes from its latest checkpoint; `init_checkpoint` (ours,
+    or Google's TF1 checkpoint / release / TF-Hub module) is read only when `output_dir` has none.
+
+    Returns:
+        dict with `train` (the loop's final step and losses, or None) and `eval` (the best checkpoint's
+        metrics, or None).
+    """
+    if not do_train and not do_eval:
+        raise ValueError("At least one of `do_train` or `do_eval` must be True.")
+    if optimizer not in optimization.OPTIMIZERS:
+        raise ValueError(f"`optimizer` must be one of {optimization.OPTIMIZERS}. Received: {optimizer!r}.")
+    config = AlbertConfig.from_json_file(albert_config_file)
+    if max_seq_length > config.max_position_embeddings:
+        raise ValueError(f"`max_seq_length={max_seq_length}` exceeds `max_position_embeddings="
+                         f"{config.max_position_embeddings}` of {albert_config_file}.")
+    tf.io.gfile.makedirs(output_dir)
+    input_files = expand_input_files(input_file)
+    logging.info("*** Input Files ***")
+    for path in input_files:
+        logging.info("  %s", path)
+    check_record_lengths(input_files, max_seq_length, max_predictions_per_seq)
+    if seed is not None:
+        tf.keras.utils.set_random_seed(seed)
+
+    strategy_obj = distribution.prepare_runtime(strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
+                                                gcp_project=gcp_project, master=master,
+                                                num_tpu_cores=num_tpu_cores, mixed_precision=mixed_precision)
+    with strategy_obj.scope():
+        model = AlbertPretrainer(config)
+    results = {"train": None, "eval": None}
+
+    if do_train:
+        replicas = strategy_obj.num_replicas_in_sync
+        if train_batch_size % (replicas * gradient_accumulation_steps):
+            raise ValueError(f"`train_batch_size={train_batch_size}` must divide by the {replicas} replica(s) x "
+                             f"`gradient_accumulation_steps={gradient_accumulation_steps}`.")
+        if init_checkpoint and not loop.list_checkpoints(output_dir):
+            _init_model(model, init_checkpoint, init_from_group0)
+        elif init_checkpoint:
+            logging.info("%s has checkpoints: resuming, `init_checkpoint` not read.", output_dir)
+        with strategy_obj.scope():
+            opt = optimization.create_optimizer(learning_rate, num_train_steps, num_warmup_steps,
+                                                optimizer=optimizer, poly_power=poly_power,
+                                                start_warmup_step=start_warmup_step)
+
+        def train_dataset_fn(input_context):
+            per_replica = input_context.get_per_replica_batch_size(train_batch_size) // gradient_accumulation_steps
+            return pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, per_replica,
+                                       is_training=True, input_context=input_context,
+                                       masked_lm_budget=masked_lm_budget, seed=seed)
+
+        logging.info("***** Running training *****")
+        logging.info("  Batch size = %d", train_batch_size)
+        results["train"] = loop.run_training(
+            model, opt, pretraining_loss_fn, train_dataset_fn, strategy_obj, output_dir, num_train_steps,
+            iterations_per_loop=iterations_per_loop, save_checkpoints_steps=save_checkpoints_steps,
+            keep_checkpoint_max=keep_checkpoint_max, gradient_accumulation_steps=gradient_accumulation_steps,
+            jit_compile=jit_compile)
+
+    if do_eval:
+        logging.info("***** Running evaluation *****")
+        logging.info("  Batch size = %d", eval_batch_size)
+        eval_dataset = pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, eval_batch_size,
+                                           is_training=False, masked_lm_budget=masked_lm_budget)
+        _, best = loop.evaluate_checkpoints(
+            model, output_dir, lambda m: pretraining_metrics(m, eval_dataset, max_eval_steps),
+            "masked_lm_accuracy", output_dir, higher_is_better=True)
+        results["eval"] = best
+        if best is None:
+            logging.warning("No checkpoint in %s to evaluate.", output_dir)
+    return results
+

@@ -1,0 +1,397 @@
+"""RACE fine-tuning, evaluation and prediction: the library behind `run_race.py` (original-release §2.5, §8.6).
+
+`run_race(...)` does what the original `run_race.py` does, with a TF2 custom training loop instead of a
+TPUEstimator: train for `train_step` steps (AdamW, warm-up then linear decay), evaluate every saved checkpoint
+on the dev set (`eval_results.txt`, `best_trial.txt`, best copied to `model.ckpt-best`), and on `do_predict`
+score the test set with the best checkpoint (`predict_results.txt`, plus per-question `predictions.tsv`).
+Accuracy is reported overall and per level (`middle`, `high`).
+"""
+
+import contextlib
+import csv
+import os
+import time
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.config import AlbertConfig
+from albert_tf.data import race as race_data
+from albert_tf.models.race import AlbertRace, race_loss
+
+PREDICTIONS_FILE = "predictions.tsv"
+PREDICT_RESULTS_FILE = "predict_results.txt"
+EVAL_RESULTS_FILE = "eval_results.txt"
+METRIC_KEY = "eval_accuracy"
+
+
+def _atomic_write(path, text):
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with tf.io.gfile.GFile(tmp, "w") as f:
+        f.write(text)
+    tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def check_race_tfrecord(path, max_seq_length, expected_count=None):
+    """Checks that a cached RACE TFRecord matches `max_seq_length` (and the number of questions, if given)."""
+    first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+    if first is None:
+        raise ValueError(f"RACE TFRecord `{path}` is empty; delete it to regenerate it.")
+    example = tf.train.Example.FromString(first.numpy())
+    length = len(example.features.feature["input_ids"].int64_list.value)
+    if length != race_data.NUM_CHOICES * max_seq_length:
+        raise ValueError(f"RACE TFRecord `{path}` holds `input_ids` of length {length}, expected "
+                         f"4 * max_seq_length = {race_data.NUM_CHOICES * max_seq_length}: it was written with "
+                         "another `max_seq_length`; delete it or pass another file to regenerate it.")
+    if expected_count is not None:
+        count = race_data.count_records(path)
+        if count != expected_count:
+            raise ValueError(f"RACE TFRecord `{path}` holds {count} records but the data has {expected_count} "
+                             "questions (other data or --high_only/--middle_only); delete it or pass another "
+                             "file to regenerate it.")
+
+
+def prepare_tfrecord(examples, tokenizer, path, max_seq_length, max_qa_length, num_padding=0, check_count=True):
+    """Writes `path` unless it exists (the original's cache semantics), then checks it fits the request."""
+    if tf.io.gfile.exists(path):
+        logging.info("Using cached RACE features %s", path)
+        check_race_tfrecord(path, max_seq_length, len(examples) + num_padding if check_count else None)
+    else:
+        race_data.write_race_tfrecord(examples, tokenizer, max_seq_length, max_qa_length, path, num_padding)
+    return path
+
+
+def make_logits_fn(model, strategy=None, jit_compile=False):
+    """A `tf.function` mapping a (distributed) batch to the per-replica `logits` and label tensors."""
+    strategy = strategy or tf.distribute.get_strategy()
+
+    @tf.function(jit_compile=jit_compile)
+    def replica_step(batch):
+        inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+        return model(inputs, training=False)["logits"], batch["label_ids"], batch["is_real_example"]
+
+    @tf.function
+    def step(batch):
+        return strategy.run(replica_step, args=(batch,))
+
+    def run(dataset):
+        """Returns numpy `logits [n, 4]`, `label_ids [n]`, `is_real [n]` in the dataset's order."""
+        logits, labels, real = [], [], []
+        start = time.time()
+        for batches, batch in enumerate(strategy.experimental_distribute_dataset(dataset), start=1):
+            # Replicas get consecutive slices of the global batch: concatenating them keeps the order.
+            for out, acc in zip(step(batch), (logits, labels, real)):
+                acc.extend(t.numpy() for t in strategy.experimental_local_results(out))
+            if batches % 100 == 0:
+                count = sum(len(x) for x in labels)
+                logging.info("Scored %d questions (%.1f questions/s)", count, count / (time.time() - start))
+        if not logits:
+            return np.zeros([0, race_data.NUM_CHOICES], np.float32), np.zeros([0], np.int32), np.zeros([0], bool)
+        return np.concatenate(logits), np.concatenate(labels), np.concatenate(real).astype(bool)
+
+    return run
+
+
+def score_examples(logits_fn, examples, tfrecord, max_seq_length, batch_size, drop_remainder=False):
+    """Scores the questions of `tfrecord` (written from `examples`, in order) with `make_logits_fn(...)`.
+
+    Returns:
+        `(metrics, logits)`: `accuracy_by_level` metrics (with `eval_loss`), `logits [n, 4]` of real examples.
+    """
+    dataset = race_data.race_dataset(tfrecord, max_seq_length, batch_size, is_training=False,
+                                     drop_remainder=drop_remainder)
+    logits, labels, real = logits_fn(dataset)
+    logits, labels = logits[real], labels[real]
+    if len(labels) != len(examples):
+        raise ValueError(f"RACE TFRecord `{tfrecord}` yielded {len(labels)} questions, expected {len(examples)}.")
+    labeled = labels != race_data.NO_LABEL
+    per_example_loss = np.zeros(len(labels), np.float32)
+    if labeled.any():
+        _, loss = race_loss(logits[labeled], labels[labeled])
+        per_example_loss[labeled] = loss.numpy()
+    metrics = race_data.accuracy_by_level(logits.argmax(-1), labels, [e.level for e in examples],
+                                          per_example_loss)
+    return metrics, logits
+
+
+def write_predictions(path, examples, logits):
+    """Per-question TSV: id, level, predicted letter, gold letter (empty if unknown), probabilities A-D."""
+    probabilities = tf.nn.softmax(logits, axis=-1).numpy()
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with tf.io.gfile.GFile(tmp, "w") as f:
+        writer = csv.writer(f, delimiter="\t", lineterminator="\n")
+        writer.writerow(["id", "level", "prediction", "answer"] + [f"prob_{c}" for c in race_data.LABELS])
+        for example, probs in zip(examples, probabilities):
+            answer = "" if example.label is None else race_data.LABELS[example.label]
+            writer.writerow([example.example_id, example.level, race_data.LABELS[int(probs.argmax())], answer]
+                            + [f"{p:.6f}" for p in probs])
+    tf.io.gfile.rename(tmp, path, overwrite=True)
+
+
+def _format_results(title, metrics):
+    lines = [title] if title else []
+    lines += [f"{key} = {metrics[key]}" for key in sorted(metrics)]
+    return "\n".join(lines) + "\n"
+
+
+def _resolve_sources(stack, albert_config_file, spm_model_file, init_checkpoint, albert_hub_module_handle):
+    """Config and spm model: the arguments, else the assets of the TF-Hub module / release directory."""
+    if spm_model_file == "from_tf_hub" and not albert_hub_module_handle:
+        raise ValueError("`spm_model_file=from_tf_hub` needs `albert_hub_module_handle`.")
+    source = albert_hub_module_handle or init_checkpoint
+    needs_spm = not spm_model_file or spm_model_file == "from_tf_hub"
+    if source and (not albert_config_file or needs_spm):
+        from albert_tf.checkpoints import resolve_source
+
+        resolved = stack.enter_context(resolve_source(source))
+        albert_config_file = albert_config_file or resolved.config_file
+        if needs_spm and resolved.spm_model_file:
+            spm_model_file = resolved.spm_model_file
+    if spm_model_file == "from_tf_hub":
+        raise ValueError(f"`albert_hub_module_handle={albert_hub_module_handle!r}` has no SentencePiece model "
+                         "asset: pass `spm_model_file`.")
+    if not albert_config_file:
+        raise ValueError("`albert_config_file` is required (or a hub module / release dir that ships one).")
+    if not tf.io.gfile.exists(albert_config_file):
+        raise ValueError(f"`albert_config_file` not found: {albert_config_file!r}.")
+    if spm_model_file and not tf.io.gfile.exists(spm_model_file):
+        raise ValueError(f"`spm_model_file` not found: {spm_model_file!r}.")
+    return albert_config_file, spm_model_file
+
+
+def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None, vocab_file=None,
+             task_name="race", train_file=None, eval_file=None, predict_file=None, init_checkpoint=None,
+             albert_hub_module_handle=None, do_lower_case=True, dropout_prob=0.1, max_seq_length=512,
+             max_qa_length=128, num_keep_checkpoint=5, high_only=False, middle_only=False, do_train=True,
+             do_eval=True, do_predict=False, train_batch_size=32, eval_batch_size=8, predict_batch_size=8,
+             learning_rate=1e-5, train_step=12000, warmup_step=1000, save_checkpoints_steps=100,
+             iterations_per_loop=1000, export_dir=None, optimizer="adamw", delete_non_best=True,
+             strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None, master=None,
+             num_tpu_cores=8, mixed_precision="float32", jit_compile=False, gradient_accumulation_steps=1):
+    """Fine-tunes, evaluates and predicts RACE as the original `run_race.py`.
+
+    Args:
+        data_dir: str, the directory containing `RACE/{train,dev,test}/{middle,high}`.
+        output_dir: str, checkpoints and result files.
+        albert_config_file: str, `albert_config.json` (else taken from the hub module / release dir).
+        spm_model_file: str, SentencePiece model (else, or with `from_tf_hub`, from the hub module / release
+            dir).
+        vocab_file: str, WordPiece vocabulary, used only without `spm_model_file`.
+        task_name: str, must be `race` (case-insensitive).
+        train_file, eval_file, predict_file: str, TFRecord caches, written when missing. Defaults:
+            `output_dir/{train,eval,predict}.tf_record`.
+        init_checkpoint: str, any source `albert_tf.checkpoints.init_from_checkpoint` reads.
+        albert_hub_module_handle: str, a TF-Hub TF1 module directory used as initial weights.
+        do_lower_case: bool.
+        dropout_prob: float, dropout on the pooled output while training.
+        max_seq_length: int.
+        max_qa_length: int, tokens kept (the last ones) of question+option.
+        num_keep_checkpoint: int, unused, as in the original (its RunConfig keeps every checkpoint so that each
+            one is evaluated).
+        high_only, middle_only: bool, read one level only.
+        do_train, do_eval, do_predict: bool.
+        train_batch_size, eval_batch_size, predict_batch_size: int, global batch sizes.
+        learning_rate: float, peak learning rate.
+        train_step: int, total training steps.
+        warmup_step: int, linear warm-up steps.
+        save_checkpoints_steps: int.
+        iterations_per_loop: int, steps per `tf.function` call (at most `save_checkpoints_steps`).
+        export_dir: str, export a SavedModel of the best model here (`albert_tf.export`).
+        optimizer: str, `adamw` (the original's RACE optimizer) or `lamb`.
+        delete_non_best: bool, after evaluation delete the checkpoints other than the best and the latest (the
+            original deletes them while evaluating).
+        strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
+            jit_compile, gradient_accumulation_steps: runtime options (see `albert_tf.training.flags`).
+
+    Returns:
+        dict with `eval` (best dev metrics, with `best_step`), `predict` (test metrics) and `export_path`, for
+        the stages run.
+    """
+    del num_keep_checkpoint  # Unused, as in the original.
+    if not (do_train or do_eval or do_predict or export_dir):
+        raise ValueError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
+    if str(task_name).lower() != "race":
+        raise ValueError(f"Task not found: `task_name={task_name!r}`; run_race supports `race`.")
+    if not output_dir:
+        raise ValueError("`output_dir` is required.")
+    race_data.levels_for(high_only, middle_only)
+    if max_qa_length > max_seq_length - 3:
+        raise ValueError(f"`max_qa_length` must be <= `max_seq_length` - 3. Received: "
+                         f"`max_qa_length={max_qa_length}`, `max_seq_length={max_seq_length}`.")
+    for name, value in (("train_batch_size", train_batch_size), ("eval_batch_size", eval_batch_size),
+                        ("predict_batch_size", predict_batch_size)):
+        if int(value) < 1:
+            raise ValueError(f"`{name}` must be >= 1. Received: `{name}={value}`.")
+
+    from albert_tf import tokenization
+    from albert_tf.training import distribution, loop
+
+    with contextlib.ExitStack() as stack:
+        albert_config_file, spm_model_file = _resolve_sources(stack, albert_config_file, spm_model_file,
+                                                              init_checkpoint, albert_hub_module_handle)
+        if not spm_model_file and not vocab_file:
+            raise ValueError("`spm_model_file` is required (or `vocab_file` for a WordPiece model).")
+        config = AlbertConfig.from_json_file(albert_config_file)
+        if max_seq_length > config.max_position_embeddings:
+            raise ValueError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
+                             f"trained up to sequence length {config.max_position_embeddings}.")
+        tf.io.gfile.makedirs(output_dir)
+        tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
+                                               spm_model_file=spm_model_file)
+        read = dict(do_lower_case=do_lower_case, high_only=high_only, middle_only=middle_only,
+                    use_spm=bool(spm_model_file))
+        init_source = init_checkpoint or albert_hub_module_handle
+
+        if use_tpu and strategy == "one_device":
+            strategy = "tpu"
+        dist = distribution.prepare_runtime(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name,
+                                            tpu_zone=tpu_zone, gcp_project=gcp_project, master=master,
+                                            num_tpu_cores=num_tpu_cores, mixed_precision=mixed_precision)
+        on_tpu = isinstance(dist, tf.distribute.TPUStrategy)
+        with dist.scope():
+            model = AlbertRace(config, dropout_prob=dropout_prob)
+        logits_fn = make_logits_fn(model, dist, jit_compile)
+
+        results = {}
+        if do_train:
+            _train(model, dist, tokenizer, read, data_dir, output_dir, train_file, init_source, max_seq_length,
+                   max_qa_length, train_batch_size, learning_rate, train_step, warmup_step,
+                   save_checkpoints_steps, iterations_per_loop, optimizer, jit_compile, gradient_accumulation_steps)
+
+        best_value = None
+        if do_eval:
+            eval_examples = race_data.read_race_examples(data_dir, "dev", **read)
+            eval_file = eval_file or os.path.join(output_dir, "eval.tf_record")
+            padding = (-len(eval_examples)) % eval_batch_size if on_tpu else 0
+            prepare_tfrecord(eval_examples, tokenizer, eval_file, max_seq_length, max_qa_length, padding)
+            logging.info("***** Running evaluation *****\n  Num examples = %d (%d padding)\n  Batch size = %d",
+                         len(eval_examples), padding, eval_batch_size)
+
+            def eval_fn(m):
+                metrics, _ = score_examples(logits_fn, eval_examples, eval_file, max_seq_length,
+                                            eval_batch_size, drop_remainder=on_tpu)
+                logging.info("RACE dev: %s", metrics)
+                return metrics
+
+            if loop.list_checkpoints(output_dir):
+                best_step, best_metrics = loop.evaluate_checkpoints(
+                    model, output_dir, eval_fn, METRIC_KEY, output_dir, higher_is_better=True,
+                    delete_non_best=delete_non_best)
+            else:
+                # Nothing trained here: evaluate the initial weights (e.g. a RACE checkpoint fine-tuned elsewhere).
+                if not init_source:
+                    raise ValueError(f"No checkpoint to evaluate in `output_dir={output_dir}`: train first "
+                                     "(do_train) or give `init_checkpoint`.")
+                _init_weights(model, init_source)
+                best_step, best_metrics = 0, dict(eval_fn(model), global_step=0)
+                _atomic_write(os.path.join(output_dir, EVAL_RESULTS_FILE), _format_results("", best_metrics))
+            best_value = best_metrics[METRIC_KEY]
+            results["eval"] = dict(best_metrics, best_step=best_step)
+
+        if do_predict or export_dir:
+            _restore_for_inference(model, output_dir, init_source, loop)
+
+        if do_predict:
+            results["predict"] = _predict(logits_fn, tokenizer, read, data_dir, output_dir, predict_file,
+                                          max_seq_length, max_qa_length, predict_batch_size, on_tpu, best_value)
+
+        if export_dir:
+            from albert_tf import export
+
+            results["export_path"] = export.export_saved_model(
+                model, export_dir, spm_model_file=spm_model_file, do_lower_case=do_lower_case,
+                max_seq_length=max_seq_length, max_qa_length=max_qa_length)
+            logging.info("Model exported to %s", results["export_path"])
+        return results
+
+
+def _init_weights(model, init_source):
+    from albert_tf.checkpoints import init_from_checkpoint
+
+    logging.info("Initialising from %s", init_source)
+    init_from_checkpoint(model, init_source, allow_missing_heads=True)
+
+
+def _train(model, dist, tokenizer, read, data_dir, output_dir, train_file, init_source, max_seq_length,
+           max_qa_length, train_batch_size, learning_rate, train_step, warmup_step, save_checkpoints_steps,
+           iterations_per_loop, optimizer, jit_compile, gradient_accumulation_steps):
+    from albert_tf.training import loop, optimization
+
+    train_examples = race_data.read_race_examples(data_dir, "train", **read)
+    train_file = train_file or os.path.join(output_dir, "train.tf_record")
+    prepare_tfrecord(train_examples, tokenizer, train_file, max_seq_length, max_qa_length, check_count=False)
+    logging.info("***** Running training *****\n  Num examples = %d\n  Batch size = %d\n  Num steps = %d",
+                 len(train_examples), train_batch_size, train_step)
+    # A resumed run restores its own checkpoint; the initial weights matter only for a fresh one.
+    if init_source and not loop.list_checkpoints(output_dir):
+        _init_weights(model, init_source)
+    replicas = dist.num_replicas_in_sync
+    micro_batches = replicas * int(gradient_accumulation_steps)
+    if train_batch_size % micro_batches:
+        raise ValueError(f"`train_batch_size={train_batch_size}` must be divisible by the {replicas} replica(s) "
+                         f"times `gradient_accumulation_steps={gradient_accumulation_steps}`.")
+    with dist.scope():
+        opt = optimization.create_optimizer(learning_rate, train_step, warmup_step, optimizer=optimizer)
+
+    def train_dataset_fn(input_context=None):
+        return race_data.race_dataset(train_file, max_seq_length, train_batch_size // micro_batches,
+                                      is_training=True, drop_remainder=True, input_context=input_context)
+
+    def loss_fn(m, features, training):
+        outputs = m(features, training=training)
+        loss, _ = race_loss(outputs["logits"], features["label_ids"])
+        labels = tf.cast(tf.reshape(features["label_ids"], [-1]), tf.int32)
+        accuracy = tf.reduce_mean(tf.cast(tf.equal(outputs["predictions"], labels), tf.float32))
+        return loss, {"accuracy": accuracy}
+
+    # The original keeps every checkpoint (keep_checkpoint_max=0) so that each one gets evaluated.
+    keep = train_step // save_checkpoints_steps + 2 if save_checkpoints_steps else 1
+    loop.run_training(model, opt, loss_fn, train_dataset_fn, dist, output_dir, train_step,
+                      iterations_per_loop=min(iterations_per_loop, save_checkpoints_steps or iterations_per_loop),
+                      save_checkpoints_steps=save_checkpoints_steps, keep_checkpoint_max=keep,
+                      gradient_accumulation_steps=gradient_accumulation_steps, jit_compile=jit_compile,
+                      # As the original (TPUEstimator), a resumed run restarts the shuffled, repeated input.
+                      checkpoint_iterator=False)
+
+
+def _predict(logits_fn, tokenizer, read, data_dir, output_dir, predict_file, max_seq_length, max_qa_length,
+             batch_size, on_tpu, best_value):
+    examples = race_data.read_race_examples(data_dir, "test", require_answers=False, **read)
+    predict_file = predict_file or os.path.join(output_dir, "predict.tf_record")
+    padding = (-len(examples)) % batch_size if on_tpu else 0
+    prepare_tfrecord(examples, tokenizer, predict_file, max_seq_length, max_qa_length, padding)
+    logging.info("***** Running prediction *****\n  Num examples = %d (%d padding)\n  Batch size = %d",
+                 len(examples), padding, batch_size)
+    metrics, logits = score_examples(logits_fn, examples, predict_file, max_seq_length, batch_size,
+                                     drop_remainder=on_tpu)
+    write_predictions(os.path.join(output_dir, PREDICTIONS_FILE), examples, logits)
+    if metrics["num_examples"] == 0:  # No answers in the test data: no accuracy to report.
+        metrics = {"num_questions": len(examples)}
+    else:
+        metrics["num_questions"] = len(examples)
+    if best_value is not None:
+        metrics["best"] = best_value
+    _atomic_write(os.path.join(output_dir, PREDICT_RESULTS_FILE),
+                  _format_results("***** Predict results *****", metrics))
+    logging.info("RACE test: %s", metrics)
+    return metrics
+
+
+def _restore_for_inference(model, output_dir, init_source, loop):
+    """Loads `model.ckpt-best`, else the latest checkpoint, else the initial weights."""
+    best_prefix = os.path.join(output_dir, "model.ckpt-best")
+    if tf.io.gfile.exists(best_prefix + ".index"):
+        logging.info("Using %s", best_prefix)
+        loop.restore_checkpoint(model, best_prefix)
+        return
+    saved = loop.list_checkpoints(output_dir)
+    if saved:
+        logging.info("No model.ckpt-best; using the latest checkpoint %s", saved[-1][1])
+        loop.restore_checkpoint(model, saved[-1][1])
+        return
+    if not init_source:
+        raise ValueError(f"No checkpoint in `output_dir={output_dir}` to predict with: train first "
+                         "(--do_train) or give --init_checkpoint.")
+    logging.info("No checkpoint in %s; using the initial weights of %s", output_dir, init_source)
+    _init_weights(model, init_source)

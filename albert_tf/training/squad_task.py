@@ -1,0 +1,407 @@
+"""SQuAD 1.1 / 2.0 fine-tuning and prediction: the library side of `run_squad.py`.
+
+`run_squad(...)` does what the original `run_squad_v1.py` / `run_squad_v2.py` mains do (original-release
+§2.4, §8.3-§8.5), with explicit arguments instead of flags; `version_2_with_negative` selects v2:
+
+* `do_train`: the training examples are shuffled (`random.Random(12345)`), converted once to
+  `train_feature_file` (reused when present), the model initialised from `init_checkpoint` /
+  `albert_hub_module_handle` and trained `int(n_examples / train_batch_size * num_train_epochs)` steps with
+  AdamW, warm-up `int(steps * warmup_proportion)`, a checkpoint every `save_checkpoints_steps`.
+* `do_predict`: `predict_feature_file` (TFRecord) and `predict_feature_left_file` (JSON here; the original
+  pickles it) are written or reused; every checkpoint in `output_dir` is run on them and, when the predict
+  file has answers, scored with the official metrics; the best by `f1` is copied to `model.ckpt-best`, and
+  `predictions.json`, `nbest_predictions.json` (v2: `null_odds.json`) are finally written from it.
+  v2 tunes the null-score threshold on the predict set as the original, unless `null_score_diff_threshold`
+  is given.
+* `export_dir`: a SavedModel of `model.ckpt-best` (or the latest checkpoint), via `albert_tf.export`.
+"""
+
+import contextlib
+import os
+import random
+import time
+
+from absl import logging
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.config import AlbertConfig
+from albert_tf.data import squad
+from albert_tf.data import squad_postprocess as post
+from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2, squad_v1_loss, squad_v2_loss
+
+_V2_RESULT_KEYS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index", "cls_logits")
+
+
+def num_train_steps_and_warmup(num_examples, train_batch_size, num_train_epochs, warmup_proportion):
+    """The original's `int(n / batch * epochs)` steps and `int(steps * warmup_proportion)` warm-up steps."""
+    steps = int(num_examples / train_batch_size * num_train_epochs)
+    return steps, int(steps * warmup_proportion)
+
+
+def _resolve_sources(stack, albert_config_file, hub_handle, spm_model_file):
+    """Config, spm model and hub init path (config and spm taken from the TF-Hub module when not given)."""
+    hub_init = None
+    if hub_handle:
+        from albert_tf.checkpoints import resolve_source
+
+        source = stack.enter_context(resolve_source(hub_handle))
+        hub_init = hub_handle
+        if not albert_config_file:
+            if not source.config_file:
+                raise ValueError(f"`albert_hub_module_handle` {hub_handle!r} has no `albert_config.json` asset: "
+                                 "pass `albert_config_file`.")
+            albert_config_file = source.config_file
+        if not spm_model_file or spm_model_file == "from_tf_hub":
+            if not source.spm_model_file:
+                raise ValueError(f"`albert_hub_module_handle` {hub_handle!r} has no SentencePiece model asset: "
+                                 "pass `spm_model_file`.")
+            spm_model_file = source.spm_model_file
+    if not albert_config_file:
+        raise ValueError("`albert_config_file` must be set (or `albert_hub_module_handle` with a config asset).")
+    if not tf.io.gfile.exists(albert_config_file):
+        raise ValueError(f"`albert_config_file` {albert_config_file!r} not found.")
+    if not spm_model_file:
+        raise ValueError("SQuAD needs a SentencePiece model: set `spm_model_file` (the alignment of §8.3 works on "
+                         "SentencePiece pieces).")
+    if not tf.io.gfile.exists(spm_model_file):
+        raise ValueError(f"`spm_model_file` {spm_model_file!r} not found.")
+    return AlbertConfig.from_json_file(albert_config_file), spm_model_file, hub_init
+
+
+def _conversion_metadata(max_seq_length, doc_stride, max_query_length, do_lower_case, predict_file,
+                         num_examples):
+    return {"max_seq_length": max_seq_length, "doc_stride": doc_stride, "max_query_length": max_query_length,
+            "do_lower_case": bool(do_lower_case), "predict_file": os.path.basename(predict_file),
+            "num_examples": num_examples}
+
+
+def prepare_eval_features(examples, tokenizer, predict_file, predict_feature_file, predict_feature_left_file,
+                          max_seq_length, doc_stride, max_query_length, do_lower_case):
+    """Writes (or reuses, when both exist) the predict TFRecord and the JSON eval-feature file."""
+    metadata = _conversion_metadata(max_seq_length, doc_stride, max_query_length, do_lower_case, predict_file,
+                                    len(examples))
+    if tf.io.gfile.exists(predict_feature_file) and tf.io.gfile.exists(predict_feature_left_file):
+        logging.info("Loading eval features from %s", predict_feature_left_file)
+        return squad.read_eval_features(predict_feature_left_file, expected_metadata=metadata)
+    features = []
+    with squad.FeatureWriter(predict_feature_file, is_training=False) as writer:
+        def append_feature(feature):
+            features.append(feature)
+            writer.process_feature(feature)
+
+        squad.convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride, max_query_length,
+                                           False, append_feature, do_lower_case)
+    squad.write_eval_features(features, predict_feature_left_file, metadata=metadata)
+    return features
+
+
+def predict_raw_results(model, dataset, strategy, version_2_with_negative, num_features=None):
+    """Runs `model(training=False)` over the predict dataset; returns `RawResult`s (v1) or `RawResultV2`s."""
+
+    @tf.function(reduce_retracing=True)
+    def step(features):
+        inputs = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids", "p_mask") if k in features}
+        outputs = model(inputs, training=False)
+        if version_2_with_negative:
+            out = {k: outputs[k] for k in _V2_RESULT_KEYS}
+        else:
+            out = {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"]}
+        out["unique_ids"] = features["unique_ids"]
+        return out
+
+    results = []
+    start = last_log = time.time()
+    for features in strategy.experimental_distribute_dataset(dataset):
+        out = strategy.run(step, args=(features,))
+        arrays = {k: np.concatenate([t.numpy() for t in strategy.experimental_local_results(v)])
+                  for k, v in out.items()}
+        for i, unique_id in enumerate(arrays["unique_ids"]):
+            if version_2_with_negative:
+                results.append(post.RawResultV2(
+                    unique_id=int(unique_id),
+                    start_top_log_probs=[float(x) for x in arrays["start_top_log_probs"][i]],
+                    start_top_index=[int(x) for x in arrays["start_top_index"][i]],
+                    end_top_log_probs=[float(x) for x in arrays["end_top_log_probs"][i]],
+                    end_top_index=[int(x) for x in arrays["end_top_index"][i]],
+                    cls_logits=float(arrays["cls_logits"][i])))
+            else:
+                results.append(post.RawResult(
+                    unique_id=int(unique_id), start_log_prob=[float(x) for x in arrays["start_logits"][i]],
+                    end_log_prob=[float(x) for x in arrays["end_logits"][i]]))
+        if time.time() - last_log > 30:
+            last_log = time.time()
+            rate = len(results) / (last_log - start)
+            eta = f", ETA {(num_features - len(results)) / rate:.0f} s" if num_features else ""
+            logging.info("Predicting: %d features (%.1f features/s%s)", len(results), rate, eta)
+    return results
+
+
+def postprocess_and_score(results, examples, features, dataset, output_dir, version_2_with_negative,
+                          n_best_size, max_answer_length, start_n_top, end_n_top, null_score_diff_threshold,
+                          score=True):
+    """Writes `predictions.json`, `nbest_predictions.json` (v2: `null_odds.json`) in `output_dir`; returns
+    the official metrics when `score` (v1: `exact_match`, `f1`; v2: `exact`, `f1`, `HasAns_*`, `NoAns_*`,
+    `null_score_diff_threshold`, ...), else `{}`."""
+    prediction_file = os.path.join(output_dir, "predictions.json")
+    nbest_file = os.path.join(output_dir, "nbest_predictions.json")
+    if not version_2_with_negative:
+        result_dict = {}
+        post.accumulate_predictions_v1(result_dict, examples, features, results, n_best_size, max_answer_length)
+        predictions, _ = post.write_predictions_v1(result_dict, examples, features, results, n_best_size,
+                                                   prediction_file, nbest_file)
+        return post.evaluate_v1(dataset, predictions) if score else {}
+    result_dict, cls_dict = {}, {}
+    post.accumulate_predictions_v2(result_dict, cls_dict, examples, features, results, n_best_size,
+                                   max_answer_length, start_n_top, end_n_top)
+    null_odds_file = os.path.join(output_dir, "null_odds.json")
+    if score:
+        return post.evaluate_v2(result_dict, cls_dict, dataset, examples, features, results, n_best_size,
+                                prediction_file, nbest_file, null_odds_file, null_score_diff_threshold)
+    post.write_predictions_v2(result_dict, cls_dict, examples, features, results, n_best_size, prediction_file,
+                              nbest_file, null_odds_file, null_score_diff_threshold)
+    return {}
+
+
+def _validate(do_train, do_predict, export_dir, train_file, predict_file, output_dir, max_seq_length,
+              max_query_length, doc_stride):
+    if not (do_train or do_predict or export_dir):
+        raise ValueError("At least one of `do_train` or `do_predict` (or `export_dir`) must be True.")
+    if do_train and not train_file:
+        raise ValueError("If `do_train` is True, then `train_file` must be specified.")
+    if do_predict and not predict_file:
+        raise ValueError("If `do_predict` is True, then `predict_file` must be specified.")
+    if not output_dir:
+        raise ValueError(f"`output_dir` must be set. Received: {output_dir!r}.")
+    squad.check_lengths(max_seq_length, max_query_length)
+    if doc_stride <= 0:
+        raise ValueError(f"`doc_stride` must be positive. Received: {doc_stride}.")
+
+
+def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_file=None, train_file=None,
+              predict_file=None, train_feature_file=None, predict_feature_file=None,
+              predict_feature_left_file=None, init_checkpoint=None, albert_hub_module_handle=None,
+              do_lower_case=True, max_seq_length=384, doc_stride=128, max_query_length=64, do_train=False,
+              do_predict=False, train_batch_size=32, predict_batch_size=8, learning_rate=5e-5,
+              num_train_epochs=3.0, warmup_proportion=0.1, save_checkpoints_steps=1000, iterations_per_loop=1000,
+              n_best_size=20, max_answer_length=30, version_2_with_negative=False,
+              null_score_diff_threshold=None, start_n_top=5, end_n_top=5, dropout_prob=0.1, use_einsum=True,
+              export_dir=None, strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None,
+              gcp_project=None, master=None, num_tpu_cores=8, mixed_precision=None, jit_compile=False):
+    """Fine-tunes and/or predicts SQuAD 1.1 (default) or 2.0 (`version_2_with_negative`), as the original.
+
+    Args:
+        output_dir: str, checkpoints, `eval_results.txt`, `best_trial.txt`, `model.ckpt-best*` and predictions.
+        albert_config_file: str, `albert_config.json` (optional with `albert_hub_module_handle`).
+        spm_model_file: str, SentencePiece model (required; "from_tf_hub" takes the hub module's asset).
+        vocab_file: str, accepted for the original's flag; unused with SentencePiece.
+        train_file, predict_file: str, SQuAD JSON files.
+        train_feature_file: str, training TFRecord, written if missing (default `<output_dir>/train.tf_record`).
+        predict_feature_file: str, predict TFRecord, written if missing (default `<output_dir>/predict.tf_record`).
+        predict_feature_left_file: str, JSON eval features, written if missing (default
+            `<output_dir>/predict_left_file.json`); never a pickle.
+        init_checkpoint: str, any source `albert_tf.checkpoints.init_from_checkpoint` reads.
+        albert_hub_module_handle: str, local TF-Hub TF1 module dir.
+        do_lower_case: bool.
+        max_seq_length, doc_stride, max_query_length: int, feature conversion (§8.3).
+        do_train, do_predict: bool.
+        train_batch_size, predict_batch_size: int, global batch sizes.
+        learning_rate, num_train_epochs, warmup_proportion: float, AdamW schedule (§7).
+        save_checkpoints_steps, iterations_per_loop: int.
+        n_best_size, max_answer_length: int, post-processing.
+        version_2_with_negative: bool, SQuAD 2.0 with the XLNet-style head.
+        null_score_diff_threshold: optional float (v2): a fixed threshold instead of the search on the
+            predict set.
+        start_n_top, end_n_top: int (v2), beam sizes.
+        dropout_prob: float (v2), dropout of the answer-class head.
+        use_einsum: bool, accepted for the original's v1 flag (TFLite); the Keras layers need no switch.
+        export_dir: str, SavedModel export of `model.ckpt-best` (else the latest checkpoint).
+        strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
+            jit_compile: runtime options (see `albert_tf.training.flags`).
+
+    Returns:
+        dict: `num_train_steps` and `train` (last loop scalars) when training; `eval` (the best checkpoint's
+        metrics, with `best_step`) when predicting on a file with answers; `export_path` when exporting.
+    """
+    del vocab_file, use_einsum
+    _validate(do_train, do_predict, export_dir, train_file, predict_file, output_dir, max_seq_length,
+              max_query_length, doc_stride)
+    train_feature_file = train_feature_file or os.path.join(output_dir, "train.tf_record")
+    predict_feature_file = predict_feature_file or os.path.join(output_dir, "predict.tf_record")
+    predict_feature_left_file = predict_feature_left_file or os.path.join(output_dir, "predict_left_file.json")
+
+    with contextlib.ExitStack() as stack:
+        config, spm_model_file, hub_init = _resolve_sources(stack, albert_config_file, albert_hub_module_handle,
+                                                            spm_model_file)
+        if max_seq_length > config.max_position_embeddings:
+            raise ValueError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
+                             f"trained up to sequence length {config.max_position_embeddings}.")
+        from albert_tf.tokenization import FullTokenizer
+        from albert_tf.training import distribution, loop
+
+        tokenizer = FullTokenizer(do_lower_case=do_lower_case, spm_model_file=spm_model_file)
+        tf.io.gfile.makedirs(output_dir)
+        if mixed_precision:
+            distribution.set_mixed_precision(mixed_precision)
+        dist = distribution.get_strategy(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
+                                         gcp_project=gcp_project, master=master,
+                                         num_tpu_cores=num_tpu_cores if use_tpu else None)
+        with dist.scope():
+            if version_2_with_negative:
+                model = AlbertSquadV2(config, start_n_top=start_n_top, end_n_top=end_n_top,
+                                      dropout_prob=dropout_prob)
+            else:
+                model = AlbertSquadV1(config)
+        init_path = init_checkpoint or hub_init
+        result = {}
+
+        if do_train:
+            result.update(_train(model, dist, tokenizer, train_file, train_feature_file, output_dir, init_path,
+                                 version_2_with_negative, do_lower_case, max_seq_length, doc_stride,
+                                 max_query_length, train_batch_size, learning_rate, num_train_epochs,
+                                 warmup_proportion, save_checkpoints_steps, iterations_per_loop, jit_compile))
+        if do_predict:
+            metrics = _predict(model, dist, tokenizer, predict_file, predict_feature_file,
+                               predict_feature_left_file, output_dir, init_path, version_2_with_negative,
+                               do_lower_case, max_seq_length, doc_stride, max_query_length, predict_batch_size,
+                               n_best_size, max_answer_length, start_n_top, end_n_top, null_score_diff_threshold)
+            if metrics:
+                result["eval"] = metrics
+        if export_dir:
+            from albert_tf import export
+
+            _restore_for_inference(model, output_dir, init_path)
+            result["export_path"] = export.export_saved_model(
+                model, export_dir, spm_model_file=spm_model_file, do_lower_case=do_lower_case,
+                max_seq_length=max_seq_length, max_query_length=max_query_length)
+            logging.info("Model exported to %s.", result["export_path"])
+    return result
+
+
+def _train(model, dist, tokenizer, train_file, train_feature_file, output_dir, init_path, version_2_with_negative,
+           do_lower_case, max_seq_length, doc_stride, max_query_length, train_batch_size, learning_rate,
+           num_train_epochs, warmup_proportion, save_checkpoints_steps, iterations_per_loop, jit_compile):
+    from albert_tf.training import loop, optimization
+
+    train_examples = squad.read_squad_examples(train_file, is_training=True)
+    num_train_steps, num_warmup_steps = num_train_steps_and_warmup(len(train_examples), train_batch_size,
+                                                                   num_train_epochs, warmup_proportion)
+    if num_train_steps < 1:
+        raise ValueError(f"{len(train_examples)} training examples / train_batch_size {train_batch_size} * "
+                         f"num_train_epochs {num_train_epochs} gives {num_train_steps} steps: nothing to train.")
+    # Pre-shuffle the input, as the original, to avoid a very large shuffle buffer.
+    random.Random(12345).shuffle(train_examples)
+    if not tf.io.gfile.exists(train_feature_file):
+        with squad.FeatureWriter(train_feature_file, is_training=True) as writer:
+            stats = squad.convert_examples_to_features(train_examples, tokenizer, max_seq_length, doc_stride,
+                                                       max_query_length, True, writer.process_feature,
+                                                       do_lower_case)
+        logging.info("Wrote %d training features to %s", stats.num_features, train_feature_file)
+    else:
+        logging.info("Reusing training features %s", train_feature_file)
+    logging.info("***** Running training *****")
+    logging.info("  Num orig examples = %d", len(train_examples))
+    logging.info("  Batch size = %d", train_batch_size)
+    logging.info("  Num steps = %d (warm-up %d)", num_train_steps, num_warmup_steps)
+
+    if init_path and not loop.list_checkpoints(output_dir):
+        from albert_tf.checkpoints import init_from_checkpoint
+
+        logging.info("Initialising from %s", init_path)
+        init_from_checkpoint(model, init_path, allow_missing_heads=True)
+    with dist.scope():
+        opt = optimization.create_optimizer(learning_rate, num_train_steps, num_warmup_steps, optimizer="adamw")
+
+    def loss_fn(m, features, training):
+        outputs = m(features, training=training)
+        if version_2_with_negative:
+            return squad_v2_loss(outputs, features)
+        return squad_v1_loss(outputs, features), {}
+
+    def train_dataset_fn(input_context=None):
+        batch_size = train_batch_size
+        if input_context is not None:
+            batch_size = input_context.get_per_replica_batch_size(train_batch_size)
+        return squad.squad_dataset(train_feature_file, max_seq_length, True, batch_size, True,
+                                   is_v2=version_2_with_negative, input_context=input_context)
+
+    train_result = loop.run_training(
+        model, opt, loss_fn, train_dataset_fn, dist, output_dir, num_train_steps,
+        iterations_per_loop=int(min(iterations_per_loop, save_checkpoints_steps or iterations_per_loop)),
+        save_checkpoints_steps=save_checkpoints_steps,
+        # The original keeps every checkpoint (RunConfig keep_checkpoint_max=0) for do_predict to pick the best.
+        keep_checkpoint_max=num_train_steps // max(save_checkpoints_steps or num_train_steps, 1) + 2,
+        jit_compile=jit_compile, checkpoint_iterator=False)
+    return {"num_train_steps": num_train_steps, "train": train_result}
+
+
+def _restore_for_inference(model, output_dir, init_path):
+    """`model.ckpt-best` if present, else the latest `model.ckpt-<step>`, else `init_path`."""
+    from albert_tf.training import loop
+
+    best = os.path.join(output_dir, loop.BEST_CHECKPOINT_NAME)
+    if tf.io.gfile.exists(best + ".index"):
+        loop.restore_checkpoint(model, best)
+        return best
+    checkpoints = loop.list_checkpoints(output_dir)
+    if checkpoints:
+        loop.restore_checkpoint(model, checkpoints[-1][1])
+        return checkpoints[-1][1]
+    if init_path:
+        from albert_tf.checkpoints import init_from_checkpoint
+
+        init_from_checkpoint(model, init_path, allow_missing_heads=True)
+        return init_path
+    raise ValueError(f"No checkpoint in `output_dir` {output_dir!r} and no `init_checkpoint`: nothing to run.")
+
+
+def _predict(model, dist, tokenizer, predict_file, predict_feature_file, predict_feature_left_file, output_dir,
+             init_path, version_2_with_negative, do_lower_case, max_seq_length, doc_stride, max_query_length,
+             predict_batch_size, n_best_size, max_answer_length, start_n_top, end_n_top,
+             null_score_diff_threshold):
+    from albert_tf.training import loop
+
+    dataset_json = squad.load_squad_json(predict_file)
+    score = squad.has_answers(dataset_json)
+    eval_examples = squad.read_squad_examples(predict_file, is_training=False, dataset=dataset_json)
+    eval_features = prepare_eval_features(eval_examples, tokenizer, predict_file, predict_feature_file,
+                                          predict_feature_left_file, max_seq_length, doc_stride, max_query_length,
+                                          do_lower_case)
+    logging.info("***** Running predictions *****")
+    logging.info("  Num orig examples = %d", len(eval_examples))
+    logging.info("  Num split examples = %d", len(eval_features))
+    logging.info("  Batch size = %d", predict_batch_size)
+    if not score:
+        logging.info("%s has no answers: writing predictions without metrics.", predict_file)
+
+    def run(m):
+        dataset = squad.squad_dataset(predict_feature_file, max_seq_length, False, predict_batch_size, False,
+                                      is_v2=version_2_with_negative)
+        results = predict_raw_results(m, dataset, dist, version_2_with_negative, len(eval_features))
+        return postprocess_and_score(results, eval_examples, eval_features, dataset_json, output_dir,
+                                     version_2_with_negative, n_best_size, max_answer_length, start_n_top,
+                                     end_n_top, null_score_diff_threshold, score=score)
+
+    if score and loop.list_checkpoints(output_dir):
+        best_step, _ = loop.evaluate_checkpoints(model, output_dir, run, "f1", output_dir)
+        # As the original, the final predictions and results come from model.ckpt-best.
+        loop.restore_checkpoint(model, os.path.join(output_dir, loop.BEST_CHECKPOINT_NAME))
+        metrics = run(model)
+        eval_path = os.path.join(output_dir, "eval_results.txt")
+        previous = tf.io.gfile.GFile(eval_path).read() if tf.io.gfile.exists(eval_path) else ""
+        lines = [f"{key} = {metrics[key]}" for key in sorted(metrics)]
+        lines.append(f"best perf happened at step: {best_step}")
+        squad.write_text_atomic(eval_path, previous + "\n".join(lines) + "\n")
+        logging.info("***** Final Eval results (step %d) *****", best_step)
+        for key in sorted(metrics):
+            logging.info("  %s = %s", key, metrics[key])
+        return dict(metrics, best_step=best_step)
+    used = _restore_for_inference(model, output_dir, init_path)
+    logging.info("Predicting with %s", used)
+    metrics = run(model)
+    if metrics:
+        for key in sorted(metrics):
+            logging.info("  %s = %s", key, metrics[key])
+        squad.write_text_atomic(os.path.join(output_dir, "eval_results.txt"),
+                                 "".join(f"{key} = {metrics[key]}\n" for key in sorted(metrics)))
+    return metrics

@@ -1,0 +1,76 @@
+"""Masked-LM + sentence-order pretraining of ALBERT: the original `run_pretraining.py` flags.
+
+Example (the README command, on a v3-512 TPU pod; any strategy works the same way):
+
+    python run_pretraining.py --input_file=data/*.tfrecord --output_dir=out \\
+      --albert_config_file=albert_base/albert_config.json --do_train --do_eval \\
+      --train_batch_size=4096 --max_seq_length=512 --max_predictions_per_seq=20 --optimizer=lamb \\
+      --learning_rate=0.00176 --num_train_steps=125000 --num_warmup_steps=3125 --save_checkpoints_steps=5000 \\
+      --use_tpu --tpu_name=my-tpu
+
+A restarted job resumes from the latest `output_dir/model.ckpt-<step>`.
+"""
+
+from absl import app
+from absl import flags
+
+from albert_tf.training import flags as runtime_flags
+from albert_tf.training.pretraining import run_pretraining
+
+FLAGS = flags.FLAGS
+
+## Required parameters
+flags.DEFINE_string("albert_config_file", None,
+                    "The config json file corresponding to the pre-trained ALBERT model. "
+                    "This specifies the model architecture.")
+flags.DEFINE_string("input_file", None, "Input TF example files (can be a glob or comma separated).")
+flags.DEFINE_string("output_dir", None, "The output directory where the model checkpoints will be written.")
+
+## Other parameters
+flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint (usually from a pre-trained ALBERT model).")
+flags.DEFINE_integer("max_seq_length", 512,
+                     "The maximum total input sequence length after WordPiece tokenization. Sequences longer "
+                     "than this will be truncated, and sequences shorter than this will be padded. Must match "
+                     "data generation.")
+flags.DEFINE_integer("max_predictions_per_seq", 20,
+                     "Maximum number of masked LM predictions per sequence. Must match data generation.")
+flags.DEFINE_bool("do_train", True, "Whether to run training.")
+flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
+flags.DEFINE_integer("train_batch_size", 4096, "Total batch size for training.")
+flags.DEFINE_integer("eval_batch_size", 64, "Total batch size for eval.")
+flags.DEFINE_enum("optimizer", "lamb", ["adamw", "lamb"], "The optimizer for training.")
+flags.DEFINE_float("learning_rate", 0.00176, "The initial learning rate.")
+flags.DEFINE_float("poly_power", 1.0, "The power of poly decay.")
+flags.DEFINE_integer("num_train_steps", 125000, "Number of training steps.")
+flags.DEFINE_integer("num_warmup_steps", 3125, "Number of warmup steps.")
+flags.DEFINE_integer("start_warmup_step", 0, "The starting step of warmup.")
+flags.DEFINE_integer("save_checkpoints_steps", 5000, "How often to save the model checkpoint.")
+flags.DEFINE_integer("keep_checkpoint_max", 5, "How many checkpoints to keep.")
+flags.DEFINE_integer("iterations_per_loop", 1000, "How many steps to make in each estimator call.")
+flags.DEFINE_integer("max_eval_steps", 100, "Maximum number of eval steps.")
+flags.DEFINE_bool("init_from_group0", False, "Whether to initialize parameters of other groups from group 0")
+flags.DEFINE_float("masked_lm_budget", 0, "If >0, the ratio of masked ngrams to unmasked ngrams. Default 0, "
+                   "for offline masking")
+runtime_flags.define_runtime_flags(gradient_accumulation=True)
+
+
+def main(argv):
+    del argv
+    run_pretraining(
+        albert_config_file=FLAGS.albert_config_file, input_file=FLAGS.input_file, output_dir=FLAGS.output_dir,
+        init_checkpoint=FLAGS.init_checkpoint, max_seq_length=FLAGS.max_seq_length,
+        max_predictions_per_seq=FLAGS.max_predictions_per_seq, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
+        train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
+        optimizer=FLAGS.optimizer, learning_rate=FLAGS.learning_rate, poly_power=FLAGS.poly_power,
+        num_train_steps=FLAGS.num_train_steps, num_warmup_steps=FLAGS.num_warmup_steps,
+        start_warmup_step=FLAGS.start_warmup_step, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
+        keep_checkpoint_max=FLAGS.keep_checkpoint_max, iterations_per_loop=FLAGS.iterations_per_loop,
+        max_eval_steps=FLAGS.max_eval_steps, init_from_group0=FLAGS.init_from_group0,
+        masked_lm_budget=FLAGS.masked_lm_budget, **runtime_flags.runtime_kwargs(FLAGS))
+
+
+if __name__ == "__main__":
+    flags.mark_flag_as_required("input_file")
+    flags.mark_flag_as_required("albert_config_file")
+    flags.mark_flag_as_required("output_dir")
+    app.run(main)

@@ -1,0 +1,611 @@
+"""GLUE: processors on the real file layouts, feature conversion, cached TFRecords, metrics, the classifier
+model, `run_classifier` train -> eval -> predict end to end, and bad input."""
+
+import csv
+import math
+import os
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf.config import AlbertConfig
+from albert_tf.data import glue
+from albert_tf.models.classifier import AlbertClassifier, classifier_loss
+from albert_tf.training import metrics
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MAX_SEQ = 32
+
+POSITIVE = ("good", "great", "fine", "nice", "happy")
+NEGATIVE = ("bad", "awful", "poor", "sad", "ugly")
+FILLER = ("the", "movie", "was", "very", "a", "plot", "and", "really", "story", "film", "it", "this")
+
+
+def sentiment_sentence(rng, positive):
+    words = [rng.choice(FILLER) for _ in range(rng.randint(3, 7))]
+    words.insert(rng.randrange(len(words) + 1), rng.choice(POSITIVE if positive else NEGATIVE))
+    return " ".join(words).capitalize() + " ."
+
+
+def sentiment_rows(seed, n):
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        positive = rng.random() < 0.5
+        rows.append((sentiment_sentence(rng, positive), "1" if positive else "0"))
+    return rows
+
+
+def _write(path, rows):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        for row in rows:
+            f.write("\t".join(str(c) for c in row) + "\n")
+
+
+# --- GLUE directories in the real layouts ----------------------------------------------------------------
+
+MNLI_HEADER = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse", "sentence2_binary_parse",
+               "sentence1_parse", "sentence2_parse", "sentence1", "sentence2"]
+
+
+def write_mnli(root, n_train=6, n_dev=4, n_test=3):
+    labels = ("entailment", "neutral", "contradiction")
+    rows = [MNLI_HEADER + ["label1", "gold_label"]]
+    for i in range(n_train):
+        rows.append([i, 100 + i, f"{100 + i}e", "fiction", "( a b )", "( c d )", "(ROOT a b)", "(ROOT c d)",
+                     f"Premise number {i} .", f"Hypothesis {i} here .", labels[i % 3], labels[i % 3]])
+    _write(os.path.join(root, "MNLI", "train.tsv"), rows)
+    for name in ("dev_matched", "dev_mismatched"):
+        rows = [MNLI_HEADER + ["label1", "label2", "label3", "label4", "label5", "gold_label"]]
+        for i in range(n_dev):
+            rows.append([i, 200 + i, f"{200 + i}n", "slate", "( a )", "( b )", "(ROOT a)", "(ROOT b)",
+                         f"{name} premise {i} .", f"{name} hypothesis {i} ."] + [labels[i % 3]] * 6)
+        _write(os.path.join(root, "MNLI", f"{name}.tsv"), rows)
+    for name in ("test_matched", "test_mismatched"):
+        rows = [MNLI_HEADER]
+        for i in range(n_test):
+            rows.append([i, 300 + i, f"{300 + i}c", "travel", "( a )", "( b )", "(ROOT a)", "(ROOT b)",
+                         f"{name} premise {i} .", f"{name} hypothesis {i} ."])
+        _write(os.path.join(root, "MNLI", f"{name}.tsv"), rows)
+
+
+def write_sst2(root, train, dev, test):
+    _write(os.path.join(root, "SST-2", "train.tsv"), [["sentence", "label"]] + [list(r) for r in train])
+    _write(os.path.join(root, "SST-2", "dev.tsv"), [["sentence", "label"]] + [list(r) for r in dev])
+    _write(os.path.join(root, "SST-2", "test.tsv"), [["index", "sentence"]] + [[i, r[0]] for i, r in enumerate(test)])
+
+
+def write_cola(root, train, dev, test):
+    # train/dev are headerless: source, label, original judgement, sentence.
+    _write(os.path.join(root, "CoLA", "train.tsv"), [["gj04", r[1], "" if r[1] == "1" else "*", r[0]] for r in train])
+    _write(os.path.join(root, "CoLA", "dev.tsv"), [["gj04", r[1], "" if r[1] == "1" else "*", r[0]] for r in dev])
+    _write(os.path.join(root, "CoLA", "test.tsv"), [["index", "sentence"]] + [[i, r[0]] for i, r in enumerate(test)])
+
+
+def stsb_rows(seed, n):
+    """Pairs whose score is the number of shared sentiment words scaled to [0, 5]: learnable regression."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(n):
+        a_pos, b_pos = rng.random() < 0.5, rng.random() < 0.5
+        rows.append((sentiment_sentence(rng, a_pos), sentiment_sentence(rng, b_pos),
+                     round(4.2 if a_pos == b_pos else 0.8, 3)))
+    return rows
+
+
+def write_stsb(root, train, dev, test):
+    header = ["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1", "sentence2"]
+    def body(rows, with_score):
+        return [[i, "main-news", "2012", "2012", i, "none", "none", a, b] + ([s] if with_score else [])
+                for i, (a, b, s) in enumerate(rows)]
+    _write(os.path.join(root, "STS-B", "train.tsv"), [header + ["score"]] + body(train, True))
+    _write(os.path.join(root, "STS-B", "dev.tsv"), [header + ["score"]] + body(dev, True))
+    _write(os.path.join(root, "STS-B", "test.tsv"), [header] + body(test, False))
+
+
+def write_small_tasks(root):
+    """MRPC, QQP (with short rows), QNLI, RTE, WNLI and the diagnostic set, a few rows each."""
+    _write(os.path.join(root, "MRPC", "train.tsv"), [["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"],
+                                                     ["1", "11", "12", "He left .", "He went away ."],
+                                                     ["0", "13", "14", "It rains .", "It is sunny ."]])
+    _write(os.path.join(root, "MRPC", "dev.tsv"), [["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"],
+                                                   ["1", "21", "22", "A cat .", "A kitten ."]])
+    _write(os.path.join(root, "MRPC", "test.tsv"), [["index", "#1 ID", "#2 ID", "#1 String", "#2 String"],
+                                                    ["0", "31", "32", "X y .", "Y x ."],
+                                                    ["1", "33", "34", "P q .", "Q p ."]])
+    _write(os.path.join(root, "QQP", "train.tsv"), [["id", "qid1", "qid2", "question1", "question2", "is_duplicate"],
+                                                    ["5", "1", "2", "How old ?", "What age ?", "1"],
+                                                    ["6", "3", "4", "Why ?"],  # missing columns: skipped
+                                                    ["7", "5", "6", "Where ?", "When ?", "0"]])
+    _write(os.path.join(root, "QQP", "dev.tsv"), [["id", "qid1", "qid2", "question1", "question2", "is_duplicate"],
+                                                  ["8", "7", "8", "Who ?", "Whom ?", "1"]])
+    _write(os.path.join(root, "QQP", "test.tsv"), [["id", "question1", "question2"], ["0", "Is it ?", "Was it ?"]])
+    _write(os.path.join(root, "QNLI", "train.tsv"), [["index", "question", "sentence", "label"],
+                                                     ["0", "Who ?", "Bob did .", "entailment"],
+                                                     ["1", "Why ?", "Nothing .", "not_entailment"]])
+    _write(os.path.join(root, "QNLI", "dev.tsv"), [["index", "question", "sentence", "label"],
+                                                   ["0", "When ?", "Today .", "entailment"]])
+    _write(os.path.join(root, "QNLI", "test.tsv"), [["index", "question", "sentence"], ["0", "How ?", "Fast ."]])
+    for task, labels in (("RTE", ("entailment", "not_entailment")), ("WNLI", ("1", "0"))):
+        _write(os.path.join(root, task, "train.tsv"), [["index", "sentence1", "sentence2", "label"],
+                                                       ["0", "A b .", "B .", labels[0]],
+                                                       ["1", "C d .", "E .", labels[1]]])
+        _write(os.path.join(root, task, "dev.tsv"), [["index", "sentence1", "sentence2", "label"],
+                                                     ["0", "F g .", "G .", labels[0]]])
+        _write(os.path.join(root, task, "test.tsv"), [["index", "sentence1", "sentence2"], ["0", "H .", "I ."],
+                                                      ["1", "J .", "K ."]])
+    _write(os.path.join(root, "diagnostic", "diagnostic.tsv"), [["index", "sentence1", "sentence2"],
+                                                                ["0", "The cat sat .", "A cat sat ."],
+                                                                ["1", "No one came .", "Someone came ."]])
+
+
+@pytest.fixture(scope="module")
+def glue_root(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("glue"))
+    write_mnli(root)
+    write_sst2(root, sentiment_rows(1, 160), sentiment_rows(2, 48), sentiment_rows(3, 10))
+    write_cola(root, sentiment_rows(4, 8), sentiment_rows(5, 6), sentiment_rows(6, 3))
+    write_stsb(root, stsb_rows(7, 48), stsb_rows(8, 16), stsb_rows(9, 5))
+    write_small_tasks(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def model_files(tmp_path_factory):
+    """A tiny SentencePiece model (original spm_train flags) and a tiny ALBERT config."""
+    from albert_tf.data.vocab import train_sentencepiece
+
+    root = tmp_path_factory.mktemp("model")
+    corpus = str(root / "corpus.txt")
+    rng = random.Random(0)
+    with open(corpus, "w") as f:
+        for _ in range(300):
+            f.write(sentiment_sentence(rng, rng.random() < 0.5).lower() + "\n")
+        f.write("premise number hypothesis here dev matched mismatched test the cat sat a kitten\n")
+    spm_model = train_sentencepiece(corpus, str(root / "spm"), vocab_size=80, hard_vocab_limit=False,
+                                    character_coverage=1.0, minloglevel=2)
+    import sentencepiece as spm
+
+    vocab_size = spm.SentencePieceProcessor(model_file=spm_model).get_piece_size()
+    config = AlbertConfig(vocab_size=vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
+                          num_attention_heads=2, intermediate_size=64, max_position_embeddings=64,
+                          hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config_file = str(root / "albert_config.json")
+    config.to_json_file(config_file)
+    return {"spm": spm_model, "config": config, "config_file": config_file}
+
+
+@pytest.fixture(scope="module")
+def tokenizer(model_files):
+    from albert_tf.tokenization import FullTokenizer
+
+    return FullTokenizer(spm_model_file=model_files["spm"])
+
+
+# --- Processors ------------------------------------------------------------------------------------------
+
+def test_task_names_are_case_insensitive_and_complete():
+    assert sorted(glue.PROCESSORS) == sorted(["cola", "mnli", "mismnli", "mrpc", "rte", "sst-2", "sts-b", "qqp",
+                                              "qnli", "wnli", "ax"])
+    assert isinstance(glue.get_processor("MNLI"), glue.MnliProcessor)
+    assert isinstance(glue.get_processor("Sts-B"), glue.StsbProcessor)
+    with pytest.raises(ValueError, match="Task not found.*'sst'"):
+        glue.get_processor("sst")
+
+
+def test_mnli_columns_header_guids_and_lower_casing(glue_root):
+    p = glue.get_processor("mnli", use_spm=True, do_lower_case=True)
+    train = p.get_train_examples(glue_root)
+    assert len(train) == 6  # header skipped
+    assert (train[0].guid, train[0].text_a, train[0].text_b, train[0].label) == (
+        "0", "premise number 0 .", "hypothesis 0 here .", "entailment")
+    dev = p.get_dev_examples(glue_root)
+    assert dev[1].text_a == "dev_matched premise 1 ." and dev[1].label == "neutral"
+    test = p.get_test_examples(glue_root)
+    assert [e.guid for e in test] == ["0", "1", "2"] and {e.label for e in test} == {"contradiction"}
+    mis = glue.get_processor("mismnli").get_dev_examples(glue_root)
+    assert mis[0].text_a == "dev_mismatched premise 0 ."
+    assert glue.get_processor("mismnli").get_test_examples(glue_root)[0].text_b == "test_mismatched hypothesis 0 ."
+    cased = glue.get_processor("mnli", use_spm=True, do_lower_case=False).get_train_examples(glue_root)
+    assert cased[0].text_a == "Premise number 0 ."
+    assert p.get_labels() == ["contradiction", "entailment", "neutral"]
+
+
+def test_cola_train_is_headerless_and_test_has_a_header(glue_root):
+    p = glue.get_processor("cola")
+    train = p.get_train_examples(glue_root)
+    rows = sentiment_rows(4, 8)
+    assert len(train) == 8  # the first line is data
+    assert train[0].guid == "train-0" and train[0].label == rows[0][1] and train[0].text_b is None
+    assert train[0].text_a == rows[0][0].lower()
+    test = p.get_test_examples(glue_root)
+    assert len(test) == 3 and test[0].guid == "0" and test[0].label == "0"
+
+
+def test_sst2_stsb_and_small_tasks(glue_root):
+    sst = glue.get_processor("sst-2").get_train_examples(glue_root)
+    assert sst[0].guid == "train-1" and sst[0].label in ("0", "1")
+    assert glue.get_processor("sst-2").get_test_examples(glue_root)[2].guid == "2"
+
+    stsb = glue.get_processor("sts-b")
+    assert stsb.get_labels() == [None] and stsb.is_regression
+    train = stsb.get_train_examples(glue_root)
+    assert isinstance(train[0].label, float) and train[0].label == stsb_rows(7, 48)[0][2]
+    assert train[0].guid == "0"
+    assert [e.label for e in stsb.get_test_examples(glue_root)] == [0] * 5
+
+    mrpc = glue.get_processor("mrpc")
+    assert [(e.guid, e.label) for e in mrpc.get_train_examples(glue_root)] == [("train-1", "1"), ("train-2", "0")]
+    assert [(e.guid, e.label) for e in mrpc.get_test_examples(glue_root)] == [("0", "0"), ("1", "0")]
+    assert mrpc.get_train_examples(glue_root)[0].text_b == "he went away ."
+
+    qqp = glue.get_processor("qqp").get_train_examples(glue_root)
+    assert [e.guid for e in qqp] == ["5", "7"]  # the short row is skipped, as the original
+    assert qqp[1].label == "0" and qqp[1].text_b == "when ?"
+    assert glue.get_processor("qqp").get_test_examples(glue_root)[0].text_b == "was it ?"
+
+    qnli = glue.get_processor("qnli")
+    assert [e.label for e in qnli.get_train_examples(glue_root)] == ["entailment", "not_entailment"]
+    assert qnli.get_test_examples(glue_root)[0].label == "entailment"
+    assert glue.get_processor("rte").get_test_examples(glue_root)[1].guid == "1"
+    assert glue.get_processor("wnli").get_train_examples(glue_root)[0].label == "1"
+    ax = glue.get_processor("ax")
+    assert [(e.guid, e.label) for e in ax.get_test_examples(glue_root)] == [("0", "contradiction"),
+                                                                           ("1", "contradiction")]
+    with pytest.raises(ValueError, match="no train split"):
+        ax.get_train_examples(glue_root)
+
+
+def test_bad_files_name_the_path_and_line(glue_root, tmp_path):
+    with pytest.raises(ValueError, match="Task directory .*RTE.* not found"):
+        glue.get_processor("rte").get_train_examples(str(tmp_path))
+    os.makedirs(tmp_path / "RTE")
+    with pytest.raises(ValueError, match=r"train\.tsv.* not found"):
+        glue.get_processor("rte").get_train_examples(str(tmp_path))
+    _write(str(tmp_path / "RTE" / "train.tsv"), [["index", "sentence1", "sentence2", "label"],
+                                                 ["0", "A .", "B .", "entailment"],
+                                                 ["1", "only two columns"]])
+    with pytest.raises(ValueError, match=r"RTE/train\.tsv:3: row has 2 tab-separated column\(s\); expected at "
+                                         r"least 3"):
+        glue.get_processor("rte").get_train_examples(str(tmp_path))
+    _write(str(tmp_path / "RTE" / "train.tsv"), [["index", "sentence1", "sentence2", "label"],
+                                                 ["0", "A .", "B .", "maybe"]])
+    with pytest.raises(ValueError, match=r"RTE/train\.tsv:2: unknown label 'maybe'"):
+        glue.get_processor("rte").get_train_examples(str(tmp_path))
+    os.makedirs(tmp_path / "MNLI")
+    _write(str(tmp_path / "MNLI" / "train.tsv"), [MNLI_HEADER + ["label1", "gold_label"],
+                                                  ["0", "1", "2", "g", "p", "p", "p", "p", "a ."]])
+    with pytest.raises(ValueError, match=r"MNLI/train\.tsv:2: row has 9 .* at least 10"):
+        glue.get_processor("mnli").get_train_examples(str(tmp_path))
+    os.makedirs(tmp_path / "STS-B")
+    _write(str(tmp_path / "STS-B" / "dev.tsv"), [["h"] * 10, ["0"] * 9 + ["high"]])
+    with pytest.raises(ValueError, match=r"STS-B/dev\.tsv:2: the score .* float.*'high'"):
+        glue.get_processor("sts-b").get_dev_examples(str(tmp_path))
+
+
+# --- Features --------------------------------------------------------------------------------------------
+
+def test_pair_truncation_pops_the_longer_from_the_end():
+    a, b = list("abcdefg"), list("xyz")
+    glue.truncate_seq_pair(a, b, 6)
+    assert a == list("abc") and b == list("xyz")
+    a, b = list("ab"), list("wxyz")
+    glue.truncate_seq_pair(a, b, 4)
+    assert a == list("ab") and b == list("wx")
+    a, b = list("abc"), list("xyz")
+    glue.truncate_seq_pair(a, b, 4)  # ties pop from b first
+    assert a == list("ab") and b == list("xy")
+
+
+def test_convert_single_example_layout(tokenizer):
+    pieces_a = tokenizer.tokenize("the movie was good .")
+    pieces_b = tokenizer.tokenize("a very bad film and a very sad story and a poor plot .")
+    max_len = 16
+    ex = glue.InputExample("g", "the movie was good .", "a very bad film and a very sad story and a poor plot .",
+                           "entailment")
+    f = glue.convert_single_example(0, ex, ["contradiction", "entailment", "neutral"], max_len, tokenizer, "mnli")
+    # Independent expectation: budget 13 tokens, pop from the longer one's end.
+    a, b = list(pieces_a), list(pieces_b)
+    while len(a) + len(b) > max_len - 3:
+        (a if len(a) > len(b) else b).pop()
+    tokens = ["[CLS]"] + a + ["[SEP]"] + b + ["[SEP]"]
+    ids = [tokenizer.vocab[t] for t in tokens]
+    assert ids[0] == 2 and ids[len(a) + 1] == 3
+    assert f.input_ids == ids + [0] * (max_len - len(ids))
+    assert f.input_mask == [1] * len(ids) + [0] * (max_len - len(ids))
+    assert f.segment_ids == [0] * (len(a) + 2) + [1] * (len(b) + 1) + [0] * (max_len - len(ids))
+    assert f.label_id == 1 and f.is_real_example
+
+    single = glue.InputExample("s", "a very bad film and a very sad story and a poor plot .", None, "0")
+    f = glue.convert_single_example(0, single, ["0", "1"], 8, tokenizer, "sst-2")
+    assert f.input_ids == [2] + [tokenizer.vocab[t] for t in pieces_b[:6]] + [3]
+    assert f.segment_ids == [0] * 8 and f.input_mask == [1] * 8
+
+    reg = glue.InputExample("r", "good", "bad", 3.5)
+    assert glue.convert_single_example(0, reg, [None], 8, tokenizer, "sts-b").label_id == 3.5
+    pad = glue.convert_single_example(0, glue.PaddingInputExample(), ["0", "1"], 8, tokenizer, "sst-2")
+    assert pad.input_ids == [0] * 8 and not pad.is_real_example
+    with pytest.raises(ValueError, match="unknown label 'maybe'"):
+        glue.convert_single_example(0, glue.InputExample("u", "a", None, "maybe"), ["0", "1"], 8, tokenizer,
+                                    "sst-2")
+
+
+def test_cached_tfrecords_have_the_original_names_and_no_partial_file(glue_root, tokenizer, tmp_path):
+    examples = glue.get_processor("sts-b").get_dev_examples(glue_root)
+    path = glue.cache_file(str(tmp_path), "sts-b", "eval")
+    assert path.endswith("sts-b_eval.tf_record")
+    assert glue.file_based_convert_examples_to_features(examples, [None], MAX_SEQ, tokenizer, path, "sts-b") == 16
+    record = next(iter(tf.data.TFRecordDataset(path))).numpy()
+    feats = tf.train.Example.FromString(record).features.feature
+    assert sorted(feats) == ["input_ids", "input_mask", "is_real_example", "label_ids", "segment_ids"]
+    assert feats["label_ids"].float_list.value[0] == pytest.approx(examples[0].label)
+    assert len(feats["input_ids"].int64_list.value) == MAX_SEQ
+    arrays = glue.read_features(path, MAX_SEQ, "sts-b")
+    assert arrays["label_ids"].dtype == np.float32 and arrays["input_ids"].dtype == np.int32
+    np.testing.assert_allclose(arrays["label_ids"], [e.label for e in examples], rtol=1e-6)
+
+    sst = glue.get_processor("sst-2").get_dev_examples(glue_root)
+    sst_path = glue.cache_file(str(tmp_path), "sst-2", "eval")
+    glue.file_based_convert_examples_to_features(glue.pad_examples(sst[:5], 4), ["0", "1"], MAX_SEQ, tokenizer,
+                                                 sst_path, "sst-2")
+    arrays = glue.read_features(sst_path, MAX_SEQ, "sst-2")
+    assert arrays["label_ids"].dtype == np.int32
+    assert arrays["is_real_example"].tolist() == [1] * 5 + [0] * 3
+
+    bad = sst[:3] + [glue.InputExample("x", "text", None, "2")]
+    bad_path = str(tmp_path / "bad.tf_record")
+    with pytest.raises(ValueError, match="unknown label '2'"):
+        glue.file_based_convert_examples_to_features(bad, ["0", "1"], MAX_SEQ, tokenizer, bad_path, "sst-2")
+    assert sorted(os.listdir(tmp_path)) == ["sst-2_eval.tf_record", "sts-b_eval.tf_record"]
+    with pytest.raises(ValueError, match="sequence length 32, but `max_seq_length` is 16"):
+        glue.ensure_cached_features(sst, ["0", "1"], 16, tokenizer, sst_path, "sst-2")
+
+
+# --- Metrics ---------------------------------------------------------------------------------------------
+
+def test_metrics_equal_hand_computations():
+    labels = [1, 0, 1, 1, 0, 0, 1, 0]
+    preds = [1, 0, 0, 1, 1, 0, 1, 1]
+    # tp=3 (0,3,6), tn=2 (1,5), fp=2 (4,7), fn=1 (2).
+    assert metrics.confusion_counts(labels, preds) == (3, 2, 2, 1)
+    assert metrics.accuracy(labels, preds) == 5 / 8
+    assert metrics.f1(labels, preds) == pytest.approx(6 / 9)
+    assert metrics.matthews_corr(labels, preds) == pytest.approx((3 * 2 - 2 * 1) / math.sqrt(5 * 4 * 4 * 3))
+    # Weights drop the last two examples (TPU padding): tp=3, tn=2, fp=1, fn=1 -> acc 5/6.
+    w = [1, 1, 1, 1, 1, 1, 0, 0]
+    assert metrics.accuracy(labels, preds, w) == pytest.approx(4 / 6)
+    assert metrics.matthews_corr(labels, preds, w) == pytest.approx((2 * 2 - 1 * 1) / math.sqrt(3 * 3 * 3 * 3))
+    assert metrics.matthews_corr([0, 0, 1], [0, 0, 0]) == 0.0  # undefined -> 0 (div_no_nan)
+    assert metrics.f1([0, 0], [0, 0]) == 0.0
+
+    x = [1.0, 2.0, 3.0, 4.0]
+    y = [2.0, 4.0, 5.0, 9.0]
+    # mean x 2.5, mean y 5; dx = -1.5 -.5 .5 1.5; dy = -3 -1 0 4; cov = 4.5+.5+0+6 = 11; sxx = 5; syy = 26.
+    assert metrics.pearson(x, y) == pytest.approx(11 / math.sqrt(5 * 26))
+    assert metrics.pearson(x + [100.0], y + [-50.0], [1, 1, 1, 1, 0]) == pytest.approx(11 / math.sqrt(5 * 26))
+    assert metrics.spearman(x, y) == pytest.approx(1.0)
+    # Ties: ranks of [1, 2, 2, 3] are [1, 2.5, 2.5, 4]; of [4, 3, 2, 1] are [4, 3, 2, 1].
+    assert metrics.rankdata([1, 2, 2, 3]).tolist() == [1, 2.5, 2.5, 4]
+    r1, r2 = np.array([1, 2.5, 2.5, 4]), np.array([4.0, 3, 2, 1])
+    d1, d2 = r1 - r1.mean(), r2 - r2.mean()
+    assert metrics.spearman([1, 2, 2, 3], [4, 3, 2, 1]) == pytest.approx(
+        (d1 * d2).sum() / math.sqrt((d1 ** 2).sum() * (d2 ** 2).sum()))
+    assert metrics.mean_squared_error([1.0, 2.0], [2.0, 4.0]) == 2.5
+    assert metrics.weighted_mean([1.0, 3.0, 100.0], [1, 1, 0]) == 2.0
+
+
+# --- Model -----------------------------------------------------------------------------------------------
+
+def test_classifier_model_outputs_dropout_and_serialization(model_files):
+    config = model_files["config"]
+    model = AlbertClassifier(config, num_labels=3)
+    rng = np.random.default_rng(0)
+    ids = tf.constant(rng.integers(5, config.vocab_size, [4, 10]), tf.int32)
+    inputs = {"input_ids": ids, "input_mask": tf.ones_like(ids), "segment_ids": tf.zeros_like(ids)}
+    out = model(inputs, training=False)
+    pooled = model.encoder(inputs, training=False)["pooled_output"].numpy()
+    w = model.classifier_head.output_weights.numpy()
+    b = model.classifier_head.output_bias.numpy()
+    assert w.shape == (3, 32) and b.shape == (3,)
+    logits = pooled @ w.T + b
+    np.testing.assert_allclose(out["logits"].numpy(), logits, rtol=1e-5, atol=1e-6)
+    probs = np.exp(logits - logits.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    np.testing.assert_allclose(out["probabilities"].numpy(), probs, rtol=1e-5, atol=1e-6)
+    assert out["predictions"].numpy().tolist() == probs.argmax(-1).tolist()
+    # Dropout 0.1 on the pooled output only when training (the config's dropout is 0 here).
+    np.testing.assert_allclose(model(inputs, training=False)["logits"].numpy(), logits, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(model(inputs, training=True)["logits"].numpy(), logits)
+
+    labels = np.array([0, 2, 1, 1])
+    loss = classifier_loss(out, tf.constant(labels), 3).numpy()
+    np.testing.assert_allclose(loss, -np.log(probs[np.arange(4), labels]), rtol=1e-5)
+
+    reg = AlbertClassifier(encoder=model.encoder, num_labels=1)
+    out = reg(inputs, training=False)
+    assert out["logits"].shape == (4,) and out["probabilities"].shape == (4, 1)
+    value = pooled @ reg.classifier_head.output_weights.numpy().T + reg.classifier_head.output_bias.numpy()
+    np.testing.assert_allclose(out["predictions"].numpy(), value[:, 0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(classifier_loss(out, tf.constant([1.0, 0.0, 2.0, -1.0]), 1).numpy(),
+                               (value[:, 0] - [1.0, 0.0, 2.0, -1.0]) ** 2, rtol=1e-5, atol=1e-6)
+
+    clone = AlbertClassifier.from_config(model.get_config())
+    assert clone.num_labels == 3 and clone.dropout_rate == 0.1 and clone.config == config
+    assert len(clone.weights) == len(model.weights)
+    with pytest.raises(ValueError, match="`num_labels`"):
+        AlbertClassifier(config, num_labels=0)
+
+
+# --- run_classifier end to end ---------------------------------------------------------------------------
+
+def _read_tsv(path):
+    with open(path, encoding="utf-8") as f:
+        return list(csv.reader(f, delimiter="\t", quotechar=None))
+
+
+def _read_key_values(path):
+    """`key = value` lines of eval_results.txt, as a list of dicts split at the `=====` lines."""
+    blocks, current = [], {}
+    with open(path) as f:
+        for line in f.read().splitlines():
+            if line.startswith("====="):
+                blocks.append(current)
+                current = {}
+            else:
+                key, value = line.split(" = ")
+                current[key] = float(value)
+    if current:
+        blocks.append(current)
+    return blocks
+
+
+def _run(task, glue_root, model_files, output_dir, **kwargs):
+    from albert_tf.training.classifier_task import run_classifier
+
+    args = dict(albert_config_file=model_files["config_file"], spm_model_file=model_files["spm"],
+                max_seq_length=MAX_SEQ, train_batch_size=16, eval_batch_size=16, predict_batch_size=4,
+                learning_rate=1e-3, warmup_step=10)
+    args.update(kwargs)
+    return run_classifier(task, glue_root, str(output_dir), **args)
+
+
+def test_sst2_learns_and_writes_every_output_file(glue_root, model_files, tmp_path):
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    result = _run("SST-2", glue_root, model_files, out, cached_dir=str(cache), do_train=True, do_eval=True,
+                  do_predict=True, train_step=150, save_checkpoints_steps=50)
+    assert sorted(os.listdir(cache)) == ["sst-2_eval.tf_record", "sst-2_predict.tf_record", "sst-2_train.tf_record"]
+    # A sentiment word among fillers decides the label: far above the 50% of chance on 48 dev examples.
+    assert result["eval"]["eval_accuracy"] >= 0.85, result
+
+    blocks = _read_key_values(out / "eval_results.txt")
+    assert [b["global_step"] for b in blocks] == [50, 100, 150]
+    for block in blocks:
+        assert {"eval_accuracy", "eval_loss", "loss", "global_step", "best"} <= set(block)
+    last, best_step, best_value = (out / "best_trial.txt").read_text().split(":")
+    assert int(last) == 150 and int(best_step) == result["eval"]["best_step"]
+    assert float(best_value) == pytest.approx(max(b["eval_accuracy"] for b in blocks))
+    files = os.listdir(out)
+    assert "model.ckpt-best.index" in files
+    # Non-best checkpoints are pruned as the original does (the latest is kept too).
+    kept = sorted(int(f[len("model.ckpt-"):-len(".index")]) for f in files
+                  if f.startswith("model.ckpt-") and f.endswith(".index") and "best" not in f)
+    assert kept == sorted({int(best_step), 150})
+
+    test_rows = _read_tsv(out / "test_results.tsv")
+    assert len(test_rows) == 10
+    for row in test_rows:
+        assert len(row) == 2 and sum(float(p) for p in row) == pytest.approx(1.0, abs=1e-5)
+    submit = _read_tsv(out / "submit_results.tsv")
+    assert submit[0] == ["index", "prediction"]
+    assert [r[0] for r in submit[1:]] == [str(i) for i in range(10)]
+    assert {r[1] for r in submit[1:]} <= {"0", "1"}
+    # Test sentences follow the same rule: the predictions match it.
+    truth = [r[1] for r in sentiment_rows(3, 10)]
+    assert sum(r[1] == t for r, t in zip(submit[1:], truth)) >= 8
+    assert (out / "SST-2.tsv").read_text() == (out / "submit_results.tsv").read_text()
+    probs = np.array([[float(p) for p in r] for r in test_rows])
+    assert [str(i) for i in probs.argmax(1)] == [r[1] for r in submit[1:]]
+
+
+def test_stsb_regression_runs(glue_root, model_files, tmp_path):
+    out = tmp_path / "out"
+    result = _run("sts-b", glue_root, model_files, out, do_train=True, do_eval=True, do_predict=True,
+                  train_step=20, save_checkpoints_steps=20)
+    assert {"pearson", "spearman", "MSE", "eval_loss", "global_step"} <= set(result["eval"])
+    assert "eval_accuracy" not in result["eval"]  # as the original's STS-B metric_fn
+    assert -1.0 <= result["eval"]["pearson"] <= 1.0 and result["eval"]["MSE"] >= 0
+    assert (out / "best_trial.txt").read_text().startswith("20:20:")
+    assert "label_ids" in glue.read_features(str(out / "sts-b_train.tf_record"), MAX_SEQ, "sts-b")
+    rows = _read_tsv(out / "test_results.tsv")
+    assert len(rows) == 5 and all(len(r) == 1 for r in rows)
+    submit = _read_tsv(out / "STS-B.tsv")
+    assert submit[0] == ["index", "prediction"] and len(submit) == 6
+    for row, prob in zip(submit[1:], rows):
+        assert float(row[1]) == pytest.approx(float(prob[0]), rel=1e-6)
+
+
+def test_bad_input_gives_clear_errors_and_leaves_no_cache(glue_root, model_files, tmp_path):
+    from albert_tf.training.classifier_task import run_classifier
+
+    cache = tmp_path / "cache"
+    with pytest.raises(ValueError, match="sequence length 128 .* up to sequence length 64"):
+        _run("sst-2", glue_root, model_files, tmp_path / "o1", cached_dir=str(cache), do_train=True,
+             max_seq_length=128)
+    assert not cache.exists() or os.listdir(cache) == []
+    with pytest.raises(ValueError, match="Task not found"):
+        _run("boolq", glue_root, model_files, tmp_path / "o2", do_train=True)
+    with pytest.raises(ValueError, match="At least one of `do_train`"):
+        _run("rte", glue_root, model_files, tmp_path / "o3")
+    with pytest.raises(ValueError, match="`albert_config_file`"):
+        run_classifier("rte", glue_root, str(tmp_path / "o4"), do_train=True, spm_model_file=model_files["spm"])
+    with pytest.raises(ValueError, match="Task directory .*CoLA"):
+        _run("cola", str(tmp_path), model_files, tmp_path / "o5", do_train=True)
+
+    bad_root = tmp_path / "bad"
+    write_cola(str(bad_root), sentiment_rows(4, 8) + [("A sentence .", "2")], sentiment_rows(5, 2), [])
+    with pytest.raises(ValueError, match=r"CoLA/train\.tsv:9: unknown label '2'"):
+        _run("cola", str(bad_root), model_files, tmp_path / "o6", cached_dir=str(cache), do_train=True,
+             train_step=1)
+    assert os.listdir(cache) == []
+
+
+def test_hparams_presets_are_run_glue_sh():
+    from albert_tf.training.classifier_task import hparams_preset
+
+    assert hparams_preset("albert", "RTE") == dict(learning_rate=3e-5, train_batch_size=32, train_step=800,
+                                                   warmup_step=200, save_checkpoints_steps=100,
+                                                   max_seq_length=512, optimizer="adamw", do_lower_case=True)
+    assert hparams_preset("albert", "mnli")["train_batch_size"] == 128
+    assert hparams_preset("albert", "qnli")["save_checkpoints_steps"] == 200
+    assert hparams_preset("albert", "cola")["train_step"] == 5336
+    with pytest.raises(ValueError, match="no values for `task_name` 'ax'"):
+        hparams_preset("albert", "ax")
+
+
+def test_cli_mnli_then_rte_and_ax_from_the_mnli_run(glue_root, model_files, tmp_path):
+    """The CLI (MNLI, 3 labels) with a preset overridden by explicit flags; RTE (2 labels) initialised from the
+    MNLI run (encoder loaded, head skipped); the AX diagnostic predicted with the MNLI model."""
+    from albert_tf.training import classifier_task, loop
+
+    mnli_out = tmp_path / "mnli"
+    cmd = [sys.executable, os.path.join(REPO, "run_classifier.py"), "--task_name=MNLI", f"--data_dir={glue_root}",
+           f"--output_dir={mnli_out}", f"--albert_config_file={model_files['config_file']}",
+           f"--spm_model_file={model_files['spm']}", "--hparams_preset=albert", f"--max_seq_length={MAX_SEQ}",
+           "--train_batch_size=4", "--train_step=2", "--warmup_step=1", "--save_checkpoints_steps=2",
+           "--do_train", "--do_eval", "--do_predict"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "lr 3e-05" in proc.stderr or "3e-05" in proc.stderr  # the preset's MNLI learning rate
+    submit = _read_tsv(mnli_out / "MNLI-m.tsv")
+    assert submit[0] == ["index", "prediction"] and [r[0] for r in submit[1:]] == ["0", "1", "2"]
+    assert {r[1] for r in submit[1:]} <= {"contradiction", "entailment", "neutral"}
+    assert all(len(r) == 3 for r in _read_tsv(mnli_out / "test_results.tsv"))
+    assert _read_key_values(mnli_out / "eval_results.txt")[0]["global_step"] == 2
+
+    best = str(mnli_out / "model.ckpt-best")
+    assert classifier_task.checkpoint_num_labels(best) == 3
+    mnli_model = AlbertClassifier(model_files["config"], num_labels=3)
+    loop.restore_checkpoint(mnli_model, best)
+    rte_model = AlbertClassifier(model_files["config"], num_labels=2)
+    head_before = rte_model.classifier_head.output_weights.numpy()
+    classifier_task.init_classifier(rte_model, best)
+    for a, b in zip(mnli_model.encoder.weights, rte_model.encoder.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    np.testing.assert_array_equal(rte_model.classifier_head.output_weights.numpy(), head_before)
+
+    rte_out = tmp_path / "rte"
+    result = _run("rte", glue_root, model_files, rte_out, init_checkpoint=best, do_train=True, do_predict=True,
+                  train_batch_size=2, train_step=1, save_checkpoints_steps=1)
+    assert _read_tsv(rte_out / "RTE.tsv")[1:] and {r[1] for r in _read_tsv(rte_out / "RTE.tsv")[1:]} <= {
+        "entailment", "not_entailment"}
+    assert "predict_files" in result
+
+    _run("ax", glue_root, model_files, mnli_out, do_predict=True)
+    ax = _read_tsv(mnli_out / "AX.tsv")
+    assert ax[0] == ["index", "prediction"] and [r[0] for r in ax[1:]] == ["0", "1"]

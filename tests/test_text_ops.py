@@ -1,0 +1,173 @@
+"""Tests of `albert_tf.text_ops`: in-graph tokenization equals the Python tokenizer (original-release §6)."""
+
+import random
+import unicodedata
+
+import numpy as np
+import pytest
+import sentencepiece as spm
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the ops for the reloaded SavedModel)
+
+from albert_tf import text_ops, tokenization
+from albert_tf.data import vocab as vocab_lib
+
+# Reference: the Python path `encode_ids(sp, preprocess_text(text, lower=...))`, with §6 written out.
+
+
+def ref_preprocess_text(text, lower):
+    out = unicodedata.normalize("NFKD", " ".join(text.strip().split()))
+    out = "".join(c for c in out if not unicodedata.combining(c))
+    return out.lower() if lower else out
+
+
+CORPUS = [
+    "",
+    "   ",
+    "Hello World!",
+    "  leading and trailing  ",
+    "tabs\tand\nnewlines\r\nand\u00a0nbsp\u2028line\u3000ideographic\x1cfile-sep\u2009thin\x85nel",
+    "Café naïve résumé Ångström Ørsted façade coöperate",
+    "e\u0301 a\u0300\u0327 combining marks \u0301\u0302 alone",
+    "ﬁ ligature ² superscript ① circled Ⅻ roman ｆｕｌｌ width",
+    "In 1990, the population was 1,000,000, up from 900,000, in 1980, x1990, 12,",
+    "Numbers: 5,5, 2000,2010, 90, 0, 1, 100,",
+    "Σίσυφος straße",
+    "日本語のテキスト 中文 한국어",
+    "emoji 😀 and symbols € £ – — “quotes” «guillemets»",
+    "(parens) \"quotes\" - dash . dot",
+    "THE POPULATION UP, The First One",
+]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    root = tmp_path_factory.mktemp("text_ops")
+    rng = random.Random(0)
+    words = ("the of and in to a was is for on as by with he at from his an were are which this also be has "
+             "or had first one their its new after who they population up café").split()
+    lines = []
+    for _ in range(3000):
+        tokens = []
+        for _ in range(rng.randint(5, 15)):
+            r = rng.random()
+            if r < 0.2:
+                tokens.append(f"{rng.choice([1990, 2000, 1985, 2010, 1, 12, 100])},")
+            elif r < 0.25:
+                tokens.append(f"{rng.randint(1, 9)},{rng.randint(100, 999)},")
+            else:
+                tokens.append(rng.choice(words))
+        lines.append(" ".join(tokens))
+    lines.append("σίσυφος ς σ straße ﬁ € £ – ( ) \" - . 日本語")
+    corpus = root / "corpus.txt"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path = vocab_lib.train_sentencepiece([str(corpus)], str(root / "m"), vocab_size=320, minloglevel=2,
+                                         hard_vocab_limit=False, character_coverage=1.0)
+    return dict(path=path, proto=open(path, "rb").read(), sp=spm.SentencePieceProcessor(model_file=path))
+
+
+def _random_texts(n, seed=0):
+    rng = random.Random(seed)
+    palette = list("abcdefghijklmnopqrstuvwxyz ABCXYZ 0123456789 ,,,.()\"-") + list(
+        "\u00a0\u2028\u3000\t\u2009éöåñçﬁ²①\u0301\u0327€£–日本😀")
+    words = ["1990,", "2000,", "1,000,", "the", "population", "x90,", "12,"]
+    texts = []
+    for _ in range(n):
+        parts = [rng.choice(words) if rng.random() < 0.4 else "".join(rng.choice(palette) for _ in range(5))
+                 for _ in range(rng.randint(0, 8))]
+        texts.append(" ".join(parts))
+    return texts
+
+
+def test_ids_equal_the_python_tokenizer(model):
+    sp = model["sp"]
+    texts = CORPUS + _random_texts(300)
+    for lower in (True, False):
+        tok = text_ops.AlbertTextTokenizer(model["proto"], do_lower_case=lower)
+        fn = tf.function(tok.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+        eager = tok.tokenize(tf.constant(texts)).to_list()
+        graph = fn(tf.constant(texts)).to_list()
+        expected = [tokenization.encode_ids(sp, ref_preprocess_text(t, lower)) for t in texts]
+        assert eager == expected
+        assert graph == expected
+    # The digit-comma rule fired, including the branch that strips a leading ▁.
+    raw = [sp.EncodeAsIds(ref_preprocess_text(t, True)) for t in texts]
+    assert raw != expected
+
+
+def test_normalize_equals_preprocess_text(model):
+    tok = text_ops.AlbertTextTokenizer(model["proto"], do_lower_case=True)
+    texts = CORPUS + _random_texts(200, seed=1)
+    got = [s.decode("utf-8") for s in tok.normalize(tf.constant(texts)).numpy()]
+    assert got == [ref_preprocess_text(t, True) for t in texts]
+
+
+def test_known_differences_from_python(model):
+    """Where an in-graph equivalent is not exact: Python's context-dependent lower-casing of final sigma."""
+    tok = text_ops.AlbertTextTokenizer(model["proto"], do_lower_case=True)
+    python = ref_preprocess_text("ΟΔΟΣ", True)
+    graph = tok.normalize(tf.constant(["ΟΔΟΣ"])).numpy()[0].decode("utf-8")
+    assert python == "οδος"       # str.lower applies the Final_Sigma rule
+    assert graph == "οδοσ"        # ICU per-character lower-casing does not
+    sp = model["sp"]
+    assert sp.PieceToId("ς") != sp.PieceToId("σ")  # ... so the ids differ with this vocabulary
+    assert tok.tokenize(tf.constant(["ΟΔΟΣ"])).to_list()[0] != tokenization.encode_ids(sp, python)
+    # Without lower-casing there is no difference.
+    cased = text_ops.AlbertTextTokenizer(model["proto"], do_lower_case=False)
+    assert cased.tokenize(tf.constant(["ΟΔΟΣ"])).to_list()[0] == tokenization.encode_ids(
+        sp, ref_preprocess_text("ΟΔΟΣ", False))
+
+
+def _ref_pack(a, b, max_seq_length, cls_id=2, sep_id=3):
+    a, b = list(a), (None if b is None else list(b))
+    if b is None:
+        a = a[:max_seq_length - 2]
+        tokens, segments = [cls_id] + a + [sep_id], [0] * (len(a) + 2)
+    else:
+        while len(a) + len(b) > max_seq_length - 3:  # the original `_truncate_seq_pair`
+            if len(a) > len(b):
+                a.pop()
+            else:
+                b.pop()
+        tokens = [cls_id] + a + [sep_id] + b + [sep_id]
+        segments = [0] * (len(a) + 2) + [1] * (len(b) + 1)
+    pad = max_seq_length - len(tokens)
+    return tokens + [0] * pad, [1] * len(tokens) + [0] * pad, segments + [0] * pad
+
+
+def test_pack_inputs_truncates_like_the_original():
+    rng = np.random.default_rng(0)
+    for max_seq_length in (8, 9, 16):
+        lengths = [(int(rng.integers(0, 20)), int(rng.integers(0, 20))) for _ in range(60)]
+        lengths += [(5, 5), (4, 5), (5, 4), (0, 0), (0, 9), (9, 0)]
+        a = [list(rng.integers(5, 100, n)) for n, _ in lengths]
+        b = [list(rng.integers(5, 100, m)) for _, m in lengths]
+        for second in (False, True):
+            packed = text_ops.pack_inputs(tf.ragged.constant(a, dtype=tf.int32),
+                                          tf.ragged.constant(b, dtype=tf.int32) if second else None,
+                                          max_seq_length=max_seq_length)
+            for row, (x, y) in enumerate(zip(a, b)):
+                ids, mask, seg = _ref_pack(x, y if second else None, max_seq_length)
+                assert packed["input_ids"][row].numpy().tolist() == ids
+                assert packed["input_mask"][row].numpy().tolist() == mask
+                assert packed["segment_ids"][row].numpy().tolist() == seg
+            assert packed["input_ids"].dtype == tf.int32
+
+
+def test_saved_model_signature_round_trip(model, tmp_path):
+    module = tf.Module()
+    module.tokenizer = text_ops.AlbertTextTokenizer(model["proto"], do_lower_case=True)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def serve(text):
+        ids = module.tokenizer.tokenize(text)
+        return text_ops.pack_inputs(ids, None, max_seq_length=16)
+
+    module.serve = serve
+    tf.saved_model.save(module, str(tmp_path), signatures={"serving_default": serve})
+    loaded = tf.saved_model.load(str(tmp_path))
+    texts = ["In 1990, Café naïve", "x90, 12, the"]
+    out = loaded.signatures["serving_default"](text=tf.constant(texts))
+    for row, text in enumerate(texts):
+        ids = tokenization.encode_ids(model["sp"], ref_preprocess_text(text, True))
+        assert out["input_ids"][row].numpy().tolist() == _ref_pack(ids, None, 16)[0]

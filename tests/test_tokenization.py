@@ -1,0 +1,191 @@
+"""Tests of `albert_tf.tokenization` and `albert_tf.data.vocab` against a transcription of original-release §6."""
+
+import os
+import random
+import subprocess
+import sys
+import unicodedata
+
+import pytest
+import sentencepiece as spm
+
+from albert_tf import tokenization
+from albert_tf.data import vocab as vocab_lib
+
+# ------------------------------------------------------------------------------------------------
+# Independent transcription of §6 (written from the spec, not from the package code).
+
+
+def ref_preprocess_text(inputs, remove_space=True, lower=False):
+    outputs = " ".join(inputs.strip().split()) if remove_space else inputs
+    outputs = unicodedata.normalize("NFKD", outputs)
+    outputs = "".join(c for c in outputs if not unicodedata.combining(c))
+    return outputs.lower() if lower else outputs
+
+
+def ref_encode_pieces(sp, text):
+    out = []
+    for piece in sp.EncodeAsPieces(text):
+        if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+            cur = sp.EncodeAsPieces(piece[:-1].replace("▁", ""))
+            if not piece.startswith("▁") and cur[0].startswith("▁"):
+                cur = cur[1:] if cur[0] == "▁" else [cur[0][1:]] + cur[1:]
+            out += cur + [","]
+        else:
+            out.append(piece)
+    return out
+
+
+TEXTS = [
+    "",
+    "   ",
+    "Hello World!",
+    "  leading and trailing  ",
+    "tabs\tand\nnewlines\r\nand\u00a0nbsp\u2028line\u3000ideographic\x1cfile-sep\u2009thin",
+    "Café naïve résumé Ångström Ørsted façade coöperate",
+    "e\u0301 a\u0300\u0327 combining marks only \u0301\u0302",
+    "ﬁ ligature ² superscript ① circled Ⅻ roman ｆｕｌｌ width",
+    "In 1990, the population was 1,000,000, up from 900,000, in 1980, x1990, 12,",
+    "Numbers: 5,5, 2000,2010, 90, 0, 1,",
+    "ΟΔΟΣ Σίσυφος İstanbul straße",
+    "日本語のテキスト 中文 한국어",
+    "emoji 😀 and symbols € £ – — “quotes” «guillemets»",
+    "(parens) \"quotes\" - dash . dot",
+]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """A model whose vocabulary has digit-comma pieces (`▁1990,` and unmarked ones like `90,`)."""
+    root = tmp_path_factory.mktemp("tok")
+    rng = random.Random(0)
+    words = ("the of and in to a was is for on as by with he at from his an were are which this also be has "
+             "or had first one their its new after who they population up").split()
+    lines = []
+    for _ in range(3000):
+        tokens = []
+        for _ in range(rng.randint(5, 15)):
+            r = rng.random()
+            if r < 0.2:
+                tokens.append(f"{rng.choice([1990, 2000, 1985, 2010, 1, 12, 100])},")
+            elif r < 0.25:
+                tokens.append(f"{rng.randint(1, 9)},{rng.randint(100, 999)},")
+            else:
+                tokens.append(rng.choice(words))
+        lines.append(" ".join(tokens))
+    lines.append("Café naïve résumé ΟΔΟΣ € £ – ( ) \" - .")
+    corpus = root / "corpus.txt"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    model = vocab_lib.train_sentencepiece([str(corpus)], str(root / "dc"), vocab_size=300, minloglevel=2,
+                                          hard_vocab_limit=False)
+    return dict(root=root, corpus=str(corpus), model=model)
+
+
+def _dc_pieces(sp):
+    return [p for p in (sp.IdToPiece(i) for i in range(sp.GetPieceSize()))
+            if len(p) > 1 and p[-1] == "," and p[-2].isdigit()]
+
+
+def test_vocabulary_has_the_original_special_ids(models):
+    sp = spm.SentencePieceProcessor(model_file=models["model"])
+    pieces = [sp.IdToPiece(i) for i in range(13)]
+    assert pieces == ["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]", "(", ")", '"', "-", ".", "–", "£", "€"]
+    assert os.path.exists(models["model"][:-len(".model")] + ".vocab")
+    assert not [f for f in os.listdir(models["root"]) if ".tmp" in f]
+
+
+def test_preprocess_text_matches_the_spec():
+    for text in TEXTS:
+        for lower in (False, True):
+            assert tokenization.preprocess_text(text, lower=lower) == ref_preprocess_text(text, lower=lower)
+            assert tokenization.fast_preprocess_text(text, lower=lower) == ref_preprocess_text(text, lower=lower)
+        assert tokenization.preprocess_text(text, remove_space=False) == ref_preprocess_text(text, remove_space=False)
+
+
+def test_fast_preprocess_text_on_random_unicode():
+    rng = random.Random(3)
+    palette = [chr(c) for c in range(0x20, 0x250)] + [chr(c) for c in range(0x300, 0x370)] + list(
+        "\u00a0\u2028\u3000\t\n\x1c\u2009ﬁ²①ΣςσİĲ가각\u0e31\u0f71\u1dc0\u20d0\ufe20😀\U0001d15e")
+    for _ in range(2000):
+        text = "".join(rng.choice(palette) for _ in range(rng.randint(0, 30)))
+        for lower in (False, True):
+            assert tokenization.fast_preprocess_text(text, lower=lower) == ref_preprocess_text(text, lower=lower)
+
+
+def test_combining_table_scan_covers_all_of_unicode():
+    assert tokenization.combining_code_point_ranges() == tokenization.combining_code_point_ranges(0x110000)
+
+
+def test_encode_pieces_and_ids_match_the_spec(models):
+    sp = spm.SentencePieceProcessor(model_file=models["model"])
+    tok = tokenization.FullTokenizer(spm_model_file=models["model"])
+    assert len(_dc_pieces(sp)) > 5 and any(not p.startswith("▁") for p in _dc_pieces(sp))
+    fired = stripped = 0
+    for text in TEXTS:
+        for lower in (False, True):
+            clean = ref_preprocess_text(text, lower=lower)
+            expected = ref_encode_pieces(sp, clean)
+            assert tokenization.encode_pieces(sp, clean) == expected
+            assert tok.tokenize(clean) == expected
+            ids = [sp.PieceToId(p) for p in expected]
+            assert tokenization.encode_ids(sp, clean) == ids
+            assert tok.convert_tokens_to_ids(expected) == ids
+            assert tok.convert_ids_to_tokens(ids) == [sp.IdToPiece(i) for i in ids]
+            raw = sp.EncodeAsPieces(clean)
+            fired += raw != expected
+            stripped += any(not p.startswith("▁") and len(p) > 1 and p[-1] == "," and p[-2].isdigit()
+                            for p in raw)
+    assert fired and stripped  # both branches of the digit-comma rule were exercised
+
+
+def test_full_tokenizer_spm_does_not_lower_case(models):
+    tok = tokenization.FullTokenizer(spm_model_file=models["model"], do_lower_case=True)
+    sp = tok.sp_model
+    assert tok.tokenize("THE Population") == ref_encode_pieces(sp, "THE Population")
+    assert tok.tokenize("THE Population") != tok.tokenize("the population")
+    assert len(tok.vocab) == sp.GetPieceSize() and tok.vocab["[MASK]"] == 4
+    assert tok.sp_model_proto == open(models["model"], "rb").read()
+
+
+def test_wordpiece_vocab_and_tokenizer(tmp_path):
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\nwant 12\n##want\n##ed\nwa\nun\nrunn\n##ing\n,\nwant\n\na\n##a\n",
+                          encoding="utf-8")
+    vocab = tokenization.load_vocab(str(vocab_file))
+    # First field only; a duplicate keeps its first id; a blank line is the token " ".
+    assert vocab["want"] == 4 and vocab["##a"] == 14 and vocab[" "] == 12 and len(vocab) == 15
+    tok = tokenization.FullTokenizer(vocab_file=str(vocab_file), do_lower_case=True)
+    assert tok.tokenize("UNwant\u00e9d,running") == ["un", "##want", "##ed", ",", "runn", "##ing"]
+    assert tok.tokenize("unwantedX running") == ["[UNK]", "runn", "##ing"]
+    assert tok.tokenize(" \tHeLLo!how  \n Are yoU?  ") == ["[UNK]"] * 6
+    assert tok.basic_tokenizer.tokenize(" \tHeLLo!how  \n Are yoU?  ") == ["hello", "!", "how", "are", "you", "?"]
+    assert tok.tokenize("a" * 200) == ["a"] + ["##a"] * 199  # the original's 200-character limit
+    assert tok.tokenize("a" * 201) == ["[UNK]"]
+    assert tok.convert_tokens_to_ids(["un", "##want"]) == [8, 5]
+    assert tok.convert_ids_to_tokens([8, 5]) == ["un", "##want"]
+    cased = tokenization.FullTokenizer(vocab_file=str(vocab_file), do_lower_case=False)
+    assert cased.tokenize("UNwant") == ["[UNK]"]
+    with pytest.raises(ValueError, match="spm_model_file"):
+        tokenization.FullTokenizer()
+
+
+def test_train_sentencepiece_rejects_symbols_as_a_string(models, tmp_path):
+    with pytest.raises(TypeError, match="user_defined_symbols"):
+        vocab_lib.train_sentencepiece([models["corpus"]], str(tmp_path / "x"), vocab_size=100,
+                                      user_defined_symbols='(,),",-,.,–,£,€')
+    with pytest.raises(ValueError, match="does not exist"):
+        vocab_lib.train_sentencepiece([str(tmp_path / "missing.txt")], str(tmp_path / "x"), vocab_size=100)
+    # The command line splits on commas only, so the README's list gives its eight symbols.
+    assert vocab_lib._split_symbols('(,),",-,.,–,£,€') == list(vocab_lib.USER_DEFINED_SYMBOLS)
+
+
+def test_train_vocab_command_line(models, tmp_path):
+    prefix = str(tmp_path / "cli")
+    result = subprocess.run(
+        [sys.executable, "-m", "albert_tf.data.vocab", f"--input={models['corpus']}", f"--model_prefix={prefix}",
+         "--vocab_size=120"],
+        capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
+    assert sp.GetPieceSize() == 120
+    assert [sp.IdToPiece(i) for i in range(13)][5:] == list(vocab_lib.USER_DEFINED_SYMBOLS)
