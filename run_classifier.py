@@ -58,7 +58,7 @@ flags.DEFINE_float("threshold_to_export", float("nan"),
                    "The threshold value that should be used with the exported classifier. When specified, "
                    "the threshold will be attached to the exported SavedModel, and served along with the "
                    "predictions.")
-flags.DEFINE_string("hparams_preset", None, "Optional: 'albert' sets the per-task learning_rate, "
+flags.DEFINE_enum("hparams_preset", None, ["albert"], "Optional: 'albert' sets the per-task learning_rate, "
                     "train_batch_size, train_step, warmup_step, save_checkpoints_steps, max_seq_length, "
                     "optimizer and do_lower_case of the original run_glue.sh (flags given explicitly win).")
 runtime_flags.define_runtime_flags()

@@ -26,6 +26,7 @@ variables of nested layer lists untracked. Every signature is a `tf.function` wi
 `input_signature`, so int32 inputs stay int32 and a wrong dtype or rank is rejected by the signature.
 """
 
+import inspect
 import os
 import re
 import shutil
@@ -33,48 +34,46 @@ import sys
 import tempfile
 
 import numpy as np
+import sentencepiece as spm
 import tensorflow as tf
-from absl import logging
+from absl import app, flags, logging
 
 from albert_tf import text_ops
+from albert_tf.checkpoints import load_pretrained, resolve_source
+from albert_tf.models.albert_model import AlbertModel, as_config
+from albert_tf.models.classifier import AlbertClassifier
+from albert_tf.models.pretrainer import AlbertPretrainer
+from albert_tf.models.race import AlbertRace
+from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
 
 SERVING_DEFAULT = "serving_default"
 SERVE_EXAMPLES = "serve_examples"
 SERVE_TEXT = "serve_text"
 TOKENIZATION_INFO = "tokenization_info"
 
-MODEL_KINDS = ("encoder", "pretrainer", "classifier", "squad_v1", "squad_v2", "race")
 RACE_NUM_CHOICES = 4
-# (kind, module, class) checked in order: subclasses first, the plain encoder last.
-_KIND_CLASSES = (
-    ("pretrainer", "albert_tf.models.pretrainer", "AlbertPretrainer"),
-    ("classifier", "albert_tf.models.classifier", "AlbertClassifier"),
-    ("squad_v1", "albert_tf.models.squad", "AlbertSquadV1"),
-    ("squad_v2", "albert_tf.models.squad", "AlbertSquadV2"),
-    ("race", "albert_tf.models.race", "AlbertRace"),
-    ("encoder", "albert_tf.models.albert_model", "AlbertModel"),
-)
+# Checked in this order by `model_kind`; the task models are not subclasses of one another or of AlbertModel.
+MODEL_CLASSES = {
+    "encoder": AlbertModel,
+    "pretrainer": AlbertPretrainer,
+    "classifier": AlbertClassifier,
+    "squad_v1": AlbertSquadV1,
+    "squad_v2": AlbertSquadV2,
+    "race": AlbertRace,
+}
+MODEL_KINDS = tuple(MODEL_CLASSES)
 _TOKEN_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
 def _model_class(kind):
-    import importlib
-
-    for name, module, cls in _KIND_CLASSES:
-        if name == kind:
-            return getattr(importlib.import_module(module), cls)
-    raise ValueError(f"`kind` must be one of {', '.join(MODEL_KINDS)}. Received: `kind={kind!r}`.")
+    if kind not in MODEL_CLASSES:
+        raise ValueError(f"`model` must be one of {', '.join(MODEL_KINDS)}. Received: `model={kind!r}`.")
+    return MODEL_CLASSES[kind]
 
 
 def model_kind(model):
     """The export kind of `model` (one of `MODEL_KINDS`), from its class."""
-    import importlib
-
-    for kind, module, cls in _KIND_CLASSES:
-        try:
-            model_cls = getattr(importlib.import_module(module), cls)
-        except (ImportError, AttributeError):
-            continue  # That task model is not part of this installation; `model` cannot be one.
+    for kind, model_cls in MODEL_CLASSES.items():
         if isinstance(model, model_cls):
             return kind
     raise TypeError("`model` must be an AlbertModel, AlbertPretrainer, AlbertClassifier, AlbertSquadV1, "
@@ -93,10 +92,11 @@ def _token_specs(kind):
     return specs
 
 
-def _check_features(features, max_position_embeddings):
-    """Graph-side checks the signature's dtype/rank check cannot do: equal shapes, length limit."""
+def _check_features(features, max_position_embeddings, vocab_size):
+    """Graph-side checks the signature's dtype/rank check cannot do: equal shapes, length limit, id range."""
     ids = features["input_ids"]
-    checks = []
+    checks = [tf.debugging.assert_non_negative(ids, message="`input_ids` must be non-negative"),
+              tf.debugging.assert_less(ids, vocab_size, message=f"`input_ids` must be < vocab_size={vocab_size}")]
     for name in ("input_mask", "segment_ids", "p_mask"):
         if name in features:
             checks.append(tf.debugging.assert_equal(
@@ -248,11 +248,12 @@ class _TextPipeline(tf.Module):
         do_lower_case: bool, lower-case in the normalisation (the original `preprocess_text(lower=...)`).
         kind: str, the model kind (selects the packing).
         max_seq_length: int, L.
+        vocab_size: int, the model's vocabulary size (checked against the SentencePiece model).
         max_query_length: int, SQuAD question length limit (keep the first tokens).
         max_qa_length: int, RACE question+option length limit (keep the last tokens).
     """
 
-    def __init__(self, spm_model_proto, do_lower_case, kind, max_seq_length, max_query_length=64,
+    def __init__(self, spm_model_proto, do_lower_case, kind, max_seq_length, vocab_size, max_query_length=64,
                  max_qa_length=128):
         super().__init__(name="text_pipeline")
         self.tokenizer = text_ops.AlbertTextTokenizer(spm_model_proto, do_lower_case=do_lower_case)
@@ -261,6 +262,9 @@ class _TextPipeline(tf.Module):
         self.max_query_length = int(max_query_length)
         self.max_qa_length = int(max_qa_length)
         ids = _special_ids(spm_model_proto)
+        if self.tokenizer.vocab_size > vocab_size:
+            raise ValueError(f"The SentencePiece model has {self.tokenizer.vocab_size} pieces but the model's "
+                             f"`vocab_size` is {vocab_size}: they must come from the same release.")
         self.cls_id, self.sep_id, self.mask_id = ids["[CLS]"], ids["[SEP]"], ids["[MASK]"]
 
     def tokenize(self, strings):
@@ -316,8 +320,6 @@ class _TextPipeline(tf.Module):
 
 
 def _special_ids(spm_model_proto):
-    import sentencepiece as spm
-
     sp = spm.SentencePieceProcessor()
     sp.LoadFromSerializedProto(spm_model_proto)
     ids = {}
@@ -402,11 +404,12 @@ class _ServingModule(tf.Module):
         self.vocab_file = spm_asset
         self.text_pipeline = text_pipeline
         max_positions = int(model.config.max_position_embeddings)
+        vocab_size = int(model.config.vocab_size)
 
         token_specs = _token_specs(kind)
 
         def serve_tokens(**features):
-            return _run_model(model, kind, _check_features(features, max_positions), threshold)
+            return _run_model(model, kind, _check_features(features, max_positions, vocab_size), threshold)
 
         self.serve_tokens = _signature_fn(serve_tokens, token_specs)
 
@@ -459,8 +462,6 @@ def _signature_fn(fn, specs):
     `tf.ensure_shape`: a tensor of the wrong rank fails right there with "Shape of tensor input_ids [3] is not
     compatible with expected shape [?,?]", not deep in the graph.
     """
-    import inspect
-
     names = list(specs)
 
     def wrapper(*args):
@@ -519,9 +520,18 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
     if max_seq_length > max_positions:
         raise ValueError(f"`max_seq_length={max_seq_length}` exceeds the model's "
                          f"`max_position_embeddings={max_positions}`.")
+    if kind in ("squad_v1", "squad_v2") and max_seq_length <= max_query_length + 3:
+        # The original's `validate_flags_or_throw` rule: the document needs room after the question.
+        raise ValueError(f"`max_seq_length={max_seq_length}` must be greater than `max_query_length="
+                         f"{max_query_length}` + 3.")
+    if kind == "race" and max_qa_length > max_seq_length - 3:
+        raise ValueError(f"`max_qa_length={max_qa_length}` leaves no room in `max_seq_length={max_seq_length}`: "
+                         "need max_qa_length <= max_seq_length - 3.")
     if threshold is not None and kind != "classifier":
         raise ValueError(f"`threshold` applies to classifiers only. Received `threshold={threshold}` for a "
                          f"{type(model).__name__}.")
+    if spm_model_file is not None and not tf.io.gfile.exists(spm_model_file):
+        raise FileNotFoundError(f"`spm_model_file` not found: `{spm_model_file}`.")
     if version is None:
         version = next_version(export_dir)
     if isinstance(version, bool) or not isinstance(version, (int, np.integer)) or version < 0:
@@ -530,28 +540,29 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
     if tf.io.gfile.exists(final_dir):
         raise ValueError(f"`{final_dir}` already exists; pass another `version` or none for the next one.")
 
-    from albert_tf.models.albert_model import as_config
-
     config = as_config(config) if config is not None else model.config
+    proto = None
+    if spm_model_file is not None:
+        with tf.io.gfile.GFile(spm_model_file, "rb") as f:
+            proto = f.read()
+    # Everything that can reject the arguments runs before anything is written.
+    pipeline = None
+    if proto is not None and text_signature:
+        pipeline = _TextPipeline(proto, do_lower_case, kind, max_seq_length, model.config.vocab_size,
+                                 max_query_length, max_qa_length)
+
     tf.io.gfile.makedirs(export_dir)
-    staging = tempfile.mkdtemp(prefix="albert_export_")
+    staging = tempfile.mkdtemp(prefix="albert_export_")  # The asset files, copied into the export by save().
     tmp_dir = os.path.join(export_dir, f".tmp-{int(version)}-{os.getpid()}")
     try:
         config_path = os.path.join(staging, "albert_config.json")
         config.to_json_file(config_path)
         spm_asset = None
-        pipeline = None
-        if spm_model_file is not None:
-            if not tf.io.gfile.exists(spm_model_file):
-                raise FileNotFoundError(f"`spm_model_file` not found: `{spm_model_file}`.")
+        if proto is not None:
             spm_copy = os.path.join(staging, os.path.basename(spm_model_file))
-            tf.io.gfile.copy(spm_model_file, spm_copy, overwrite=True)
-            with open(spm_copy, "rb") as f:
-                proto = f.read()
+            with open(spm_copy, "wb") as f:
+                f.write(proto)
             spm_asset = tf.saved_model.Asset(spm_copy)
-            if text_signature:
-                pipeline = _TextPipeline(proto, do_lower_case, kind, max_seq_length, max_query_length,
-                                         max_qa_length)
         module = _ServingModule(model, kind, tf.saved_model.Asset(config_path), spm_asset, pipeline,
                                 do_lower_case, int(max_seq_length), int(max_predictions_per_seq), threshold)
         logging.info("Exporting %s (%s) to %s", type(model).__name__, kind, final_dir)
@@ -587,8 +598,6 @@ def export_from_checkpoint(input_path, export_dir, model="encoder", num_labels=2
     Returns:
         str, the version directory written.
     """
-    from albert_tf.checkpoints import load_pretrained, resolve_source
-
     model_cls = _model_class(model)
     model_kwargs = {"num_labels": int(num_labels)} if model == "classifier" else {}
     with resolve_source(input_path) as source:
@@ -607,8 +616,6 @@ def export_from_checkpoint(input_path, export_dir, model="encoder", num_labels=2
 
 
 def _define_flags():
-    from absl import flags
-
     flags.DEFINE_string("input", None, "Checkpoint source: Google TF1 checkpoint prefix, release directory or "
                         ".tar.gz, TF-Hub TF1 module directory, or an albert_tf checkpoint prefix.")
     flags.DEFINE_enum("model", "encoder", list(MODEL_KINDS), "Which model the checkpoint holds.")
@@ -629,8 +636,6 @@ def _define_flags():
 
 
 def _run(argv):
-    from absl import app, flags
-
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
     f = flags.FLAGS
@@ -648,8 +653,6 @@ def _run(argv):
 
 def main():
     """`albert-export`: a checkpoint -> a TF Serving SavedModel (see `export_from_checkpoint`)."""
-    from absl import app
-
     _define_flags()
     app.run(_run)
 

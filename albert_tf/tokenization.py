@@ -144,6 +144,32 @@ class FullTokenizer:
             )
         self.inv_vocab = {v: k for k, v in self.vocab.items()}
 
+    @classmethod
+    def from_hub_module(cls, hub_module, use_spm=True, do_lower_case=True):
+        """The tokenizer of a TF-Hub ALBERT module (or release dir / tarball): its SentencePiece asset.
+
+        The original runs the module's `tokenization_info` signature, whose `vocab_file` is the `.model`
+        asset and `do_lower_case` is True for every English release; here the asset is found on disk
+        with `albert_tf.checkpoints.resolve_source`, so no TF1 graph is needed.
+
+        Args:
+            hub_module: str, a TF-Hub module directory, a release directory or a `.tar.gz`.
+            use_spm: bool, use the asset as `spm_model_file` (the original's default); False reads it as a
+                WordPiece `vocab_file` (the Chinese modules).
+            do_lower_case: bool, as the module's `tokenization_info`.
+        """
+        from albert_tf.checkpoints import resolve_source
+
+        with resolve_source(hub_module) as source:
+            asset = source.spm_model_file if use_spm else source.vocab_file
+            if asset is None:
+                raise ValueError(
+                    f"`hub_module`: no {'SentencePiece model' if use_spm else 'vocab file'} found in "
+                    f"`{hub_module}` (expected it in the module's assets).")
+            if use_spm:
+                return cls(do_lower_case=do_lower_case, spm_model_file=asset)
+            return cls(vocab_file=asset, do_lower_case=do_lower_case)
+
     def tokenize(self, text):
         """Pieces of `text` (SentencePiece: `encode_pieces`; WordPiece: basic then wordpiece split)."""
         if self.sp_model is not None:

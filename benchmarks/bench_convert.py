@@ -99,7 +99,8 @@ def main():
                                + (["--optimizer_slots"] if args.optimizer_slots else []),
                                capture_output=True, text=True, check=True)
         made = json.loads(child.stdout.strip().splitlines()[-1])
-        print(f"fabricated {made['variables']} variables, {made['bytes'] / 2**30:.3f} GiB, in {time.time() - start:.1f} s")
+        print(f"fabricated {made['variables']} variables, {made['bytes'] / 2**30:.3f} GiB, "
+              f"in {time.time() - start:.1f} s")
 
     import keras
     import tensorflow as tf  # noqa: F401  (imported before measuring, like any user program)
@@ -122,7 +123,8 @@ def main():
     model = phase("build AlbertPretrainer", lambda: AlbertPretrainer(config))
     model_bytes = sum(int(np.prod(v.shape)) * 4 for v in model.weights)
     phase("restore TF1 checkpoint", lambda: init_from_checkpoint(model, release))
-    phase("write TF1 checkpoint", lambda: save_tf1_checkpoint(model, os.path.join(args.work_dir, "tf1", "model.ckpt-best")))
+    tf1_prefix = os.path.join(args.work_dir, "tf1", "model.ckpt-best")
+    phase("write TF1 checkpoint", lambda: save_tf1_checkpoint(model, tf1_prefix))
     os.makedirs(os.path.join(args.work_dir, "keras"), exist_ok=True)
     phase("write .weights.h5", lambda: model.save_weights(os.path.join(args.work_dir, "keras", "model.weights.h5")))
     sampler.stop()

@@ -261,10 +261,13 @@ class Runner:
 
 
 def matmul_peaks(tf, dtypes=("float32", "bfloat16"), min_seconds=0.5):
-    """Best GFLOP/s of a plain `tf.matmul` over `PEAK_SHAPES` for each dtype (graph mode)."""
+    """Best GFLOP/s of a plain `tf.matmul` over `PEAK_SHAPES` per dtype (graph mode), by wall and CPU time.
+
+    Returns `{dtype: wall GFLOP/s, dtype + "_cpu": GFLOP per CPU-second of this process}`.
+    """
     peaks = {}
     for dtype in dtypes:
-        best = 0.0
+        best, best_cpu = 0.0, 0.0
         for m, k, n in PEAK_SHAPES:
             rng = np.random.default_rng(0)
             a = tf.cast(tf.constant(rng.normal(size=(m, k)).astype(np.float32)), dtype)
@@ -272,17 +275,15 @@ def matmul_peaks(tf, dtypes=("float32", "bfloat16"), min_seconds=0.5):
             fn = tf.function(lambda x, y: tf.matmul(x, y))
             fn(a, b).numpy()
             iters, elapsed = 0, 0.0
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             while elapsed < min_seconds:
-                out = fn(a, b)
+                fn(a, b).numpy()
                 iters += 1
-                if iters % 4 == 0:
-                    out.numpy()
-                    elapsed = time.perf_counter() - start
-            out.numpy()
-            elapsed = time.perf_counter() - start
+                elapsed = time.perf_counter() - start
+            cpu = time.process_time() - cpu_start
             best = max(best, 2.0 * m * k * n * iters / elapsed / 1e9)
-        peaks[dtype] = best
+            best_cpu = max(best_cpu, 2.0 * m * k * n * iters / cpu / 1e9)
+        peaks[dtype], peaks[dtype + "_cpu"] = best, best_cpu
     return peaks
 
 
@@ -365,7 +366,8 @@ class Worker:
 
 
 def run_benchmark(sizes, seq_lens, modes, precisions, impls, rounds, batch_size, iters, train_seq_len,
-                  train_modes, train_precisions, intra_op_threads, inter_op_threads, measure_rss, log):
+                  train_modes, train_precisions, intra_op_threads, inter_op_threads, measure_rss, log,
+                  mixed_modes=MODES, on_round=None):
     """Runs every measurement `rounds` times, interleaving implementations; returns the raw results dict.
 
     Args:
@@ -383,6 +385,8 @@ def run_benchmark(sizes, seq_lens, modes, precisions, impls, rounds, batch_size,
         intra_op_threads, inter_op_threads: int, TF thread pools in every process.
         measure_rss: bool, also measure each implementation's peak RSS in a fresh process.
         log: callable(str) for progress.
+        mixed_modes: the subset of `modes` (and `train_modes`) also run with `mixed_bfloat16`.
+        on_round: optional callable(results) after each round (e.g. to write partial tables).
     """
     import tensorflow as tf
 
@@ -404,11 +408,15 @@ def run_benchmark(sizes, seq_lens, modes, precisions, impls, rounds, batch_size,
         for seq_len in seq_lens:
             for precision in precisions:
                 for mode in modes:
+                    if precision != "float32" and mode not in mixed_modes:
+                        continue
                     schedule.append(dict(task="infer", size=size, precision=precision, mode=mode,
                                          seq_len=seq_len, iters=iters.get(seq_len, 2)))
         if train_seq_len:
             for precision in train_precisions:
                 for mode in train_modes:
+                    if precision != "float32" and mode not in mixed_modes:
+                        continue
                     schedule.append(dict(task="train", size=size, precision=precision, mode=mode,
                                          seq_len=train_seq_len, iters=iters.get(train_seq_len, 2)))
 
@@ -431,6 +439,9 @@ def run_benchmark(sizes, seq_lens, modes, precisions, impls, rounds, batch_size,
                         + (f"{res['seq_per_s']:.2f} seq/s" if "seq_per_s" in res else res["error"])
                         + f"  ({time.time() - started:.0f}s elapsed)")
             results["load"].append(os.getloadavg()[0])
+            if on_round is not None:
+                results["wall_s"] = time.time() - started
+                on_round(dict(results, rss={}))
         results["peaks"].append(matmul_peaks(tf))
     finally:
         for worker in workers.values():
@@ -481,6 +492,8 @@ def render_markdown(results, settings):
     med = median_table(results)
     peak32 = statistics.median(p["float32"] for p in results["peaks"])
     peak16 = statistics.median(p["bfloat16"] for p in results["peaks"])
+    cpu32 = statistics.median(p["float32_cpu"] for p in results["peaks"])
+    cpu16 = statistics.median(p["bfloat16_cpu"] for p in results["peaks"])
     impls = settings["impls"]
     lines = [
         f"# Encoder benchmark ({settings['date']})",
@@ -489,15 +502,16 @@ def render_markdown(results, settings):
         "",
         f"Machine: {settings['machine']}; TensorFlow {settings['tf_version']}, Keras {settings['keras_version']}; "
         f"intra-op threads {settings['intra']}, inter-op threads {settings['inter']}; batch {settings['batch']}; "
-        f"{settings['rounds']} interleaved rounds, medians. Random weights, no dropout, v2 configurations "
-        "(E=128, vocab 30000). Load average (1 min) during the rounds: "
+        f"{len({m['round'] for m in results['measurements']})} interleaved rounds, medians. Random weights, "
+        "no dropout, v2 configurations (E=128, vocab 30000). Load average (1 min) during the rounds: "
         f"min {min(results['load']):.2f}, median {statistics.median(results['load']):.2f}, "
         f"max {max(results['load']):.2f} (the machine is shared; numbers are noisy). Wall time "
         f"{results['wall_s'] / 60:.1f} min.",
         "",
         f"Measured matmul peak (best of {', '.join('x'.join(map(str, s)) for s in PEAK_SHAPES)}, median over "
         f"rounds): float32 **{peak32:.0f} GFLOP/s**, bfloat16 **{peak16:.0f} GFLOP/s** "
-        f"({peak16 / peak32:.2f}x).",
+        f"({peak16 / peak32:.2f}x); per CPU-second of the process: float32 **{cpu32:.0f}**, bfloat16 "
+        f"**{cpu16:.0f}** GFLOP/cpu-s ({cpu16 / cpu32:.2f}x).",
         "",
         "Sequences per second (higher is better). `graph` = `tf.function`, `xla` = `tf.function(jit_compile=True)`; "
         "GFLOP/s and % of peak are albert_tf's, from the analytic FLOP count (training = 3x forward) against the "
@@ -506,12 +520,13 @@ def render_markdown(results, settings):
     ]
     lines += render_rows(med, impls, peak32, peak16)
     lines += ["", "Sequences per CPU-second of each implementation's own process (`time.process_time`): less "
-              "sensitive to the other jobs on a shared machine than wall time; same medians and ratios.", ""]
-    lines += render_rows(median_table(results, "seq_per_cpu_s"), impls, None, None)
+              "sensitive to the other jobs on a shared machine than wall time; same medians and ratios, GFLOP "
+              "per CPU-second against the matmul peak per CPU-second.", ""]
+    lines += render_rows(median_table(results, "seq_per_cpu_s"), impls, cpu32, cpu16, unit="GFLOP/cpu-s")
     lines += ["", "## Targets of issue 11", ""]
     lines += render_targets(med, peak32, impls, "wall time")
     lines += [""]
-    lines += render_targets(median_table(results, "seq_per_cpu_s"), None, impls, "CPU time")
+    lines += render_targets(median_table(results, "seq_per_cpu_s"), cpu32, impls, "CPU time")
     if results.get("rss"):
         lines += ["", "## Peak RSS", "",
                   "Each implementation alone in a fresh process: build, one float32 `graph` inference at "
@@ -530,7 +545,7 @@ def render_markdown(results, settings):
     return "\n".join(lines) + "\n"
 
 
-def render_rows(med, impls, peak32, peak16):
+def render_rows(med, impls, peak32, peak16, unit="GFLOP/s"):
     """Markdown rows: medians per implementation, albert_tf's ratios, GFLOP/s and % of peak (if peaks)."""
     lines = []
     with_peak = peak32 is not None
@@ -538,7 +553,7 @@ def render_rows(med, impls, peak32, peak16):
     others = [i for i in impls if i != "albert_tf"]
     if "albert_tf" in impls:
         header += [f"albert_tf / {i}" for i in others]
-        header += ["albert_tf GFLOP/s", "% of peak"] if with_peak else []
+        header += [f"albert_tf {unit}", "% of peak"] if with_peak else []
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
     for key in sorted(med, key=lambda k: (k[0], list(SIZES).index(k[1]), k[2], k[3], k[4])):
@@ -602,7 +617,7 @@ def render_targets(med, peak32, impls, basis):
 
 def write_atomic(path, text):
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp_", suffix=".md")
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp_", suffix=os.path.splitext(path)[1])
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
@@ -646,24 +661,29 @@ def main(argv):
     import keras
     import tensorflow as tf
 
-    results = run_benchmark(
-        sizes, seq_lens, modes, precisions, impls, FLAGS.rounds, FLAGS.batch_size, iters,
-        FLAGS.train_seq_len, train_modes, train_precisions, FLAGS.intra_op_threads, FLAGS.inter_op_threads,
-        FLAGS.rss, logging.info)
     settings = dict(
         date=datetime.date.today().isoformat(), command="python benchmarks/bench_encoder.py " + " ".join(
             sys.argv[1:]), machine=f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
         tf_version=tf.__version__, keras_version=keras.__version__, intra=FLAGS.intra_op_threads,
         inter=FLAGS.inter_op_threads, batch=FLAGS.batch_size, rounds=FLAGS.rounds, impls=impls,
         seq_lens=seq_lens, sizes=sizes, train_seq_len=FLAGS.train_seq_len)
-    text = render_markdown(results, settings)
-    print(text)
-    if FLAGS.output:
-        write_atomic(FLAGS.output, text)
-        with open(os.path.splitext(FLAGS.output)[0] + ".json.tmp", "w") as f:
-            json.dump(results, f, indent=1)
-        os.replace(os.path.splitext(FLAGS.output)[0] + ".json.tmp", os.path.splitext(FLAGS.output)[0] + ".json")
-        logging.info("wrote %s", FLAGS.output)
+
+    def write(results, final):
+        text = render_markdown(results, settings)
+        if final:
+            print(text)
+        if FLAGS.output:
+            stem = os.path.splitext(FLAGS.output)[0]
+            write_atomic(FLAGS.output, text)
+            write_atomic(stem + ".json", json.dumps(results, indent=1))
+            logging.info("wrote %s%s", FLAGS.output, "" if final else " (partial: rounds so far)")
+
+    results = run_benchmark(
+        sizes, seq_lens, modes, precisions, impls, FLAGS.rounds, FLAGS.batch_size, iters,
+        FLAGS.train_seq_len, train_modes, train_precisions, FLAGS.intra_op_threads, FLAGS.inter_op_threads,
+        FLAGS.rss, logging.info, mixed_modes=_parse_list(FLAGS.mixed_modes, MODES, "mixed_modes"),
+        on_round=lambda partial: write(partial, final=False))
+    write(results, final=True)
 
 
 def define_flags():
@@ -673,6 +693,8 @@ def define_flags():
     flags.DEFINE_string("seq_lens", "128,512", "Comma-separated inference sequence lengths.")
     flags.DEFINE_string("modes", "graph,xla", "Inference modes: graph (tf.function), xla (jit_compile=True).")
     flags.DEFINE_string("precisions", "float32,mixed_bfloat16", "Inference dtype policies.")
+    flags.DEFINE_string("mixed_modes", "graph", "Modes also run with mixed_bfloat16 (XLA on CPU does not use "
+                        "the BF16/AMX matmul kernels, so `xla` there only measures a slow path).")
     flags.DEFINE_string("impls", ",".join(IMPLS), "Implementations: albert_tf, keras_hub, tfm.")
     flags.DEFINE_integer("rounds", 2, "Interleaved rounds; the table holds medians over them.")
     flags.DEFINE_integer("batch_size", 8, "Batch size.")

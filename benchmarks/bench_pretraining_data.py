@@ -116,6 +116,7 @@ def main():
     parser.add_argument("--dupe_factor", type=int, default=4)
     parser.add_argument("--vocab_size", type=int, default=3000)
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--original_x10", action="store_true", help="also measure the transcription on x10")
     parser.add_argument("--child", default=None)
     parser.add_argument("--input")
     parser.add_argument("--output")
@@ -179,6 +180,10 @@ def main():
     orig_rss = _run_child("original", corpus, os.path.join(workdir, "rss_orig.tfrecord"), spm_model, args,
                           shard_mb)
     print(f"transcription x1: {orig_rss}")
+    if args.original_x10:
+        orig_rss10 = _run_child("original", corpus_x10, os.path.join(workdir, "rss_orig10.tfrecord"), spm_model,
+                                args, shard_mb)
+        print(f"transcription x10: {orig_rss10}")
 
 
 if __name__ == "__main__":

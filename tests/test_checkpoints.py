@@ -431,7 +431,8 @@ def test_tf2_checkpoint_restores_across_classes(releases, tmp_path):
     np.testing.assert_array_equal(restored.mlm_head.output_bias.numpy(), weights["cls/predictions/output_bias"])
     np.testing.assert_array_equal(restored.sop_head.output_weights.numpy(),
                                   weights["cls/seq_relationship/output_weights"])
-    with pytest.raises(ValueError, match="group_1_inner_group_1|encoder variables"):  # Wording depends on whether Keras tracks `groups`.
+    # The wording depends on whether Keras shows `AlbertModel.groups` to tf.train.Checkpoint.
+    with pytest.raises(ValueError, match="group_1_inner_group_1|encoder variables"):
         init_from_checkpoint(AlbertModel(dict(config, num_hidden_groups=1, inner_group_num=2)), prefix)
 
     # A checkpoint of a bare AlbertModel restores into a pretrainer's encoder; its heads are reported missing.
@@ -494,8 +495,8 @@ def test_convert_to_keras_and_cli_to_tf1(releases, tmp_path):
     model = AlbertPretrainer(AlbertConfig.from_json_file(str(tmp_path / "keras" / "albert_config.json")))
     model.load_weights(str(tmp_path / "keras" / "model.weights.h5"))
     np.testing.assert_array_equal(model.sop_head.output_weights.numpy(), weights["cls/seq_relationship/output_weights"])
-    np.testing.assert_array_equal(model.encoder.groups[1][1].attention.value.kernel.numpy(),
-                                  weights["bert/encoder/transformer/group_1/inner_group_1/attention_1/self/value/kernel"])
+    value_kernel = "bert/encoder/transformer/group_1/inner_group_1/attention_1/self/value/kernel"
+    np.testing.assert_array_equal(model.encoder.groups[1][1].attention.value.kernel.numpy(), weights[value_kernel])
 
     out_dir = tmp_path / "tf1"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")

@@ -31,6 +31,7 @@ from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
 from albert_tf.tokenization import FullTokenizer, encode_pieces, preprocess_text
 
 MAX_SEQ = 16
+VOCAB_SIZE = 90
 MAX_PRED = 4
 MAX_QUERY = 5
 MAX_QA = 6
@@ -70,7 +71,8 @@ RACE_ITEMS = [
 ]
 
 # The tensorflow-text ops `serve_text` may use (docs/serving.md lists them for model-server builds).
-TEXT_OPS = {"SentencepieceOp", "SentencepieceTokenizeOp", "NormalizeUTF8"}
+TEXT_OPS = {"SentencepieceOp", "SentencepieceTokenizeOp", "SentencepieceIdToStringOp", "SentencepieceStringToIdOp",
+            "NormalizeUTF8"}
 
 KINDS = ("encoder", "pretrainer", "classifier", "squad_v1", "squad_v2", "race")
 
@@ -83,7 +85,7 @@ def _train_spm(directory):
     corpus = os.path.join(directory, "corpus.txt")
     with open(corpus, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
-    train_sentencepiece(corpus, os.path.join(directory, "tiny"), vocab_size=90, character_coverage=1.0,
+    train_sentencepiece(corpus, os.path.join(directory, "tiny"), vocab_size=VOCAB_SIZE, character_coverage=1.0,
                         minloglevel=2)
     return os.path.join(directory, "tiny.model")
 
@@ -257,6 +259,7 @@ bad = {
     "rank1_ids": {name: t[0] for name, t in ok.items()},
     "rank3_mask": dict(ok, input_mask=tf.constant([[[1, 1, 1]]])),
     "shape_mismatch": dict(ok, segment_ids=tf.constant([[0, 0]])),
+    "id_too_large": dict(ok, input_ids=tf.constant([[2, 1000, 3]])),
 }
 for case, inputs in bad.items():
     try:
@@ -288,6 +291,7 @@ def exported(tmp_path_factory):
     spm_file = _train_spm(str(root))
     tokenizer = FullTokenizer(spm_model_file=spm_file)
     vocab_size = tokenizer.sp_model.GetPieceSize()
+    assert vocab_size == VOCAB_SIZE
     mask_id = tokenizer.sp_model.PieceToId("[MASK]")
     keras.utils.set_random_seed(0)
     config = _config(vocab_size)
@@ -471,11 +475,12 @@ def test_bad_inputs_are_rejected_by_the_signature(exported):
                      r"shape \[\?,\?\]", errors["rank1_ids"])
     assert "Shape of tensor input_mask [1,1,3] is not compatible" in errors["rank3_mask"]
     assert "`segment_ids` must have the shape of `input_ids`" in errors["shape_mismatch"]
+    assert f"`input_ids` must be < vocab_size={VOCAB_SIZE}" in errors["id_too_large"]
     assert re.search(r"Shape of tensor text_[ab] \[1,1\] is not compatible with expected shape \[\?\]",
                      errors["text_rank2"])
     assert "string" in errors["examples_int"]
-    assert re.search(r"Shape of tensor input_(ids|mask) \[1,2\] is not compatible with expected shape \[\?,4,\?\]",
-                     errors["race_rank2"])
+    assert re.search(r"Shape of tensor (input_ids|input_mask|segment_ids) \[1,2\] is not compatible with "
+                     r"expected shape \[\?,4,\?\]", errors["race_rank2"])
 
 
 def test_saved_model_cli_lists_signatures(exported):
@@ -504,17 +509,25 @@ def test_versions_and_atomic_write(exported, tmp_path):
         export.export_saved_model(model, str(base), version=8, max_seq_length=8)
 
 
-def test_argument_errors(exported):
+def test_argument_errors(exported, tmp_path):
     model = exported["models"]["encoder"]
+    target = str(tmp_path / "never")
     with pytest.raises(ValueError, match="`max_seq_length=64` exceeds the model's `max_position_embeddings=32`"):
-        export.export_saved_model(model, "unused", max_seq_length=64)
+        export.export_saved_model(model, target, max_seq_length=64)
     with pytest.raises(ValueError, match="`threshold` applies to classifiers only"):
-        export.export_saved_model(model, "unused", threshold=0.5, max_seq_length=8)
+        export.export_saved_model(model, target, threshold=0.5, max_seq_length=8)
+    with pytest.raises(ValueError, match=r"must be greater than `max_query_length=64` \+ 3"):
+        export.export_saved_model(exported["models"]["squad_v1"], target, max_seq_length=32)
+    with pytest.raises(ValueError, match="`max_qa_length=128` leaves no room"):
+        export.export_saved_model(exported["models"]["race"], target, max_seq_length=32)
     with pytest.raises(TypeError, match="must be an AlbertModel"):
-        export.export_saved_model(keras.Sequential(), "unused")
+        export.export_saved_model(keras.Sequential(), target)
+    with pytest.raises(ValueError, match="The SentencePiece model has 90 pieces but the model's `vocab_size` is 50"):
+        export.export_saved_model(AlbertModel(_config(50)), target, spm_model_file=exported["spm_file"],
+                                  max_seq_length=8)
     with pytest.raises(FileNotFoundError, match="spm_model_file"):
-        export.export_saved_model(model, "unused_dir", spm_model_file="/nonexistent.model", max_seq_length=8)
-    assert not os.path.exists("unused_dir/1")
+        export.export_saved_model(model, target, spm_model_file=str(tmp_path / "missing.model"), max_seq_length=8)
+    assert not os.path.exists(target)
 
 
 def test_truncate_pair_lengths_matches_the_original_loop():

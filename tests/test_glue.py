@@ -364,6 +364,10 @@ def test_cached_tfrecords_have_the_original_names_and_no_partial_file(glue_root,
     assert sorted(os.listdir(tmp_path)) == ["sst-2_eval.tf_record", "sts-b_eval.tf_record"]
     with pytest.raises(ValueError, match="sequence length 32, but `max_seq_length` is 16"):
         glue.ensure_cached_features(sst, ["0", "1"], 16, tokenizer, sst_path, "sst-2")
+    with pytest.raises(ValueError, match="hold 8 records for 5 examples"):
+        glue.ensure_cached_features(sst[:5], ["0", "1"], MAX_SEQ, tokenizer, sst_path, "sst-2", check_count=True)
+    glue.ensure_cached_features(glue.pad_examples(sst[:5], 4), ["0", "1"], MAX_SEQ, tokenizer, sst_path, "sst-2",
+                                check_count=True)  # a matching cache is reused
 
 
 # --- Metrics ---------------------------------------------------------------------------------------------
@@ -477,7 +481,8 @@ def _run(task, glue_root, model_files, output_dir, **kwargs):
 def test_sst2_learns_and_writes_every_output_file(glue_root, model_files, tmp_path):
     out, cache = tmp_path / "out", tmp_path / "cache"
     result = _run("SST-2", glue_root, model_files, out, cached_dir=str(cache), do_train=True, do_eval=True,
-                  do_predict=True, train_step=150, save_checkpoints_steps=50)
+                  do_predict=True, train_step=150, save_checkpoints_steps=50, export_dir=str(tmp_path / "export"),
+                  threshold_to_export=0.25)
     assert sorted(os.listdir(cache)) == ["sst-2_eval.tf_record", "sst-2_predict.tf_record", "sst-2_train.tf_record"]
     # A sentiment word among fillers decides the label: far above the 50% of chance on 48 dev examples.
     assert result["eval"]["eval_accuracy"] >= 0.85, result
@@ -510,6 +515,14 @@ def test_sst2_learns_and_writes_every_output_file(glue_root, model_files, tmp_pa
     assert (out / "SST-2.tsv").read_text() == (out / "submit_results.tsv").read_text()
     probs = np.array([[float(p) for p in r] for r in test_rows])
     assert [str(i) for i in probs.argmax(1)] == [r[1] for r in submit[1:]]
+
+    # --export_dir: a SavedModel of model.ckpt-best that serves the original's serialized tf.Example input.
+    assert result["export_path"] == str(tmp_path / "export" / "1")
+    loaded = tf.saved_model.load(result["export_path"])
+    records = [r.numpy() for r in tf.data.TFRecordDataset(str(cache / "sst-2_predict.tf_record"))]
+    served = loaded.signatures["serve_examples"](examples=tf.constant(records))
+    np.testing.assert_allclose(served["probabilities"].numpy(), probs, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(served["threshold"].numpy(), [0.25] * 10)
 
 
 def test_stsb_regression_runs(glue_root, model_files, tmp_path):
@@ -581,7 +594,8 @@ def test_cli_mnli_then_rte_and_ax_from_the_mnli_run(glue_root, model_files, tmp_
     proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "lr 3e-05" in proc.stderr or "3e-05" in proc.stderr  # the preset's MNLI learning rate
+    # The preset's MNLI learning rate and optimizer; the explicit flags win over its batch size and steps.
+    assert "learning_rate = 3e-05, train_batch_size = 4, train_step = 2, warmup_step = 1" in proc.stderr
     submit = _read_tsv(mnli_out / "MNLI-m.tsv")
     assert submit[0] == ["index", "prediction"] and [r[0] for r in submit[1:]] == ["0", "1", "2"]
     assert {r[1] for r in submit[1:]} <= {"contradiction", "entailment", "neutral"}
@@ -609,3 +623,50 @@ def test_cli_mnli_then_rte_and_ax_from_the_mnli_run(glue_root, model_files, tmp_
     _run("ax", glue_root, model_files, mnli_out, do_predict=True)
     ax = _read_tsv(mnli_out / "AX.tsv")
     assert ax[0] == ["index", "prediction"] and [r[0] for r in ax[1:]] == ["0", "1"]
+
+
+def test_hub_module_and_google_format_checkpoints_as_init(glue_root, model_files, tmp_path, caplog):
+    """A local TF-Hub TF1 module (config and spm model from its assets, `--spm_model_file=from_tf_hub`), and a
+    Google-format (TF1 names) fine-tuned 3-label classifier used for a 2-label task: encoder loaded, head
+    skipped."""
+    from albert_tf.checkpoints import save_tf1_checkpoint
+    from albert_tf.models.albert_model import AlbertModel
+    from albert_tf.training import classifier_task
+
+    config = model_files["config"]
+    encoder = AlbertModel(config)
+    hub = tmp_path / "hub"
+    save_tf1_checkpoint(encoder, str(hub / "variables" / "variables"))
+    (hub / "assets").mkdir()
+    config.to_json_file(str(hub / "assets" / "albert_config.json"))
+    with open(model_files["spm"], "rb") as f:
+        (hub / "assets" / "30k-clean.model").write_bytes(f.read())
+    (hub / "tfhub_module.pb").write_bytes(b"")
+
+    model = AlbertClassifier(config, num_labels=2)
+    classifier_task.init_classifier(model, str(hub))
+    for a, b in zip(encoder.weights, model.encoder.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    out = tmp_path / "out"
+    from albert_tf.training.classifier_task import run_classifier
+
+    with caplog.at_level("WARNING"):
+        run_classifier("rte", glue_root, str(out), albert_hub_module_handle=str(hub), spm_model_file="from_tf_hub",
+                       max_seq_length=MAX_SEQ, do_predict=True)
+    assert "using `init_checkpoint`" in caplog.text
+    rows = _read_tsv(out / "RTE.tsv")
+    assert rows[0] == ["index", "prediction"] and [r[0] for r in rows[1:]] == ["0", "1"]
+
+    mnli_like = AlbertClassifier(encoder=encoder, num_labels=3)
+    prefix = save_tf1_checkpoint(mnli_like, str(tmp_path / "google" / "model.ckpt-best"))
+    assert classifier_task.checkpoint_num_labels(prefix) == 3
+    target = AlbertClassifier(config, num_labels=2)
+    head = target.classifier_head.output_weights.numpy()
+    classifier_task.init_classifier(target, prefix)
+    np.testing.assert_array_equal(target.classifier_head.output_weights.numpy(), head)
+    np.testing.assert_array_equal(target.encoder.embeddings.word_embeddings.numpy(),
+                                  encoder.embeddings.word_embeddings.numpy())
+    same = AlbertClassifier(config, num_labels=3)
+    classifier_task.init_classifier(same, prefix)
+    np.testing.assert_array_equal(same.classifier_head.output_weights.numpy(),
+                                  mnli_like.classifier_head.output_weights.numpy())

@@ -316,3 +316,15 @@ def test_command_line(corpus, tmp_path):
         corpus["text"], library, spm_model_file=corpus["spm_model"],
         options=pretraining.PretrainingOptions(max_seq_length=32, dupe_factor=1, max_predictions_per_seq=5))
     assert open(out, "rb").read() == open(library, "rb").read()
+
+
+def test_fast_shuffle_draws_like_random_shuffle():
+    assert pretraining._FAST_SHUFFLE  # the exact fast path is active on this interpreter
+    for n in (0, 1, 2, 7, 64, 100, 511, 4096):
+        for seed in range(5):
+            reference, fast, skip = random.Random(seed), random.Random(seed), random.Random(seed)
+            expected = list(range(n))
+            reference.shuffle(expected)
+            assert pretraining.shuffled_range(fast, n) == expected
+            pretraining.advance_shuffle(skip, n)
+            assert reference.getstate() == fast.getstate() == skip.getstate()

@@ -213,6 +213,17 @@ def test_bad_files_and_directories_name_the_path(tmp_path):
     assert [e.label for e in examples] == [None, 1]
 
 
+def test_json_array_files_and_missing_ids(tmp_path):
+    for level in race_data.LEVELS:
+        (tmp_path / "RACE" / "test" / level).mkdir(parents=True)
+    art = {"article": "a", "questions": ["q"], "options": [["a", "b", "c", "d"]], "answers": ["C"]}
+    (tmp_path / "RACE" / "test" / "middle" / "7.txt").write_text(json.dumps([art, dict(art, id="m2")]))
+    (tmp_path / "RACE" / "test" / "high" / "all.txt").write_text(json.dumps(art) + "\n\n" + json.dumps(art))
+    examples = race_data.read_race_examples(str(tmp_path), "test", process_text=identity)
+    assert [e.example_id for e in examples] == ["7.txt[0]-0", "m2-0", "all.txt:1-0", "all.txt:3-0"]
+    assert [e.label for e in examples] == [2] * 4
+
+
 # --- Encoding and TFRecords ------------------------------------------------------------------------------
 
 
@@ -297,6 +308,8 @@ def test_model_scores_each_choice_with_the_shared_head(workdir):
     np.testing.assert_allclose(model(inputs, training=False)["logits"], out["logits"])
     with pytest.raises(ValueError, match=r"\[batch, 4, seq\]"):
         model({"input_ids": ids.reshape(3, 40)})
+    with pytest.raises(ValueError, match=r"\[batch, 4, seq\]"):
+        model({"input_ids": ids.reshape(4, 3, 10)})
     # Config round trip.
     clone = AlbertRace.from_config(model.get_config())
     assert clone.dropout_prob == 0.1 and clone.config == model.config
@@ -375,6 +388,7 @@ def test_run_race_trains_evaluates_and_predicts(trained):
     predicted = _read_blocks(os.path.join(out, "predict_results.txt"))
     assert open(os.path.join(out, "predict_results.txt")).readline().strip() == "***** Predict results *****"
     assert predicted["num_questions"] == "8" and predicted["num_examples"] == "4"
+    assert int(predicted["global_step"]) == best["best_step"] == best["global_step"]
     assert float(predicted["eval_accuracy"]) >= 0.75
     assert "eval_accuracy_high" not in predicted and float(predicted["best"]) == best["eval_accuracy"]
     rows = [line.rstrip("\n").split("\t") for line in open(os.path.join(out, "predictions.tsv"))]

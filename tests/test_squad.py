@@ -81,6 +81,11 @@ def test_layout_p_mask_segments_and_windows(env):
         assert f.p_mask == expected_p_mask
         assert len(f.tok_start_to_orig_index) == real - n_query - 3
         assert real - n_query - 3 <= MAX_SEQ - n_query - 3
+    # The serving-side p_mask derived from the mask and segments is the written one.
+    from albert_tf.models.squad import default_p_mask
+
+    derived = default_p_mask(np.array([f.input_mask for f in features]), np.array([f.segment_ids for f in features]))
+    np.testing.assert_array_equal(derived.numpy(), np.array([f.p_mask for f in features]))
     # Windows overlap by the stride and each doc token is max-context in exactly one window.
     first = [f for f in features if f.example_index == 0]
     assert len(first) > 1

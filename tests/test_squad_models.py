@@ -201,3 +201,43 @@ def test_v1_logits_and_loss_match_numpy():
     np.testing.assert_allclose(loss.numpy(), expected, rtol=1e-5)
     clone = AlbertSquadV1.from_config(model.get_config())
     assert clone.squad_head.output_weights.shape == (2, 16)
+
+
+def test_heads_round_trip_through_tf1_checkpoint_names(v2_model, tmp_path):
+    """The heads are written and read under the original TF1 names of original-release §4.2."""
+    from albert_tf.checkpoints import save_tf1_checkpoint
+
+    prefix = save_tf1_checkpoint(v2_model, str(tmp_path / "v2" / "model.ckpt"))
+    shapes = dict(tf.train.list_variables(prefix))
+    assert shapes["start_logits/dense/kernel"] == [16, 1] and shapes["start_logits/dense/bias"] == [1]
+    assert shapes["end_logits/dense_0/kernel"] == [32, 16] and shapes["end_logits/LayerNorm/gamma"] == [16]
+    assert shapes["end_logits/dense_1/kernel"] == [16, 1]
+    assert shapes["answer_class/dense_0/kernel"] == [32, 16] and shapes["answer_class/dense_1/kernel"] == [16, 1]
+    assert "answer_class/dense_1/bias" not in shapes
+    restored = AlbertSquadV2.from_pretrained(prefix, config=tiny_config(), start_n_top=3, end_n_top=2)
+    inputs = make_inputs(np.random.default_rng(6))
+    for name in ("end_top_log_probs", "cls_logits"):
+        np.testing.assert_allclose(restored(inputs)[name].numpy(), v2_model(inputs)[name].numpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+    v1 = AlbertSquadV1(tiny_config())
+    v1.squad_head.output_bias.assign([0.5, -0.5])
+    prefix = save_tf1_checkpoint(v1, str(tmp_path / "v1" / "model.ckpt"))
+    assert dict(tf.train.list_variables(prefix))["cls/squad/output_weights"] == [2, 16]
+    restored = AlbertSquadV1.from_pretrained(prefix, config=tiny_config())
+    np.testing.assert_allclose(restored(inputs)["end_logits"].numpy(), v1(inputs)["end_logits"].numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_v2_under_mixed_bfloat16_is_finite():
+    model = AlbertSquadV2(tiny_config(), start_n_top=2, end_n_top=2, dtype="mixed_bfloat16")
+    inputs = make_inputs(np.random.default_rng(7))
+    out = model(inputs, training=False)
+    for name in ("start_top_log_probs", "end_top_log_probs", "cls_logits"):
+        assert out[name].dtype == tf.float32 and np.isfinite(out[name].numpy()).all()
+    starts = out["start_top_index"].numpy()
+    assert (np.take_along_axis(inputs["p_mask"], starts, 1) == 0).all()
+    features = dict(inputs, start_positions=np.array([4, 0, 5]), end_positions=np.array([6, 0, 5]),
+                    is_impossible=np.array([0, 1, 0]))
+    loss, _ = squad_v2_loss(model(features, training=True), features)
+    assert np.isfinite(loss.numpy())

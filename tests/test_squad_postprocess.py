@@ -68,8 +68,8 @@ def test_v1_oracle_logits_give_exact_answers(env, tmp_path):
     assert spans and all(s == e for s, e in spans)
 
 
-def _v2_results(features, gold, examples, rng, start_n_top=3, end_n_top=2):
-    impossible = {e.qas_id: e for e in examples}
+def _v2_results(features, gold, rng, start_n_top=3):
+    """Beam results with the gold span first (cls -4 - 0.1 * example index) or, without one, [CLS] first (+4)."""
     results = []
     for f, g in zip(features, gold):
         doc_offset = f.tokens.index("[SEP]") + 1
@@ -92,13 +92,12 @@ def _v2_results(features, gold, examples, rng, start_n_top=3, end_n_top=2):
         for _ in starts:
             end_lp += [-0.02, -2.5]
         results.append(post.RawResultV2(f.unique_id, start_lp, starts, end_lp, ends, cls))
-    del impossible
     return results
 
 
 def test_v2_oracle_threshold_search_and_files(env, tmp_path):
     dataset, examples, features, gold = _oracle_inputs(env, with_negative=True)
-    results = _v2_results(features, gold, examples, np.random.default_rng(1))
+    results = _v2_results(features, gold, np.random.default_rng(1))
     result_dict, cls_dict = {}, {}
     post.accumulate_predictions_v2(result_dict, cls_dict, examples, features, results, 20, 30, 3, 2)
     files = [str(tmp_path / n) for n in ("predictions.json", "nbest.json", "null_odds.json")]
@@ -130,7 +129,7 @@ def test_v2_oracle_threshold_search_and_files(env, tmp_path):
 def test_v2_example_without_features_gets_null_prediction(env):
     dataset, examples, features, gold = _oracle_inputs(env, with_negative=True)
     keep = [f for f in features if f.example_index != 0]
-    results = _v2_results(keep, [g for f, g in zip(features, gold) if f.example_index != 0], examples,
+    results = _v2_results(keep, [g for f, g in zip(features, gold) if f.example_index != 0],
                           np.random.default_rng(2))
     result_dict, cls_dict = {}, {}
     post.accumulate_predictions_v2(result_dict, cls_dict, examples, keep, results, 20, 30, 3, 2)

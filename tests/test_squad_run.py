@@ -100,6 +100,23 @@ def test_v1_export_saved_model(env, v1_run):
     loop.restore_checkpoint(model, os.path.join(out, "model.ckpt-best"))
     expected = model({k: features[k] for k in ("input_ids", "input_mask", "segment_ids")})
     np.testing.assert_allclose(served["start_logits"].numpy(), expected["start_logits"].numpy(), atol=1e-5)
+    # And the original's albert_model.tflite, with the TFLite output names start_logits / end_logits.
+    interpreter = tf.lite.Interpreter(model_path=result["tflite_file"])
+    runner = interpreter.get_signature_runner("serving_default")
+    one = {k: features[k][:1].numpy() for k in ("input_ids", "input_mask", "segment_ids")}
+    lite = runner(**one)
+    np.testing.assert_allclose(lite["start_logits"], expected["start_logits"].numpy()[:1], atol=1e-4)
+    np.testing.assert_allclose(lite["end_logits"], expected["end_logits"].numpy()[:1], atol=1e-4)
+
+
+def test_predict_dataset_pads_full_batches_for_tpu(v1_run):
+    out, _ = v1_run
+    path = os.path.join(out, "predict.tf_record")
+    n = sum(1 for _ in tf.data.TFRecordDataset(path))
+    batches = list(squad_task.predict_dataset(path, 48, 4, False, n, pad_to_full_batches=True))
+    ids = np.concatenate([b["unique_ids"].numpy() for b in batches])
+    assert all(b["input_ids"].shape == (4, 48) for b in batches)
+    assert len(ids) == n + (-n) % 4 and sorted(set(ids)) == list(range(1000000000, 1000000000 + n))
 
 
 def test_v2_cli_train_predict_evaluate(env):
@@ -133,7 +150,7 @@ def test_v2_cli_train_predict_evaluate(env):
     assert answerable[-2] < impossible[0]
 
     # Bad lengths: a clear error, not a traceback from deep inside.
-    bad = subprocess.run(cmd[:3] + [f"--output_dir={d / 'bad'}", f"--predict_file={data}", "--do_predict",
+    bad = subprocess.run(cmd[:4] + [f"--output_dir={d / 'bad'}", f"--predict_file={data}", "--do_predict",
                                     "--max_seq_length=20", "--max_query_length=17"],
                          capture_output=True, text=True, env=env_vars, timeout=600)
     assert bad.returncode != 0

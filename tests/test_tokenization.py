@@ -189,3 +189,19 @@ def test_train_vocab_command_line(models, tmp_path):
     sp = spm.SentencePieceProcessor(model_file=prefix + ".model")
     assert sp.GetPieceSize() == 120
     assert [sp.IdToPiece(i) for i in range(13)][5:] == list(vocab_lib.USER_DEFINED_SYMBOLS)
+
+
+def test_from_hub_module_uses_the_spm_asset(models, tmp_path):
+    import shutil
+
+    import tensorflow as tf
+
+    module = tmp_path / "hub"
+    (module / "assets").mkdir(parents=True)
+    shutil.copy(models["model"], module / "assets" / "30k-clean.model")
+    tf.train.Checkpoint(v=tf.Variable(1.0)).write(str(module / "variables" / "variables"))
+    tok = tokenization.FullTokenizer.from_hub_module(str(module))
+    assert tok.sp_model_proto == open(models["model"], "rb").read()
+    assert tok.tokenize("in 1990, the") == ref_encode_pieces(tok.sp_model, "in 1990, the")
+    with pytest.raises(ValueError, match="vocab file"):
+        tokenization.FullTokenizer.from_hub_module(str(module), use_spm=False)

@@ -7,7 +7,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pytest
@@ -310,3 +309,17 @@ def test_sigkill_and_restart_matches_uninterrupted_run(tmp_path):
     a, b = _load(resumed["out"]), _load(straight["out"])
     for x, y in zip(a, b):
         np.testing.assert_array_equal(x, y)
+
+
+def test_mixed_float16_with_loss_scaling_and_jit(tmp_path):
+    strategy = distribution.get_strategy("one_device")
+    distribution.set_mixed_precision("mixed_float16")
+    try:
+        with strategy.scope():
+            opt = optimization.create_optimizer(1e-3, 4, 1, optimizer="lamb")
+        assert isinstance(opt, tf.keras.optimizers.LossScaleOptimizer)
+        weights, result = train_once(strategy, str(tmp_path / "fp16"), num_train_steps=4, jit_compile=True)
+    finally:
+        distribution.set_mixed_precision("float32")
+    assert result["global_step"] == 4 and np.isfinite(result["loss"])
+    assert all(w.dtype == np.float32 and np.all(np.isfinite(w)) for w in weights)

@@ -266,7 +266,8 @@ def restore_tf2(model, prefix, allow_missing_heads=True):
         node, saved_encoder_vars = encoder, reader.tf2_model_variable_count()
     else:
         raise ValueError(f"TF2 checkpoint `{prefix}` holds no albert_tf model: expected variables under "
-                         f"`model/encoder/` or `model/embeddings/`. Found under `model/`: {sorted(children) or 'nothing'}.")
+                         "`model/encoder/` or `model/embeddings/`. Found under `model/`: "
+                         f"{sorted(children) or 'nothing'}.")
     # Extra saved variables (a bigger config) would be ignored by tf.train.Checkpoint: compare counts.
     if saved_encoder_vars != len(encoder.weights) - len(untracked):
         raise ValueError(f"TF2 checkpoint `{prefix}` holds {saved_encoder_vars} encoder variables in its object "
@@ -376,8 +377,8 @@ def init_groups_from_group0(model, path):
     As the original `get_assignment_map_from_checkpoint(..., num_of_group)`: a variable whose own name is in
     the checkpoint takes it; otherwise `/group_N/` is replaced by `/group_0/`; variables matched neither way
     keep their values and are logged. (The original's `/ffn_N/` -> `/ffn_1/` and `/attention_N/` ->
-    `/attention_1/` fallbacks never apply: every block's scopes are `ffn_1` and `attention_1`.) Shape mismatches are errors (listing every name), raised before any
-    assignment.
+    `/attention_1/` fallbacks never apply: every block's scopes are `ffn_1` and `attention_1`.) Shape
+    mismatches are errors (listing every name), raised before any assignment.
 
     Args:
         model: any of our model classes.

@@ -560,14 +560,24 @@ def cached_record_length(path):
     return None
 
 
-def ensure_cached_features(examples, label_list, max_seq_length, tokenizer, output_file, task_name):
-    """Writes `output_file` unless it exists (the original reuses caches); checks a reused cache's length."""
+def ensure_cached_features(examples, label_list, max_seq_length, tokenizer, output_file, task_name,
+                           check_count=False):
+    """Writes `output_file` unless it exists (the original reuses caches).
+
+    A reused cache must have `max_seq_length` features and, with `check_count` (eval/predict, whose outputs are
+    matched to the examples in order), one record per example; otherwise a ValueError says to delete it.
+    """
     if tf.io.gfile.exists(output_file):
         length = cached_record_length(output_file)
         if length is not None and length != max_seq_length:
             raise ValueError(f"Cached features {output_file!r} have sequence length {length}, but "
                              f"`max_seq_length` is {max_seq_length}: delete the file or use another "
                              "`cached_dir`.")
+        if check_count:
+            count = sum(1 for _ in tf.data.TFRecordDataset(output_file))
+            if count != len(examples):
+                raise ValueError(f"Cached features {output_file!r} hold {count} records for {len(examples)} "
+                                 "examples (stale cache): delete the file or use another `cached_dir`.")
         logging.info("Using cached features %s.", output_file)
         return
     file_based_convert_examples_to_features(examples, label_list, max_seq_length, tokenizer, output_file,

@@ -44,11 +44,10 @@ import bisect
 import concurrent.futures
 import dataclasses
 import hashlib
-import mmap
 import multiprocessing
 import os
 import random
-import struct
+import tempfile
 import time
 import uuid
 
@@ -77,6 +76,82 @@ def is_start_piece_sp(piece):
 def is_start_piece_bert(piece):
     """True iff a WordPiece token starts a word (it is not `##`-prefixed)."""
     return not piece.startswith("##")
+
+
+# ---------------------------------------------------------------------------------------------------
+# `random.Random.shuffle`, faster and with the same draws.
+#
+# CPython's shuffle swaps x[i] with x[randbelow(i + 1)] for i = n-1 .. 1, where randbelow(m) takes
+# `getrandbits(m.bit_length())` (the top bits of one 32-bit Mersenne Twister word) until it is < m.
+# `getrandbits(32 * k)` hands out the next k words in the same order, so the loop below consumes exactly
+# the words `shuffle` would, in Python without a function call per step (it fetches only as many words
+# as steps remain, so it never reads ahead). An import-time check falls back to `rng.shuffle` on any
+# interpreter where the two disagree.
+
+_SHIFT = [32 - (i + 1).bit_length() for i in range(1 << 16)]  # randbelow(i + 1) keeps word >> _SHIFT[i]
+
+
+def _words(rng, count):
+    return memoryview(rng.getrandbits(32 * count).to_bytes(4 * count, "little")).cast("I")
+
+
+def _shuffled_range_fast(rng, n):
+    x = list(range(n))
+    i = n - 1
+    shift = _SHIFT
+    while i > 0:
+        for w in _words(rng, i):
+            r = w >> shift[i]
+            if r <= i:
+                x[i], x[r] = x[r], x[i]
+                i -= 1
+    return x
+
+
+def _advance_shuffle_fast(rng, n):
+    i = n - 1
+    shift = _SHIFT
+    while i > 0:
+        for w in _words(rng, i):
+            if w >> shift[i] <= i:
+                i -= 1
+
+
+def _fast_shuffle_is_exact():
+    import sys
+
+    if sys.byteorder != "little":
+        return False
+    for n in (0, 1, 2, 3, 5, 17, 64, 257, 1000):
+        a, b, c = random.Random(n), random.Random(n), random.Random(n)
+        expected = list(range(n))
+        a.shuffle(expected)
+        if _shuffled_range_fast(b, n) != expected:
+            return False
+        _advance_shuffle_fast(c, n)
+        if not a.random() == b.random() == c.random():
+            return False
+    return True
+
+
+_FAST_SHUFFLE = _fast_shuffle_is_exact()
+
+
+def shuffled_range(rng, n):
+    """`x = list(range(n)); rng.shuffle(x); return x`, with the same random draws."""
+    if _FAST_SHUFFLE and n <= len(_SHIFT):
+        return _shuffled_range_fast(rng, n)
+    x = list(range(n))
+    rng.shuffle(x)
+    return x
+
+
+def advance_shuffle(rng, n):
+    """Consumes the draws of `rng.shuffle` on `n` items, without shuffling anything."""
+    if _FAST_SHUFFLE and n <= len(_SHIFT):
+        _advance_shuffle_fast(rng, n)
+    else:
+        rng.shuffle([None] * n)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -217,13 +292,6 @@ class _TokenSpace:
         else:
             self.unk_id = vocab.get("[UNK]", 0)
 
-    def to_output_ids(self, ids):
-        """Extended ids -> vocabulary ids (int64)."""
-        out = ids.astype(np.int64)
-        if self.is_spm:
-            out[out == self.vocab_size] = self.unk_id
-        return out
-
     def process_line(self, line):
         """The original's per-line preprocessing (before the empty-line test)."""
         if self.is_spm:
@@ -325,7 +393,7 @@ class _ExampleEncoder:
         self.num_predictions = num_predictions
         # Extended id `vocab_size` (an <unk> that is not a start piece) is written as <unk>.
         self.id_bytes = [_varint(i) for i in range(vocab_size)] + [_varint(unk_id)]
-        self.num_bytes = [_varint(i) for i in range(1 << 16)]
+        self.num_bytes = [_varint(i) for i in range(max_seq_length + 1)]  # masked positions
         self.zeros = b"\x00" * max(max_seq_length, 4 * num_predictions)
         self.ones = b"\x01" * max_seq_length
         self.mask_prefix = _entry_prefix(b"input_mask", max_seq_length)
@@ -400,7 +468,7 @@ class _ShardProcessor:
 
     # -- reading ------------------------------------------------------------------------------------
     def read_documents(self, raw_lines, stats):
-        """Raw byte lines -> (flat int32 tokens, sentence offsets, document sentence offsets)."""
+        """Raw byte lines -> non-empty documents, each a list of int32 id arrays (one per sentence)."""
         space = self.space
         documents = [[]]
         pending = []  # processed lines waiting for a batch tokenization: (document index, text)
@@ -445,7 +513,7 @@ class _ShardProcessor:
         self.ngram_counts = [0] * self.options.ngram
         self.ngram_draws = [0] * self.options.ngram
         self.short_passes = 0
-        rng.shuffle(documents)
+        documents = [documents[j] for j in shuffled_range(rng, len(documents))]
         stats.documents = len(documents)
         if not documents:
             return np.zeros(1, np.int64), [], stats
@@ -478,8 +546,7 @@ class _ShardProcessor:
                     if progress is not None and d % 256 == 0:
                         progress(dupe, d, len(doc_sizes), stats.instances, time.time() - started)
         stats.short_target_passes = self.short_passes
-        order = list(range(len(offsets) - 1))
-        rng.shuffle(order)
+        order = shuffled_range(rng, len(offsets) - 1)  # rng.shuffle(instances)
         stats.ngram_counts = tuple(self.ngram_counts)
         stats.ngram_draws = tuple(self.ngram_draws)
         return np.asarray(offsets, dtype=np.int64), order, stats
@@ -621,11 +688,8 @@ class _ShardProcessor:
         word_start.append(n_cand)
         num_to_predict = min(o.max_predictions_per_seq, max(1, int(round(length * o.masked_lm_prob))))
 
-        def position(c):  # candidate index -> token position
-            return c + 1 if c < len_a else c + 2
-
-        order = list(range(num_words))
-        rng.shuffle(order)
+        cand_pos = list(range(1, sep_a)) + list(range(sep_a + 1, length - 1))  # candidate -> position
+        order = shuffled_range(rng, num_words)  # rng.shuffle(ngram_indexes)
         covered = set()
         masked = []
         draw = self._draw_ngram
@@ -647,7 +711,7 @@ class _ShardProcessor:
                 n -= 1
             if len(masked) + size > num_to_predict:
                 continue
-            index_set = [position(c) for c in range(word_start[w], word_start[end])]
+            index_set = cand_pos[word_start[w]:word_start[end]]
             if not covered.isdisjoint(index_set):
                 continue
             counts[end - w - 1] += 1
@@ -661,7 +725,11 @@ class _ShardProcessor:
                     output[index] = rng.randint(0, top_id)
                 masked.append(index)
 
-        rng.shuffle(order)
+        # The original shuffles ngram_indexes again; only the permutation step looks at the new order.
+        if o.do_permutation:
+            order = [order[j] for j in shuffled_range(rng, num_words)]
+        else:
+            advance_shuffle(rng, num_words)
 
         if o.do_permutation:
             select = set()
@@ -680,7 +748,7 @@ class _ShardProcessor:
                     n -= 1
                 if len(select) + size > num_to_predict:
                     continue
-                index_set = [position(c) for c in range(word_start[w], word_start[end])]
+                index_set = cand_pos[word_start[w]:word_start[end]]
                 if not (covered.isdisjoint(index_set) and select.isdisjoint(index_set)):
                     continue
                 select.update(index_set)
@@ -741,7 +809,7 @@ def _iter_shards(input_files, shard_bytes):
         carry = b""
         with tf.io.gfile.GFile(path, "rb") as reader:
             while True:
-                block = reader.read(1 << 22)
+                block = reader.read(1 << 20)
                 if not block:
                     break
                 parts = (carry + block).split(b"\n")
@@ -805,7 +873,11 @@ def write_pretraining_examples(
 
     run_id = uuid.uuid4().hex[:8]
     temp_outputs = [f"{path}.tmp-{run_id}" for path in output_files]
-    out_dir = os.path.dirname(os.path.abspath(output_files[0]))
+    # Shard files are local: next to the first output, or in the system temp dir for remote outputs.
+    if "://" in output_files[0]:
+        out_dir = tempfile.gettempdir()
+    else:
+        out_dir = os.path.dirname(os.path.abspath(output_files[0]))
     for path in output_files:
         parent = os.path.dirname(path)
         if parent:
@@ -825,10 +897,15 @@ def write_pretraining_examples(
         nonlocal written, done_bytes
         path = shard_path(shard_index)
         if order:
-            with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+            # pread, not mmap: mapped pages of a large shard file would count as resident memory.
+            fd = os.open(path, os.O_RDONLY)
+            try:
                 for j in order:
-                    writers[written % len(writers)].write(mm[offsets[j]:offsets[j + 1]])
+                    start = int(offsets[j])
+                    writers[written % len(writers)].write(os.pread(fd, int(offsets[j + 1]) - start, start))
                     written += 1
+            finally:
+                os.close(fd)
         if os.path.exists(path):  # a shard without documents writes no file
             os.remove(path)
         temp_shards.discard(path)

@@ -82,7 +82,7 @@ def level_files(level_dir):
 
 
 def _load_objects(path):
-    """Yields `(source, object)` for a file: a whole-file JSON object, else one JSON object per line."""
+    """Yields `(source, object)` for a file: a whole-file JSON object (or array of them), else JSON lines."""
     with tf.io.gfile.GFile(path, "r") as f:
         text = f.read()
     stripped = text.strip()
@@ -93,6 +93,10 @@ def _load_objects(path):
         obj = json.loads(stripped)
         if isinstance(obj, dict):
             yield path, obj
+            return
+        if isinstance(obj, list) and all(isinstance(o, dict) for o in obj):  # A JSON array of articles.
+            for index, item in enumerate(obj):
+                yield f"{path}[{index}]", item
             return
     except json.JSONDecodeError:
         pass
@@ -133,7 +137,7 @@ def examples_from_object(obj, source, level, process_text, require_answers=True)
     if answers is not None and (not isinstance(answers, list) or len(answers) != len(questions)):
         raise ValueError(f"RACE file `{source}`: `answers` must be a list with one letter per question. "
                          f"Received {_length(answers)} answers for {len(questions)} questions.")
-    article_id = str(obj.get("id", os.path.basename(source.split(":")[0])))
+    article_id = str(obj.get("id", os.path.basename(source)))  # e.g. `all.txt:7` when there is no `id`
     context = process_text(obj["article"])
     examples = []
     for i, question_text in enumerate(questions):

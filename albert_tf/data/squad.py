@@ -601,6 +601,12 @@ def write_eval_features(features, path, metadata=None):
     records = []
     for feature in features:
         record = {name: getattr(feature, name) for name in _EVAL_FIELDS}
+        # `tokens` carries the padding pieces (as the original); store them as a count to keep the file small.
+        record["tokens"] = feature.tokens[:feature.paragraph_len]
+        padding = feature.tokens[feature.paragraph_len:]
+        if len(set(padding)) > 1:
+            raise ValueError(f"Feature {feature.unique_id}: `tokens` after `paragraph_len` must all be padding.")
+        record["padding"] = [padding[0], len(padding)] if padding else None
         # JSON object keys are strings: store max-context flags as [position, flag] pairs.
         record["token_is_max_context"] = [[int(k), bool(v)] for k, v in feature.token_is_max_context.items()]
         records.append(record)
@@ -643,6 +649,9 @@ def read_eval_features(path, expected_metadata=None):
                              f"run uses {key}={value!r}. Delete it and `predict_feature_file` to regenerate.")
     features = []
     for record in payload["features"]:
+        if record.get("padding"):
+            pad_piece, num_padding = record["padding"]
+            record["tokens"] = record["tokens"] + [pad_piece] * num_padding
         features.append(InputFeatures(
             token_is_max_context={int(k): bool(v) for k, v in record["token_is_max_context"]},
             input_ids=None, input_mask=None, segment_ids=None,

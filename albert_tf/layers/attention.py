@@ -8,7 +8,7 @@ import tensorflow as tf
 from albert_tf.layers.embeddings import truncated_normal
 
 
-def dense_2d(layer, x, dtype, activation=None):
+def dense_2d(layer, x, dtype, activation=None, scale=None):
     """A Keras `Dense`'s kernel and bias applied to a 2-D `[rows, in]` input as `MatMul` + `BiasAdd`.
 
     The plain 2-D form is what grappler's oneDNN remapper fuses into one `_FusedMatMul` (with `tanh`/`relu`
@@ -20,8 +20,13 @@ def dense_2d(layer, x, dtype, activation=None):
         x: `[rows, in]` tensor of dtype `dtype`.
         dtype: the compute dtype; the float32 variables are cast to it (mixed precision).
         activation: None, `"gelu"` (tanh approximation), or a callable applied after the bias.
+        scale: optional Python float multiplying the output, folded into the float32 kernel and bias (a
+            `[in, out]` product instead of one over the `[rows, out]` output).
     """
-    y = tf.nn.bias_add(tf.matmul(x, tf.cast(layer.kernel, dtype)), tf.cast(layer.bias, dtype))
+    kernel, bias = layer.kernel, layer.bias
+    if scale is not None:
+        kernel, bias = tf.cast(kernel, tf.float32) * scale, tf.cast(bias, tf.float32) * scale
+    y = tf.nn.bias_add(tf.matmul(x, tf.cast(kernel, dtype)), tf.cast(bias, dtype))
     if activation is None:
         return y
     if isinstance(activation, str) and activation == "gelu":
@@ -80,10 +85,10 @@ class AlbertAttention(keras.layers.Layer):
     def call(self, x, attention_bias=None, training=None):
         batch, seq = tf.shape(x)[0], tf.shape(x)[1]
         x2d = tf.reshape(x, [-1, self.hidden_size])                          # [batch*seq, H]
-        # `1/sqrt(D)` is applied to the `[batch*seq, H]` queries rather than to the `[batch, N, seq, seq]`
-        # logits (a power of two for D = 64, so bit-identical there).
-        scale = tf.cast(1.0 / math.sqrt(float(self.head_size)), self.compute_dtype)
-        q = self._heads(dense_2d(self.query, x2d, self.compute_dtype) * scale, batch, seq)   # [b, N, f, D]
+        # `1/sqrt(D)` is folded into the query kernel and bias rather than applied to the `[batch, N, seq,
+        # seq]` logits (a power of two for D = 64, so bit-identical there).
+        scale = 1.0 / math.sqrt(float(self.head_size))
+        q = self._heads(dense_2d(self.query, x2d, self.compute_dtype, scale=scale), batch, seq)  # [b,N,f,D]
         k = self._heads(dense_2d(self.key, x2d, self.compute_dtype), batch, seq)             # [b, N, t, D]
         v = self._heads(dense_2d(self.value, x2d, self.compute_dtype), batch, seq)           # [b, N, t, D]
         logits = tf.matmul(q, k, transpose_b=True)                           # [batch, N, from, to]

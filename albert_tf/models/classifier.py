@@ -43,7 +43,8 @@ class AlbertClassifier(keras.Model):
         self.config = encoder.config
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
+        # Dropout is `tf.nn.dropout` in `call`, as the original, not a Keras `Dropout`: that layer owns a
+        # seed-generator variable whose auto-numbered path would have to match between saved and restored models.
         self.classifier_head = AlbertOutputProjection(num_labels, self.config.hidden_size,
                                                       self.config.initializer_range,
                                                       dtype=self.dtype_policy, name="classifier_head")
@@ -56,7 +57,8 @@ class AlbertClassifier(keras.Model):
 
     def call(self, inputs, training=None):
         pooled = self.encoder(inputs, training=training)["pooled_output"]     # [batch, H]
-        pooled = self.dropout(pooled, training=training)
+        if training and self.dropout_rate > 0:
+            pooled = tf.nn.dropout(pooled, rate=self.dropout_rate)
         logits = self.classifier_head(pooled)                                 # [batch, num_labels] float32
         if self.is_regression:
             value = tf.squeeze(logits, [-1])                                  # [batch]

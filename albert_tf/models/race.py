@@ -54,7 +54,7 @@ class AlbertRace(keras.Model):
             raise TypeError("AlbertRace inputs must be a dict with `input_ids`, `input_mask`, `segment_ids`. "
                             f"Received: {type(inputs).__name__}.")
         input_ids = tf.convert_to_tensor(inputs["input_ids"])
-        if input_ids.shape.rank != 3:
+        if input_ids.shape.rank != 3 or input_ids.shape[1] not in (None, RACE_NUM_CHOICES):
             raise ValueError("AlbertRace `input_ids` must be `[batch, 4, seq]`. "
                              f"Received shape: {input_ids.shape}.")
         seq_length = tf.shape(input_ids)[-1]

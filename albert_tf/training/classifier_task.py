@@ -111,13 +111,8 @@ def _write_text_atomic(path, text):
         raise
 
 
-def run_model_on_dataset(model, dataset, strategy, num_examples=None, what="eval"):
-    """Runs `model(training=False)` over a dataset of feature dicts; returns NumPy arrays in order.
-
-    Returns:
-        dict with `probabilities`, `predictions`, `label_ids`, `is_real_example`, `per_example_loss`, and
-        `batch_loss` (one mean loss per batch).
-    """
+def make_inference_step(model):
+    """A `tf.function` computing a batch's outputs and per-example loss (traced once, reused per checkpoint)."""
     num_labels = model.num_labels
 
     @tf.function
@@ -128,6 +123,25 @@ def run_model_on_dataset(model, dataset, strategy, num_examples=None, what="eval
                 "label_ids": features["label_ids"], "is_real_example": features["is_real_example"],
                 "per_example_loss": loss}
 
+    return step
+
+
+def run_model_on_dataset(model, dataset, strategy, num_examples=None, what="eval", step=None):
+    """Runs `model(training=False)` over a dataset of feature dicts; returns NumPy arrays in order.
+
+    Args:
+        model: `AlbertClassifier`.
+        dataset: batched `tf.data.Dataset` of the cached features (global batch size).
+        strategy: the `tf.distribute.Strategy` the model was built under.
+        num_examples: int, for the progress log's ETA.
+        what: str, name in the progress log.
+        step: optional `make_inference_step(model)` result, to reuse its trace.
+
+    Returns:
+        dict with `probabilities`, `predictions`, `label_ids`, `is_real_example`, `per_example_loss`, and
+        `batch_loss` (one mean loss per batch).
+    """
+    step = step or make_inference_step(model)
     collected = {}
     batch_loss = []
     done = 0
@@ -250,6 +264,10 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
                    albert_hub_module_handle, output_dir)
     if optimizer not in ("adamw", "lamb"):
         raise ValueError(f"`optimizer` must be 'adamw' or 'lamb'. Received: {optimizer!r}.")
+    logging.info("***** %s: learning_rate = %g, train_batch_size = %d, train_step = %d, warmup_step = %d, "
+                 "save_checkpoints_steps = %d, max_seq_length = %d, optimizer = %s, do_lower_case = %s *****",
+                 task_name, learning_rate, train_batch_size, train_step, warmup_step, save_checkpoints_steps,
+                 max_seq_length, optimizer, do_lower_case)
 
     with contextlib.ExitStack() as stack:
         config, spm_model_file, hub_init = _resolve_model_sources(
@@ -440,7 +458,8 @@ def _eval_dataset(examples, processor_split, on_tpu, batch_size, label_list, max
     if on_tpu:
         # TPUs need fixed batches: pad with fake examples (is_real_example=0, weight 0 in every metric).
         examples = glue.pad_examples(examples, batch_size)
-    glue.ensure_cached_features(examples, label_list, max_seq_length, tokenizer, cache_path, task_name)
+    glue.ensure_cached_features(examples, label_list, max_seq_length, tokenizer, cache_path, task_name,
+                                check_count=True)
     logging.info("***** Running %s *****", processor_split)
     logging.info("  Num examples = %d (%d actual, %d padding)", len(examples), num_actual,
                  len(examples) - num_actual)
@@ -456,8 +475,10 @@ def _evaluate(model, dist, on_tpu, processor, tokenizer, label_list, task_name, 
     dataset = _eval_dataset(eval_examples, "evaluation", on_tpu, eval_batch_size, label_list, max_seq_length,
                             tokenizer, glue.cache_file(cached_dir, task_name, "eval"), task_name)
 
+    step = make_inference_step(model)
+
     def eval_fn(m):
-        arrays = run_model_on_dataset(m, dataset, dist, len(eval_examples), "eval")
+        arrays = run_model_on_dataset(m, dataset, dist, len(eval_examples), "eval", step=step)
         result = compute_eval_metrics(task_name, arrays["label_ids"], arrays["predictions"],
                                       arrays["per_example_loss"], arrays["is_real_example"],
                                       arrays["batch_loss"])

@@ -19,9 +19,13 @@ def define_runtime_flags(gradient_accumulation=False, flag_values=flags.FLAGS):
     Flags already defined (by another module in the same process) are left as they are.
     """
 
-    def define(kind, name, default, help_text, **kwargs):
-        if name not in flag_values:
-            getattr(flags, f"DEFINE_{kind}")(name, default, help_text, flag_values=flag_values, **kwargs)
+    def define(kind, name, default, help_text, enum_values=None):
+        if name in flag_values:
+            return
+        if kind == "enum":
+            flags.DEFINE_enum(name, default, enum_values, help_text, flag_values=flag_values)
+        else:
+            getattr(flags, f"DEFINE_{kind}")(name, default, help_text, flag_values=flag_values)
 
     define("bool", "use_tpu", False, "Whether to use TPU or GPU/CPU.")
     define("string", "tpu_name", None,

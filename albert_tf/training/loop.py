@@ -21,7 +21,6 @@ original `TPUEstimator`:
 import math
 import os
 import re
-import shutil
 import time
 
 import keras
@@ -58,8 +57,11 @@ def checkpoint_objects(model):
     reachable = {id(obj) for obj in tf.train.TrackableView(model).descendants()}
     missing = {}
     for variable in model.variables:
-        if id(variable) not in reachable:
-            missing[getattr(variable, "path", variable.name)] = variable
+        path = getattr(variable, "path", variable.name)
+        # Dropout RNG state has process-dependent auto-numbered paths (`seed_generator_5/...`): saving it would
+        # make checkpoints unrestorable into a model built in another order. The original does not save it.
+        if id(variable) not in reachable and "seed_generator_state" not in path:
+            missing[path] = variable
     objects = {"model": model}
     if missing:
         objects["model_variables"] = missing
@@ -129,7 +131,7 @@ def _format_seconds(seconds):
 
 def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_dir, num_train_steps,
                  iterations_per_loop=1000, save_checkpoints_steps=1000, keep_checkpoint_max=5,
-                 gradient_accumulation_steps=1, jit_compile=False, checkpoint_iterator=True):
+                 gradient_accumulation_steps=1, jit_compile=False, checkpoint_iterator=True, loop_callback=None):
     """Trains `model` to `num_train_steps` optimizer steps, resuming from the latest checkpoint in `model_dir`.
 
     Args:
@@ -149,6 +151,9 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
         gradient_accumulation_steps: int, micro-batches summed per optimizer step.
         jit_compile: bool, compile the forward/backward pass with XLA.
         checkpoint_iterator: bool, save the input position in the checkpoints (where the strategy allows).
+        loop_callback: optional `fn(stats)` called after each loop with a dict: `global_step`, `loss`,
+            `learning_rate`, `gradient_norm`, `step_time` (s), `examples_per_second`, `seconds`, and the
+            `loss_fn` scalars.
 
     Returns:
         dict with `global_step`, `loss` (mean over the last loop) and the mean of each `loss_fn` scalar.
@@ -326,6 +331,9 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
         writer.flush()
         step = new_step
         result = {"global_step": step, "loss": mean_loss, "gradient_norm": grad_norm, **metrics}
+        if loop_callback is not None:
+            loop_callback(dict(result, learning_rate=learning_rate, step_time=step_time,
+                               examples_per_second=examples_per_second, seconds=elapsed))
         if (every > 0 and step % every == 0) or step >= num_train_steps:
             path = manager.save(checkpoint_number=step)
             logging.info("Saved checkpoint %s.", path)

@@ -289,12 +289,14 @@ def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None,
             best_value = best_metrics[METRIC_KEY]
             results["eval"] = dict(best_metrics, best_step=best_step)
 
+        inference_step = None
         if do_predict or export_dir:
-            _restore_for_inference(model, output_dir, init_source, loop)
+            inference_step = _restore_for_inference(model, output_dir, init_source, loop)
 
         if do_predict:
             results["predict"] = _predict(logits_fn, tokenizer, read, data_dir, output_dir, predict_file,
-                                          max_seq_length, max_qa_length, predict_batch_size, on_tpu, best_value)
+                                          max_seq_length, max_qa_length, predict_batch_size, on_tpu, best_value,
+                                          inference_step)
 
         if export_dir:
             from albert_tf import export
@@ -350,13 +352,11 @@ def _train(model, dist, tokenizer, read, data_dir, output_dir, train_file, init_
     loop.run_training(model, opt, loss_fn, train_dataset_fn, dist, output_dir, train_step,
                       iterations_per_loop=min(iterations_per_loop, save_checkpoints_steps or iterations_per_loop),
                       save_checkpoints_steps=save_checkpoints_steps, keep_checkpoint_max=keep,
-                      gradient_accumulation_steps=gradient_accumulation_steps, jit_compile=jit_compile,
-                      # As the original (TPUEstimator), a resumed run restarts the shuffled, repeated input.
-                      checkpoint_iterator=False)
+                      gradient_accumulation_steps=gradient_accumulation_steps, jit_compile=jit_compile)
 
 
 def _predict(logits_fn, tokenizer, read, data_dir, output_dir, predict_file, max_seq_length, max_qa_length,
-             batch_size, on_tpu, best_value):
+             batch_size, on_tpu, best_value, global_step):
     examples = race_data.read_race_examples(data_dir, "test", require_answers=False, **read)
     predict_file = predict_file or os.path.join(output_dir, "predict.tf_record")
     padding = (-len(examples)) % batch_size if on_tpu else 0
@@ -370,6 +370,8 @@ def _predict(logits_fn, tokenizer, read, data_dir, output_dir, predict_file, max
         metrics = {"num_questions": len(examples)}
     else:
         metrics["num_questions"] = len(examples)
+    if global_step is not None:
+        metrics["global_step"] = global_step
     if best_value is not None:
         metrics["best"] = best_value
     _atomic_write(os.path.join(output_dir, PREDICT_RESULTS_FILE),
@@ -378,20 +380,34 @@ def _predict(logits_fn, tokenizer, read, data_dir, output_dir, predict_file, max
     return metrics
 
 
+def _best_step(output_dir):
+    """The best step recorded in `best_trial.txt` (`global_step:best_step:best_value`), or None."""
+    path = os.path.join(output_dir, "best_trial.txt")
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        lines = f.read().split()
+    try:
+        return int(lines[-1].split(":")[1])
+    except (IndexError, ValueError):
+        return None
+
+
 def _restore_for_inference(model, output_dir, init_source, loop):
-    """Loads `model.ckpt-best`, else the latest checkpoint, else the initial weights."""
+    """Loads `model.ckpt-best`, else the latest checkpoint, else the initial weights; returns the step or None."""
     best_prefix = os.path.join(output_dir, "model.ckpt-best")
     if tf.io.gfile.exists(best_prefix + ".index"):
         logging.info("Using %s", best_prefix)
         loop.restore_checkpoint(model, best_prefix)
-        return
+        return _best_step(output_dir)
     saved = loop.list_checkpoints(output_dir)
     if saved:
         logging.info("No model.ckpt-best; using the latest checkpoint %s", saved[-1][1])
         loop.restore_checkpoint(model, saved[-1][1])
-        return
+        return saved[-1][0]
     if not init_source:
         raise ValueError(f"No checkpoint in `output_dir={output_dir}` to predict with: train first "
-                         "(--do_train) or give --init_checkpoint.")
+                         "(do_train) or give `init_checkpoint`.")
     logging.info("No checkpoint in %s; using the initial weights of %s", output_dir, init_source)
     _init_weights(model, init_source)
+    return None

@@ -13,7 +13,8 @@
   `predictions.json`, `nbest_predictions.json` (v2: `null_odds.json`) are finally written from it.
   v2 tunes the null-score threshold on the predict set as the original, unless `null_score_diff_threshold`
   is given.
-* `export_dir`: a SavedModel of `model.ckpt-best` (or the latest checkpoint), via `albert_tf.export`.
+* `export_dir`: a SavedModel of `model.ckpt-best` (or the latest checkpoint), via `albert_tf.export`; v1 also
+  writes `albert_model.tflite` (fixed `[1, max_seq_length]` inputs), as `run_squad_v1.py`.
 """
 
 import contextlib
@@ -94,6 +95,19 @@ def prepare_eval_features(examples, tokenizer, predict_file, predict_feature_fil
                                            False, append_feature, do_lower_case)
     squad.write_eval_features(features, predict_feature_left_file, metadata=metadata)
     return features
+
+
+def predict_dataset(predict_feature_file, max_seq_length, batch_size, is_v2, num_features,
+                    pad_to_full_batches=False):
+    """The predict TFRecord in batches; with `pad_to_full_batches` (TPU) the last batch is filled with copies of
+    the first feature, whose duplicate results `postprocess` ignores (one result per `unique_id` is kept)."""
+    if not pad_to_full_batches:
+        return squad.squad_dataset(predict_feature_file, max_seq_length, False, batch_size, False, is_v2=is_v2)
+    records = squad.squad_dataset(predict_feature_file, max_seq_length, False, 1, False, is_v2=is_v2).unbatch()
+    padding = (-num_features) % batch_size
+    if padding:
+        records = records.concatenate(records.take(1).repeat(padding))
+    return records.batch(batch_size, drop_remainder=True)
 
 
 def predict_raw_results(model, dataset, strategy, version_2_with_negative, num_features=None):
@@ -221,7 +235,8 @@ def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_fi
 
     Returns:
         dict: `num_train_steps` and `train` (last loop scalars) when training; `eval` (the best checkpoint's
-        metrics, with `best_step`) when predicting on a file with answers; `export_path` when exporting.
+        metrics, with `best_step`) when predicting on a file with answers; `export_path` (and v1 `tflite_file`)
+        when exporting.
     """
     del vocab_file, use_einsum
     _validate(do_train, do_predict, export_dir, train_file, predict_file, output_dir, max_seq_length,
@@ -237,7 +252,7 @@ def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_fi
             raise ValueError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
                              f"trained up to sequence length {config.max_position_embeddings}.")
         from albert_tf.tokenization import FullTokenizer
-        from albert_tf.training import distribution, loop
+        from albert_tf.training import distribution
 
         tokenizer = FullTokenizer(do_lower_case=do_lower_case, spm_model_file=spm_model_file)
         tf.io.gfile.makedirs(output_dir)
@@ -275,7 +290,48 @@ def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_fi
                 model, export_dir, spm_model_file=spm_model_file, do_lower_case=do_lower_case,
                 max_seq_length=max_seq_length, max_query_length=max_query_length)
             logging.info("Model exported to %s.", result["export_path"])
+            if not version_2_with_negative:
+                # As the original run_squad_v1.py: also a TFLite model with fixed [1, max_seq_length] inputs.
+                result["tflite_file"] = export_tflite(model, os.path.join(export_dir, "albert_model.tflite"),
+                                                      max_seq_length)
     return result
+
+
+def export_tflite(model, tflite_file, max_seq_length):
+    """`albert_model.tflite` of the original `run_squad_v1.py --export_dir`: int32 `input_ids`, `input_mask`,
+    `segment_ids` `[1, max_seq_length]` -> `start_logits`, `end_logits` `[1, max_seq_length]` (float32).
+
+    Converted from a fixed-shape SavedModel signature so that the TFLite signature keeps the names.
+    """
+    import shutil
+    import tempfile
+
+    specs = [tf.TensorSpec([1, max_seq_length], tf.int32, name=name)
+             for name in ("input_ids", "input_mask", "segment_ids")]
+
+    @tf.function(input_signature=specs)
+    def serve(input_ids, input_mask, segment_ids):
+        out = model({"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
+                    training=False)
+        return {"start_logits": out["start_logits"], "end_logits": out["end_logits"]}
+
+    module = tf.Module()
+    # Track the backing tf.Variables: converting a SavedModel that tracks only the Keras 3 wrappers gives NaN.
+    module.model_variables = [getattr(v, "value", v) for v in model.variables]
+    module.serve = serve
+    staging = tempfile.mkdtemp(prefix="albert_tflite_")
+    try:
+        tf.saved_model.save(module, staging, signatures={"serving_default": serve})
+        converter = tf.lite.TFLiteConverter.from_saved_model(staging, signature_keys=["serving_default"])
+        flatbuffer = converter.convert()
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    tmp = f"{tflite_file}.tmp-{os.getpid()}"
+    with tf.io.gfile.GFile(tmp, "wb") as f:
+        f.write(flatbuffer)
+    tf.io.gfile.rename(tmp, tflite_file, overwrite=True)
+    logging.info("Wrote %s (%d bytes).", tflite_file, len(flatbuffer))
+    return tflite_file
 
 
 def _train(model, dist, tokenizer, train_file, train_feature_file, output_dir, init_path, version_2_with_negative,
@@ -375,8 +431,8 @@ def _predict(model, dist, tokenizer, predict_file, predict_feature_file, predict
         logging.info("%s has no answers: writing predictions without metrics.", predict_file)
 
     def run(m):
-        dataset = squad.squad_dataset(predict_feature_file, max_seq_length, False, predict_batch_size, False,
-                                      is_v2=version_2_with_negative)
+        dataset = predict_dataset(predict_feature_file, max_seq_length, predict_batch_size, version_2_with_negative,
+                                  len(eval_features), pad_to_full_batches=isinstance(dist, tf.distribute.TPUStrategy))
         results = predict_raw_results(m, dataset, dist, version_2_with_negative, len(eval_features))
         return postprocess_and_score(results, eval_examples, eval_features, dataset_json, output_dir,
                                      version_2_with_negative, n_best_size, max_answer_length, start_n_top,
