@@ -656,7 +656,7 @@ def main(argv):
         raise ValueError(f"`--seq_lens` must lie in [2, 512]. Received: `{FLAGS.seq_lens}`.")
     if FLAGS.rounds < 1:
         raise ValueError(f"`--rounds` must be >= 1. Received: `{FLAGS.rounds}`.")
-    iters = {s: max(1, round(FLAGS.iters * 128 / s)) for s in set(seq_lens) | {FLAGS.train_seq_len}}
+    iters = {s: max(1, round(FLAGS.iters * 128 / s)) for s in set(seq_lens) | {FLAGS.train_seq_len} if s > 0}
 
     import keras
     import tensorflow as tf
