@@ -127,8 +127,8 @@ print(json.dumps({"top_tokens": top}))
 
 
 def run_quickstart(output_dir="quickstart_output", overwrite=False, vocab_size=2000, max_seq_length=128,
-                   max_predictions_per_seq=20, dupe_factor=10, train_batch_size=32, num_train_steps=3000,
-                   num_warmup_steps=300, learning_rate=0.005, hidden_size=128, num_hidden_layers=4,
+                   max_predictions_per_seq=20, dupe_factor=10, train_batch_size=32, num_train_steps=1500,
+                   num_warmup_steps=150, learning_rate=0.005, hidden_size=128, num_hidden_layers=4,
                    num_attention_heads=4, embedding_size=64, intermediate_size=512, iterations_per_loop=100,
                    save_checkpoints_steps=500, num_workers=2, random_seed=12345, jit_compile=True):
     """Runs the six steps; returns a dict of everything measured and written."""
@@ -312,8 +312,8 @@ def define_flags():
     flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence.")
     flags.DEFINE_integer("dupe_factor", 10, "Passes over the training corpus with different masks.")
     flags.DEFINE_integer("train_batch_size", 32, "Training batch size.")
-    flags.DEFINE_integer("num_train_steps", 3000, "Pretraining steps.")
-    flags.DEFINE_integer("num_warmup_steps", 300, "Linear warm-up steps.")
+    flags.DEFINE_integer("num_train_steps", 1500, "Pretraining steps.")
+    flags.DEFINE_integer("num_warmup_steps", 150, "Linear warm-up steps.")
     flags.DEFINE_float("learning_rate", 0.005, "Peak LAMB learning rate.")
     flags.DEFINE_integer("hidden_size", 128, "H of the small model.")
     flags.DEFINE_integer("num_hidden_layers", 4, "L of the small model (one shared block).")
