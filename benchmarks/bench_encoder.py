@@ -621,6 +621,7 @@ def write_atomic(path, text):
     try:
         with os.fdopen(fd, "w") as f:
             f.write(text)
+        os.chmod(tmp, 0o644)   # mkstemp creates 0600.
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -1,6 +1,6 @@
 """ALBERT models: the encoder, the pretrainer and the task models."""
 
-from albert_tf.models.albert_model import AlbertModel
+from albert_tf.models.albert_model import AlbertModel, compile_forward
 from albert_tf.models.classifier import AlbertClassifier, classifier_loss
 from albert_tf.models.pretrainer import AlbertPretrainer, pretraining_loss
 from albert_tf.models.race import AlbertRace, race_loss
