@@ -11,6 +11,7 @@ import tensorflow_text  # noqa: F401  (registers the ops for the reloaded SavedM
 
 from albert_tf import text_ops, tokenization
 from albert_tf.data import vocab as vocab_lib
+import fixtures_text as ft
 
 # Reference: the Python path `encode_ids(sp, preprocess_text(text, lower=...))`, with §6 written out.
 
@@ -43,25 +44,9 @@ CORPUS = [
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
     root = tmp_path_factory.mktemp("text_ops")
-    rng = random.Random(0)
-    words = ("the of and in to a was is for on as by with he at from his an were are which this also be has "
-             "or had first one their its new after who they population up café").split()
-    lines = []
-    for _ in range(3000):
-        tokens = []
-        for _ in range(rng.randint(5, 15)):
-            r = rng.random()
-            if r < 0.2:
-                tokens.append(f"{rng.choice([1990, 2000, 1985, 2010, 1, 12, 100])},")
-            elif r < 0.25:
-                tokens.append(f"{rng.randint(1, 9)},{rng.randint(100, 999)},")
-            else:
-                tokens.append(rng.choice(words))
-        lines.append(" ".join(tokens))
-    lines.append("σίσυφος ς σ straße ﬁ € £ – ( ) \" - . 日本語")
-    corpus = root / "corpus.txt"
-    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    path = vocab_lib.train_sentencepiece([str(corpus)], str(root / "m"), vocab_size=320, minloglevel=2,
+    corpus = ft.write_digit_comma_corpus(root / "corpus.txt", "σίσυφος ς σ straße ﬁ € £ – ( ) \" - . 日本語",
+                                         extra_words=["café"])
+    path = vocab_lib.train_sentencepiece([corpus], str(root / "m"), vocab_size=320, minloglevel=2,
                                          hard_vocab_limit=False, character_coverage=1.0)
     return dict(path=path, proto=open(path, "rb").read(), sp=spm.SentencePieceProcessor(model_file=path))
 

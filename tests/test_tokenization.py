@@ -11,6 +11,7 @@ import sentencepiece as spm
 
 from albert_tf import tokenization
 from albert_tf.data import vocab as vocab_lib
+import fixtures_text as ft
 
 # ------------------------------------------------------------------------------------------------
 # Independent transcription of §6 (written from the spec, not from the package code).
@@ -58,27 +59,10 @@ TEXTS = [
 def models(tmp_path_factory):
     """A model whose vocabulary has digit-comma pieces (`▁1990,` and unmarked ones like `90,`)."""
     root = tmp_path_factory.mktemp("tok")
-    rng = random.Random(0)
-    words = ("the of and in to a was is for on as by with he at from his an were are which this also be has "
-             "or had first one their its new after who they population up").split()
-    lines = []
-    for _ in range(3000):
-        tokens = []
-        for _ in range(rng.randint(5, 15)):
-            r = rng.random()
-            if r < 0.2:
-                tokens.append(f"{rng.choice([1990, 2000, 1985, 2010, 1, 12, 100])},")
-            elif r < 0.25:
-                tokens.append(f"{rng.randint(1, 9)},{rng.randint(100, 999)},")
-            else:
-                tokens.append(rng.choice(words))
-        lines.append(" ".join(tokens))
-    lines.append("Café naïve résumé ΟΔΟΣ € £ – ( ) \" - .")
-    corpus = root / "corpus.txt"
-    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    model = vocab_lib.train_sentencepiece([str(corpus)], str(root / "dc"), vocab_size=300, minloglevel=2,
+    corpus = ft.write_digit_comma_corpus(root / "corpus.txt", "Café naïve résumé ΟΔΟΣ € £ – ( ) \" - .")
+    model = vocab_lib.train_sentencepiece([corpus], str(root / "dc"), vocab_size=300, minloglevel=2,
                                           hard_vocab_limit=False)
-    return dict(root=root, corpus=str(corpus), model=model)
+    return dict(root=root, corpus=corpus, model=model)
 
 
 def _dc_pieces(sp):

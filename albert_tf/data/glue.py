@@ -18,6 +18,7 @@ TFRecords use the original feature names (`label_ids` float32 for STS-B) and are
 import csv
 import os
 import time
+from typing import NamedTuple
 
 from absl import logging
 import numpy as np
@@ -66,8 +67,9 @@ class InputFeatures:
 class DataProcessor:
     """Base class of the GLUE processors.
 
-    Subclasses set `DIR`, `TRAIN_FILE`, `DEV_FILE`, `TEST_FILE`, `LABELS`, `LEADERBOARD_FILE` and implement
-    `_create_examples(lines, set_type, path)`.
+    Subclasses set `DIR`, `TRAIN_FILE`, `DEV_FILE`, `TEST_FILE`, `LABELS`, `LEADERBOARD_FILE`, `TEST_LABEL` and
+    the row layouts `LAYOUT` (train and dev sets) and `TEST_LAYOUT` (`RowLayout`s); `_create_examples` reads
+    every task with them.
 
     Args:
         use_spm: bool, texts go through `preprocess_text(lower=do_lower_case)` (the original's
@@ -83,6 +85,10 @@ class DataProcessor:
     LEADERBOARD_FILE = None
     # Set names passed to `_create_examples` (the original's `set_type` strings).
     TRAIN_SET, DEV_SET, TEST_SET = "train", "dev", "test"
+    # The placeholder label of the (unlabelled) test set, as the original.
+    TEST_LABEL = "0"
+    LAYOUT = None
+    TEST_LAYOUT = None
 
     def __init__(self, use_spm=True, do_lower_case=True):
         self.use_spm = use_spm
@@ -118,6 +124,50 @@ class DataProcessor:
         return text if isinstance(text, str) else text.decode("utf-8", "ignore")
 
     # --- helpers ---
+
+    def _create_examples(self, lines, set_type, path):
+        """The `InputExample`s of the rows `lines` of file `path`, read with the split's `RowLayout`."""
+        layout = self.TEST_LAYOUT if set_type == self.TEST_SET else self.LAYOUT
+        examples = []
+        skipped = 0
+        for i, line in enumerate(lines):
+            if i == 0 and layout.header:
+                continue
+            example = self._create_example(layout, line, set_type, i, path)
+            if example is None:
+                skipped += 1
+            else:
+                examples.append(example)
+        if skipped:
+            logging.info("%s: skipped %d row(s) with fewer than %d columns (as the original).", path, skipped,
+                         layout.width)
+        return examples
+
+    def _create_example(self, layout, line, set_type, i, path):
+        """Row `i` (0-based) as an `InputExample`, or None for a short row that `layout.skip_short` skips."""
+        n = i + 1
+        fields = {"guid": "%s-%s" % (set_type, i), "text_b": None, "label": self.TEST_LABEL}
+        for field, name, index, *width in layout.columns:
+            if not width and layout.skip_short and len(line) < layout.width:
+                return None
+            value = self._column(line, index, path, n, width[0] if width else layout.width,
+                                 f"{name} column {index}")
+            if field == "label" or (field == "guid" and layout.raw_guid):
+                fields[field] = value
+            else:
+                fields[field] = self.process_text(value)
+        if layout.last_column_label:
+            needed, what = layout.last_column_label
+            if len(line) < needed:
+                self._column(line, needed - 1, path, n, needed, what)
+            fields["label"] = line[-1]
+        if layout.last_column_label or any(column[0] == "label" for column in layout.columns):
+            fields["label"] = self._parse_label(fields["label"], path, n)
+        return InputExample(**fields)
+
+    def _parse_label(self, value, path, line_number):
+        """The label of a train/dev row from its label column."""
+        return self._check_label(self.process_text(value), path, line_number)
 
     def _examples(self, data_dir, filename, set_type):
         if filename is None:
@@ -166,6 +216,31 @@ def read_tsv(path, quotechar=None):
         return list(csv.reader(f, delimiter="\t", quotechar=quotechar))
 
 
+class RowLayout(NamedTuple):
+    """Where a split's fields are in its TSV rows.
+
+    Attributes:
+        width: int, columns a row must have; a shorter row is an error naming the file, line and column.
+        columns: `(field, name, index)` or `(field, name, index, width)` tuples, read in this order (which
+            column an error names); `field` is `guid`, `text_a`, `text_b` or `label`; `width` overrides
+            `width` for that column. Without a `guid` column the guid is `"<set>-<row index>"`, without a
+            label the label is the processor's `TEST_LABEL`, without `text_b` it is None.
+        header: bool, the first row is a header (skipped).
+        raw_guid: bool, the guid column is taken as is (no `process_text`), as the original.
+        last_column_label: None or `(needed, what)`: the label is the row's last column; rows must have
+            `needed` columns (`what` describes them in the error).
+        skip_short: bool, rows shorter than `width` are skipped (logged) instead of an error when the first
+            column without its own width is reached, as the original QQP reader.
+    """
+
+    width: int
+    columns: tuple
+    header: bool = True
+    raw_guid: bool = False
+    last_column_label: tuple = None
+    skip_short: bool = False
+
+
 class MnliProcessor(DataProcessor):
     """MultiNLI (matched): columns 8 / 9 / -1, guid column 0, header row skipped."""
 
@@ -175,25 +250,11 @@ class MnliProcessor(DataProcessor):
     LABELS = ("contradiction", "entailment", "neutral")
     LEADERBOARD_FILE = "MNLI-m.tsv"
     DEV_SET = "dev_matched"
-
-    def _create_examples(self, lines, set_type, path):
-        examples = []
-        for i, line in enumerate(lines):
-            if i == 0:
-                continue
-            n = i + 1
-            # The guid is the index column; the GLUE submission relies on it.
-            guid = self.process_text(self._column(line, 0, path, n, 10, "index column 0"))
-            text_a = self.process_text(self._column(line, 8, path, n, 10, "sentence1 column 8"))
-            text_b = self.process_text(self._column(line, 9, path, n, 10, "sentence2 column 9"))
-            if set_type == "test":
-                label = "contradiction"
-            else:
-                if len(line) < 11:
-                    self._column(line, 10, path, n, 11, "sentence1, sentence2 and a label in the last column")
-                label = self._check_label(self.process_text(line[-1]), path, n)
-            examples.append(InputExample(guid=guid, text_a=text_a, text_b=text_b, label=label))
-        return examples
+    TEST_LABEL = "contradiction"
+    # The guid is the index column; the GLUE submission relies on it.
+    TEST_LAYOUT = RowLayout(10, (("guid", "index", 0), ("text_a", "sentence1", 8), ("text_b", "sentence2", 9)))
+    LAYOUT = TEST_LAYOUT._replace(
+        last_column_label=(11, "sentence1, sentence2 and a label in the last column"))
 
 
 class MisMnliProcessor(MnliProcessor):
@@ -211,23 +272,9 @@ class MrpcProcessor(DataProcessor):
     DIR = "MRPC"
     LABELS = ("0", "1")
     LEADERBOARD_FILE = "MRPC.tsv"
-
-    def _create_examples(self, lines, set_type, path):
-        examples = []
-        for i, line in enumerate(lines):
-            if i == 0:
-                continue
-            n = i + 1
-            guid = "%s-%s" % (set_type, i)
-            text_a = self.process_text(self._column(line, 3, path, n, 5, "#1 String column 3"))
-            text_b = self.process_text(self._column(line, 4, path, n, 5, "#2 String column 4"))
-            if set_type == "test":
-                guid = line[0]
-                label = "0"
-            else:
-                label = self._check_label(self.process_text(line[0]), path, n)
-            examples.append(InputExample(guid=guid, text_a=text_a, text_b=text_b, label=label))
-        return examples
+    LAYOUT = RowLayout(5, (("text_a", "#1 String", 3), ("text_b", "#2 String", 4), ("label", "Quality", 0)))
+    TEST_LAYOUT = RowLayout(5, (("text_a", "#1 String", 3), ("text_b", "#2 String", 4), ("guid", "index", 0)),
+                            raw_guid=True)
 
 
 class ColaProcessor(DataProcessor):
@@ -236,24 +283,9 @@ class ColaProcessor(DataProcessor):
     DIR = "CoLA"
     LABELS = ("0", "1")
     LEADERBOARD_FILE = "CoLA.tsv"
-
-    def _create_examples(self, lines, set_type, path):
-        examples = []
-        for i, line in enumerate(lines):
-            # Only the test set has a header.
-            if set_type == "test" and i == 0:
-                continue
-            n = i + 1
-            guid = "%s-%s" % (set_type, i)
-            if set_type == "test":
-                guid = self._column(line, 0, path, n, 2, "index column 0")
-                text_a = self.process_text(self._column(line, 1, path, n, 2, "sentence column 1"))
-                label = "0"
-            else:
-                text_a = self.process_text(self._column(line, 3, path, n, 4, "sentence column 3"))
-                label = self._check_label(self.process_text(line[1]), path, n)
-            examples.append(InputExample(guid=guid, text_a=text_a, text_b=None, label=label))
-        return examples
+    # Only the test set has a header.
+    LAYOUT = RowLayout(4, (("text_a", "sentence", 3), ("label", "label", 1)), header=False)
+    TEST_LAYOUT = RowLayout(2, (("guid", "index", 0), ("text_a", "sentence", 1)), raw_guid=True)
 
 
 class Sst2Processor(DataProcessor):
@@ -262,24 +294,8 @@ class Sst2Processor(DataProcessor):
     DIR = "SST-2"
     LABELS = ("0", "1")
     LEADERBOARD_FILE = "SST-2.tsv"
-
-    def _create_examples(self, lines, set_type, path):
-        examples = []
-        for i, line in enumerate(lines):
-            if i == 0:
-                continue
-            n = i + 1
-            if set_type != "test":
-                guid = "%s-%s" % (set_type, i)
-                text_a = self.process_text(self._column(line, 0, path, n, 2, "sentence column 0"))
-                label = self._check_label(
-                    self.process_text(self._column(line, 1, path, n, 2, "label column 1")), path, n)
-            else:
-                guid = self.process_text(self._column(line, 0, path, n, 2, "index column 0"))
-                text_a = self.process_text(self._column(line, 1, path, n, 2, "sentence column 1"))
-                label = "0"
-            examples.append(InputExample(guid=guid, text_a=text_a, text_b=None, label=label))
-        return examples
+    LAYOUT = RowLayout(2, (("text_a", "sentence", 0), ("label", "label", 1)))
+    TEST_LAYOUT = RowLayout(2, (("guid", "index", 0), ("text_a", "sentence", 1)))
 
 
 class StsbProcessor(DataProcessor):
@@ -288,28 +304,17 @@ class StsbProcessor(DataProcessor):
     DIR = "STS-B"
     LABELS = (None,)
     LEADERBOARD_FILE = "STS-B.tsv"
+    TEST_LABEL = 0
+    TEST_LAYOUT = RowLayout(9, (("guid", "index", 0), ("text_a", "sentence1", 7), ("text_b", "sentence2", 8)))
+    LAYOUT = TEST_LAYOUT._replace(
+        last_column_label=(10, "sentence1, sentence2 and a score in the last column"))
 
-    def _create_examples(self, lines, set_type, path):
-        examples = []
-        for i, line in enumerate(lines):
-            if i == 0:
-                continue
-            n = i + 1
-            guid = self.process_text(self._column(line, 0, path, n, 9, "index column 0"))
-            text_a = self.process_text(self._column(line, 7, path, n, 9, "sentence1 column 7"))
-            text_b = self.process_text(self._column(line, 8, path, n, 9, "sentence2 column 8"))
-            if set_type != "test":
-                if len(line) < 10:
-                    self._column(line, 9, path, n, 10, "sentence1, sentence2 and a score in the last column")
-                try:
-                    label = float(line[-1])
-                except ValueError:
-                    raise ValueError(f"{path}:{n}: the score in the last column must be a float. "
-                                     f"Received: {line[-1]!r}.") from None
-            else:
-                label = 0
-            examples.append(InputExample(guid=guid, text_a=text_a, text_b=text_b, label=label))
-        return examples
+    def _parse_label(self, value, path, line_number):
+        try:
+            return float(value)
+        except ValueError:
+            raise ValueError(f"{path}:{line_number}: the score in the last column must be a float. "
+                             f"Received: {value!r}.") from None
 
 
 class QqpProcessor(DataProcessor):
@@ -318,57 +323,18 @@ class QqpProcessor(DataProcessor):
     DIR = "QQP"
     LABELS = ("0", "1")
     LEADERBOARD_FILE = "QQP.tsv"
-
-    def _create_examples(self, lines, set_type, path):
-        examples = []
-        skipped = 0
-        for i, line in enumerate(lines):
-            if i == 0:
-                continue
-            n = i + 1
-            guid = self._column(line, 0, path, n, 1, "id column 0")
-            if set_type != "test":
-                try:
-                    text_a = self.process_text(line[3])
-                    text_b = self.process_text(line[4])
-                    label = self.process_text(line[5])
-                except IndexError:
-                    # The original skips these rows (QQP has a few with missing questions).
-                    skipped += 1
-                    continue
-                label = self._check_label(label, path, n)
-            else:
-                text_a = self.process_text(self._column(line, 1, path, n, 3, "question1 column 1"))
-                text_b = self.process_text(self._column(line, 2, path, n, 3, "question2 column 2"))
-                label = "0"
-            examples.append(InputExample(guid=guid, text_a=text_a, text_b=text_b, label=label))
-        if skipped:
-            logging.info("%s: skipped %d row(s) with fewer than 6 columns (as the original).", path, skipped)
-        return examples
+    # The original skips the short train/dev rows (QQP has a few with missing questions).
+    LAYOUT = RowLayout(6, (("guid", "id", 0, 1), ("text_a", "question1", 3), ("text_b", "question2", 4),
+                           ("label", "is_duplicate", 5)), raw_guid=True, skip_short=True)
+    TEST_LAYOUT = RowLayout(3, (("guid", "id", 0, 1), ("text_a", "question1", 1), ("text_b", "question2", 2)),
+                            raw_guid=True)
 
 
 class _IndexPairProcessor(DataProcessor):
     """QNLI/RTE/WNLI/AX layout: guid column 0, texts 1 / 2, label in the last column."""
 
-    TEST_LABEL = "0"
-
-    def _create_examples(self, lines, set_type, path):
-        examples = []
-        for i, line in enumerate(lines):
-            if i == 0:
-                continue
-            n = i + 1
-            guid = self.process_text(self._column(line, 0, path, n, 3, "index column 0"))
-            text_a = self.process_text(self._column(line, 1, path, n, 3, "text column 1"))
-            text_b = self.process_text(self._column(line, 2, path, n, 3, "text column 2"))
-            if set_type == self.TEST_SET:
-                label = self.TEST_LABEL
-            else:
-                if len(line) < 4:
-                    self._column(line, 3, path, n, 4, "index, two texts and a label in the last column")
-                label = self._check_label(self.process_text(line[-1]), path, n)
-            examples.append(InputExample(guid=guid, text_a=text_a, text_b=text_b, label=label))
-        return examples
+    TEST_LAYOUT = RowLayout(3, (("guid", "index", 0), ("text_a", "text", 1), ("text_b", "text", 2)))
+    LAYOUT = TEST_LAYOUT._replace(last_column_label=(4, "index, two texts and a label in the last column"))
 
 
 class QnliProcessor(_IndexPairProcessor):

@@ -5,10 +5,11 @@ import tensorflow as tf
 
 from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
+from albert_tf.models.base import PretrainedMixin
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertClassifier(keras.Model):
+class AlbertClassifier(PretrainedMixin, keras.Model):
     """ALBERT with the original GLUE head: `pooled_output` -> dropout -> `output_weights`/`output_bias`.
 
     The dropout rate is the original's fixed 0.1 (independent of the config's dropout), applied only with
@@ -27,6 +28,8 @@ class AlbertClassifier(keras.Model):
         encoder: optional `AlbertModel` to put the head on.
         dropout_rate: float, dropout on the pooled output during training.
     """
+
+    _CONFIG_ARGUMENTS = ("num_labels", "dropout_rate")
 
     def __init__(self, config=None, num_labels=2, encoder=None, dropout_rate=0.1, **kwargs):
         kwargs.setdefault("name", "albert_classifier")
@@ -66,24 +69,6 @@ class AlbertClassifier(keras.Model):
         probabilities = tf.nn.softmax(logits, axis=-1)
         return {"logits": logits, "probabilities": probabilities,
                 "predictions": tf.argmax(probabilities, axis=-1, output_type=tf.int32)}
-
-    def get_config(self):
-        return {"config": self.config.to_dict(), "num_labels": self.num_labels,
-                "dropout_rate": self.dropout_rate, "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        return cls(config.pop("config"), **config)
-
-    @classmethod
-    def from_pretrained(cls, path, config=None, **kwargs):
-        """Encoder (and the `output_weights`/`output_bias` head when present) from a release dir, `.tar.gz`,
-        TF1 checkpoint prefix, TF-Hub TF1 module dir or one of our checkpoints; `kwargs` go to the constructor
-        (e.g. `num_labels=3`)."""
-        from albert_tf.checkpoints import load_pretrained  # Local import: checkpoints imports models.
-
-        return load_pretrained(cls, path, config=config, **kwargs)
 
 
 def classifier_loss(outputs, label_ids, num_labels):

@@ -5,10 +5,11 @@ import tensorflow as tf
 
 from albert_tf.layers.heads import AlbertMaskedLMHead, AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
+from albert_tf.models.base import PretrainedMixin
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertPretrainer(keras.Model):
+class AlbertPretrainer(PretrainedMixin, keras.Model):
     """ALBERT with `cls/predictions` (tied MLM) and `cls/seq_relationship` (SOP) heads.
 
     Inputs: the encoder's dict plus `masked_lm_positions` int32 `[batch, P]`. Outputs: the encoder's outputs
@@ -48,21 +49,6 @@ class AlbertPretrainer(keras.Model):
                                                   self.encoder.embedding_table)
         outputs["sop_logits"] = self.sop_head(outputs["pooled_output"])
         return outputs
-
-    def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        return cls(config.pop("config"), **config)
-
-    @classmethod
-    def from_pretrained(cls, path, config=None, **kwargs):
-        """Encoder and both heads from a release dir, `.tar.gz`, TF1 checkpoint prefix or TF-Hub module."""
-        from albert_tf.checkpoints import load_pretrained
-
-        return load_pretrained(cls, path, config=config, **kwargs)
 
 
 def pretraining_loss(outputs, features):

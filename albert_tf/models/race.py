@@ -5,12 +5,13 @@ import tensorflow as tf
 
 from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
+from albert_tf.models.base import PretrainedMixin
 
 RACE_NUM_CHOICES = 4
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertRace(keras.Model):
+class AlbertRace(PretrainedMixin, keras.Model):
     """ALBERT scoring each of the 4 (article, question + option) pairs with one unit, softmax over the choices.
 
     Inputs: a dict of int32 `[batch, 4, seq]` tensors `input_ids`, `input_mask`, `segment_ids`. The choices are
@@ -26,6 +27,8 @@ class AlbertRace(keras.Model):
         encoder: an existing `AlbertModel` (its config is used).
         dropout_prob: float, dropout on the pooled output while training (the original's `--dropout_prob`, 0.1).
     """
+
+    _CONFIG_ARGUMENTS = ("dropout_prob",)
 
     def __init__(self, config=None, encoder=None, dropout_prob=0.1, **kwargs):
         kwargs.setdefault("name", "albert_race")
@@ -73,21 +76,6 @@ class AlbertRace(keras.Model):
             "probabilities": probabilities,
             "predictions": tf.argmax(probabilities, axis=-1, output_type=tf.int32),
         }
-
-    def get_config(self):
-        return {"config": self.config.to_dict(), "dropout_prob": self.dropout_prob, "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        return cls(config.pop("config"), **config)
-
-    @classmethod
-    def from_pretrained(cls, path, config=None, **model_kwargs):
-        """Encoder (and `race_head` when the source has one) from any checkpoint `albert_tf.checkpoints` reads."""
-        from albert_tf.checkpoints import load_pretrained  # Local import: checkpoints imports models.
-
-        return load_pretrained(cls, path, config=config, **model_kwargs)
 
 
 def race_loss(logits, label_ids):

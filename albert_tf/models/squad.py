@@ -6,6 +6,7 @@ import tensorflow as tf
 from albert_tf.layers.embeddings import truncated_normal
 from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
+from albert_tf.models.base import PretrainedMixin
 
 
 def _encoder(config, encoder, dtype):
@@ -19,7 +20,7 @@ def _encoder(config, encoder, dtype):
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertSquadV1(keras.Model):
+class AlbertSquadV1(PretrainedMixin, keras.Model):
     """ALBERT with the SQuAD 1.1 span head `cls/squad/output_weights [2, H]` (`squad_utils.create_v1_model`).
 
     Inputs: the encoder's dict. Outputs: `start_logits`, `end_logits` float32 `[batch, seq]` (raw logits, no
@@ -50,21 +51,6 @@ class AlbertSquadV1(keras.Model):
         outputs["start_logits"] = logits[:, :, 0]
         outputs["end_logits"] = logits[:, :, 1]
         return outputs
-
-    def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        return cls(config.pop("config"), **config)
-
-    @classmethod
-    def from_pretrained(cls, path, config=None, **model_kwargs):
-        """Encoder (and `cls/squad` when present) from a release dir, `.tar.gz`, checkpoint or TF-Hub module."""
-        from albert_tf.checkpoints import load_pretrained  # Local import: checkpoints imports models.
-
-        return load_pretrained(cls, path, config=config, **model_kwargs)
 
 
 def _position_ce(log_probs, positions):
@@ -97,7 +83,7 @@ def default_p_mask(input_mask, segment_ids):
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertSquadV2(keras.Model):
+class AlbertSquadV2(PretrainedMixin, keras.Model):
     """ALBERT with the XLNet-style SQuAD 2.0 head of `squad_utils.create_v2_model`.
 
     Start logits `Dense(1)`, masked by `p_mask` (`logits * (1 - p_mask) - 1e30 * p_mask`), log-softmax. End
@@ -125,6 +111,8 @@ class AlbertSquadV2(keras.Model):
         end_n_top: int, beam size for ends per start at inference.
         dropout_prob: float, dropout in the answer-class head (training only).
     """
+
+    _CONFIG_ARGUMENTS = ("start_n_top", "end_n_top", "dropout_prob")
 
     def __init__(self, config=None, encoder=None, start_n_top=5, end_n_top=5, dropout_prob=0.1, **kwargs):
         kwargs.setdefault("name", "albert_squad_v2")
@@ -220,22 +208,6 @@ class AlbertSquadV2(keras.Model):
         ans_feature = self.answer_class_dropout(ans_feature, training=training)
         outputs["cls_logits"] = tf.squeeze(tf.cast(self.answer_class_dense_1(ans_feature), tf.float32), -1)
         return outputs
-
-    def get_config(self):
-        return {"config": self.config.to_dict(), "start_n_top": self.start_n_top, "end_n_top": self.end_n_top,
-                "dropout_prob": self.dropout_prob, "name": self.name}
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        return cls(config.pop("config"), **config)
-
-    @classmethod
-    def from_pretrained(cls, path, config=None, **model_kwargs):
-        """Encoder (and the v2 head when present) from a release dir, `.tar.gz`, checkpoint or TF-Hub module."""
-        from albert_tf.checkpoints import load_pretrained
-
-        return load_pretrained(cls, path, config=config, **model_kwargs)
 
 
 def squad_v2_loss(outputs, features):

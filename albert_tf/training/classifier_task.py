@@ -23,10 +23,10 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
 from albert_tf.data import glue
 from albert_tf.models.classifier import AlbertClassifier, classifier_loss
 from albert_tf.training import metrics as metrics_lib
+from albert_tf.training.task_sources import resolve_task_sources, task_strategy
 
 # The per-task values of the original `run_glue.sh` (original-release §8.2), all with max_seq_length 512,
 # adamw and lower casing. WNLI is not in run_glue.sh: the paper's values (save interval chosen here).
@@ -290,13 +290,9 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
         cached_dir = cached_dir or output_dir
         tf.io.gfile.makedirs(cached_dir)
 
-        from albert_tf.training import distribution
-
-        if mixed_precision:
-            distribution.set_mixed_precision(mixed_precision)
-        dist = distribution.get_strategy(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name,
-                                         tpu_zone=tpu_zone, gcp_project=gcp_project, master=master,
-                                         num_tpu_cores=num_tpu_cores if use_tpu else None)
+        dist = task_strategy(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
+                             gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores,
+                             mixed_precision=mixed_precision)
         on_tpu = isinstance(dist, tf.distribute.TPUStrategy)
         with dist.scope():
             model = AlbertClassifier(config, num_labels=num_labels)
@@ -322,29 +318,9 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
 
 def _resolve_model_sources(stack, albert_config_file, hub_handle, spm_model_file):
     """Config, spm model file and hub init path, taking what is missing from the TF-Hub module's assets."""
-    hub_init = None
-    if hub_handle:
-        from albert_tf.checkpoints import resolve_source
-
-        source = stack.enter_context(resolve_source(hub_handle))
-        hub_init = hub_handle
-        if not albert_config_file:
-            if not source.config_file:
-                raise ValueError(f"`albert_hub_module_handle` {hub_handle!r} has no `albert_config.json` asset: "
-                                 "pass `albert_config_file`.")
-            albert_config_file = source.config_file
-        if not spm_model_file or spm_model_file == "from_tf_hub":
-            if not source.spm_model_file:
-                raise ValueError(f"`albert_hub_module_handle` {hub_handle!r} has no SentencePiece model asset: "
-                                 "pass `spm_model_file`.")
-            spm_model_file = source.spm_model_file
-    elif spm_model_file == "from_tf_hub":
+    if not hub_handle and spm_model_file == "from_tf_hub":
         raise ValueError("`spm_model_file=from_tf_hub` needs `albert_hub_module_handle`.")
-    if not tf.io.gfile.exists(albert_config_file):
-        raise ValueError(f"`albert_config_file` {albert_config_file!r} not found.")
-    if spm_model_file and not tf.io.gfile.exists(spm_model_file):
-        raise ValueError(f"`spm_model_file` {spm_model_file!r} not found.")
-    return AlbertConfig.from_json_file(albert_config_file), spm_model_file, hub_init
+    return resolve_task_sources(stack, albert_config_file, hub_handle, spm_model_file)
 
 
 def _tf2_object_key(reader, path):

@@ -26,10 +26,10 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
 from albert_tf.data import squad
 from albert_tf.data import squad_postprocess as post
 from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2, squad_v1_loss, squad_v2_loss
+from albert_tf.training.task_sources import resolve_task_sources, task_strategy
 
 _V2_RESULT_KEYS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index", "cls_logits")
 
@@ -42,32 +42,10 @@ def num_train_steps_and_warmup(num_examples, train_batch_size, num_train_epochs,
 
 def _resolve_sources(stack, albert_config_file, hub_handle, spm_model_file):
     """Config, spm model and hub init path (config and spm taken from the TF-Hub module when not given)."""
-    hub_init = None
-    if hub_handle:
-        from albert_tf.checkpoints import resolve_source
-
-        source = stack.enter_context(resolve_source(hub_handle))
-        hub_init = hub_handle
-        if not albert_config_file:
-            if not source.config_file:
-                raise ValueError(f"`albert_hub_module_handle` {hub_handle!r} has no `albert_config.json` asset: "
-                                 "pass `albert_config_file`.")
-            albert_config_file = source.config_file
-        if not spm_model_file or spm_model_file == "from_tf_hub":
-            if not source.spm_model_file:
-                raise ValueError(f"`albert_hub_module_handle` {hub_handle!r} has no SentencePiece model asset: "
-                                 "pass `spm_model_file`.")
-            spm_model_file = source.spm_model_file
-    if not albert_config_file:
-        raise ValueError("`albert_config_file` must be set (or `albert_hub_module_handle` with a config asset).")
-    if not tf.io.gfile.exists(albert_config_file):
-        raise ValueError(f"`albert_config_file` {albert_config_file!r} not found.")
-    if not spm_model_file:
-        raise ValueError("SQuAD needs a SentencePiece model: set `spm_model_file` (the alignment of §8.3 works on "
-                         "SentencePiece pieces).")
-    if not tf.io.gfile.exists(spm_model_file):
-        raise ValueError(f"`spm_model_file` {spm_model_file!r} not found.")
-    return AlbertConfig.from_json_file(albert_config_file), spm_model_file, hub_init
+    return resolve_task_sources(
+        stack, albert_config_file, hub_handle, spm_model_file,
+        spm_missing_message="SQuAD needs a SentencePiece model: set `spm_model_file` (the alignment of §8.3 "
+                            "works on SentencePiece pieces).")
 
 
 def _conversion_metadata(max_seq_length, doc_stride, max_query_length, do_lower_case, predict_file,
@@ -252,15 +230,12 @@ def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_fi
             raise ValueError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
                              f"trained up to sequence length {config.max_position_embeddings}.")
         from albert_tf.tokenization import FullTokenizer
-        from albert_tf.training import distribution
 
         tokenizer = FullTokenizer(do_lower_case=do_lower_case, spm_model_file=spm_model_file)
         tf.io.gfile.makedirs(output_dir)
-        if mixed_precision:
-            distribution.set_mixed_precision(mixed_precision)
-        dist = distribution.get_strategy(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
-                                         gcp_project=gcp_project, master=master,
-                                         num_tpu_cores=num_tpu_cores if use_tpu else None)
+        dist = task_strategy(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
+                             gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores,
+                             mixed_precision=mixed_precision)
         with dist.scope():
             if version_2_with_negative:
                 model = AlbertSquadV2(config, start_n_top=start_n_top, end_n_top=end_n_top,
