@@ -88,6 +88,112 @@ def test_numpy_parity(layout):
         np.testing.assert_allclose(got.numpy(), exp, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("chunk_examples", [1, 2])
+def test_chunked_attention_numpy_parity(monkeypatch, chunk_examples):
+    """Long sequences with a static batch attend a few examples at a time: same numbers, with and without
+    `tf.function`, and gradients equal to the unchunked ones."""
+    from albert_tf.layers import attention
+
+    config = LAYOUTS["groups_L5_G2_K2"]
+    rng = np.random.default_rng(7)
+    w = ref.random_weights(config, rng)
+    model = AlbertModel(AlbertConfig.from_dict(config))
+    assign_from_tf1(model, w)
+    ids, mask, seg = make_batch(config, rng, batch=5, seq=11)
+    inputs = {"input_ids": tf.constant(ids), "input_mask": tf.constant(mask), "segment_ids": tf.constant(seg)}
+    per_example = config["num_attention_heads"] * 11 * 11 * 4
+    assert attention.attention_chunk_rows(5, config["num_attention_heads"], 11) is None
+
+    def loss_and_grads():
+        with tf.GradientTape() as tape:
+            out = model(inputs, training=False)
+            loss = tf.reduce_sum(out["sequence_output"] ** 2)
+        return out, tape.gradient(loss, model.trainable_variables)
+
+    _, want_grads = loss_and_grads()
+    monkeypatch.setattr(attention, "ATTENTION_CHUNK_BYTES", chunk_examples * per_example)
+    assert attention.attention_chunk_rows(5, config["num_attention_heads"], 11) == chunk_examples
+    assert attention.attention_chunk_rows(None, config["num_attention_heads"], 11) is None
+    want = ref.albert_forward(w, config, ids, mask, seg)
+    out, grads = loss_and_grads()
+    graph_out = tf.function(lambda x: model(x, training=False))(inputs)
+    for got in (out, graph_out):
+        np.testing.assert_allclose(got["sequence_output"].numpy(), want["sequence_output"], atol=1e-5, rtol=1e-5)
+        for layer_out, exp in zip(got["encoder_outputs"], want["all_encoder_layers"]):
+            np.testing.assert_allclose(layer_out.numpy(), exp, atol=1e-5, rtol=1e-5)
+    assert [g is None for g in grads] == [g is None for g in want_grads]
+    for got, exp in zip(grads, want_grads):
+        if got is None:       # the pooler: not in the loss
+            continue
+        np.testing.assert_allclose(tf.convert_to_tensor(got).numpy(), tf.convert_to_tensor(exp).numpy(),
+                                   atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_fused_training_ops_match_autodiff(dtype):
+    """The training-time GELU, LayerNorm and softmax (fused XLA forward/backward) equal the plain ops and their
+    autodiff gradients."""
+    from albert_tf.layers import activations
+
+    rng = np.random.default_rng(3)
+    x = tf.constant(rng.normal(0, 2, (6, 5, 24)).astype(np.float32))
+    upstream = tf.constant(rng.normal(0, 1, (6, 5, 24)).astype(np.float32))
+    gamma = tf.constant(rng.normal(1, 0.1, (24,)).astype(np.float32))
+    beta = tf.constant(rng.normal(0, 0.1, (24,)).astype(np.float32))
+
+    def value_and_grads(fn, *args):
+        with tf.GradientTape() as tape:
+            tape.watch(args)
+            y = fn(*args)
+            loss = tf.reduce_sum(tf.cast(y, tf.float32) * upstream)
+        return [y] + tape.gradient(loss, list(args))
+
+    tol = dict(atol=1e-5, rtol=1e-5) if dtype == "float32" else dict(atol=5e-2, rtol=2e-2)
+    xd = tf.cast(x, dtype)
+    cases = [
+        (activations.gelu_fused, lambda v: tf.nn.gelu(v, approximate=True), (xd,)),
+        (activations.gelu_fused, activations.gelu, (xd,)),
+        (activations.softmax_fused, tf.nn.softmax, (x,)),
+        (lambda v, g, b: activations.layer_norm_fused(v, g, b, 1e-12),
+         lambda v, g, b: tf.nn.batch_normalization(v, *tf.nn.moments(v, axes=[-1], keepdims=True), b, g, 1e-12),
+         (x, gamma, beta)),
+    ]
+    for fused, plain, args in cases:
+        for got, want in zip(value_and_grads(fused, *args), value_and_grads(plain, *args)):
+            np.testing.assert_allclose(tf.cast(got, tf.float32).numpy(), tf.cast(want, tf.float32).numpy(),
+                                       **tol)
+
+
+def test_training_forward_and_gradients_match_unfused(monkeypatch):
+    """`training=True` (fused ops) gives the NumPy reference's outputs and the unfused model's gradients."""
+    from albert_tf.layers import activations
+
+    config = LAYOUTS["groups_L5_G2_K2"]
+    rng = np.random.default_rng(11)
+    w = ref.random_weights(config, rng)
+    model = AlbertModel(AlbertConfig.from_dict(config))
+    assign_from_tf1(model, w)
+    ids, mask, seg = make_batch(config, rng)
+    inputs = {"input_ids": tf.constant(ids), "input_mask": tf.constant(mask), "segment_ids": tf.constant(seg)}
+    want = ref.albert_forward(w, config, ids, mask, seg)
+
+    @tf.function
+    def step():
+        with tf.GradientTape() as tape:
+            out = model(inputs, training=True)
+            loss = tf.reduce_sum(out["sequence_output"] ** 2) + tf.reduce_sum(out["pooled_output"])
+        return out["sequence_output"], tape.gradient(loss, model.trainable_variables)
+
+    fused_out, fused_grads = step()
+    np.testing.assert_allclose(fused_out.numpy(), want["sequence_output"], atol=1e-5, rtol=1e-5)
+    monkeypatch.setattr(activations, "FUSED_TRAINING_OPS", False)
+    plain_out, plain_grads = tf.function(step.python_function)()
+    np.testing.assert_allclose(plain_out.numpy(), want["sequence_output"], atol=1e-5, rtol=1e-5)
+    for got, exp in zip(fused_grads, plain_grads):
+        np.testing.assert_allclose(tf.convert_to_tensor(got).numpy(), tf.convert_to_tensor(exp).numpy(),
+                                   atol=2e-5, rtol=1e-4)
+
+
 def test_pretrainer_heads_numpy_parity():
     config = LAYOUTS["groups_L5_G2_K2"]
     rng = np.random.default_rng(7)

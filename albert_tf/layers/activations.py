@@ -26,3 +26,93 @@ def get_activation(name):
     if key == "tanh":
         return tf.tanh
     raise ValueError(f"Unsupported activation `{name}`. Expected one of: gelu, relu, tanh, linear.")
+
+
+# ----------------------------------------------------------------------------------------------------------
+# Training-time fused forms. Autodiff of the composite GELU and LayerNorm makes a dozen separate elementwise
+# passes over `[batch*seq, I]` (resp. `[batch*seq, H]`) per layer in the backward pass; oneDNN fuses nothing
+# there. Each function below is one XLA cluster forward and one backward (XLA only fuses the elementwise work
+# and the row reductions; the matmuls around them stay in oneDNN), with the analytic gradient. The math is the
+# original's; inference keeps the plain ops, which grappler fuses into the preceding matmul. The encoder uses
+# them when called with `training=True` (a Python bool) and this switch is on. Measured on albert-base, batch 8,
+# seq 128, 2 cores: float32 training step +6% (GELU) and +6% more (LayerNorm); the softmax backward: +0-3%.
+FUSED_TRAINING_OPS = True
+
+_GELU_C = math.sqrt(2.0 / math.pi)
+_GELU_A = 0.044715
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _gelu_forward(x):
+    t = tf.tanh(_GELU_C * (x + _GELU_A * x * x * x))
+    return 0.5 * x * (1.0 + t), t
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _gelu_backward(dy, x, t):
+    # d/dx 0.5x(1 + t) = 0.5(1 + t) + 0.5x(1 - t^2) * c(1 + 3a x^2)
+    return dy * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * (_GELU_C * (1.0 + 3.0 * _GELU_A * x * x)))
+
+
+@tf.custom_gradient
+def gelu_fused(x):
+    """`gelu` (tanh approximation) with a fused forward and analytic backward, for training."""
+    y, t = _gelu_forward(x)
+
+    def grad(dy):
+        return _gelu_backward(dy, x, t)
+
+    return y, grad
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _layer_norm_forward(x, gamma, beta, epsilon):
+    mean = tf.reduce_mean(x, axis=-1, keepdims=True)
+    centered = x - mean
+    inv = tf.math.rsqrt(tf.reduce_mean(centered * centered, axis=-1, keepdims=True) + epsilon)
+    normalized = centered * inv
+    return normalized * gamma + beta, normalized, inv
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _layer_norm_backward(dy, normalized, inv, gamma):
+    reduce_axes = list(range(len(dy.shape) - 1))
+    d_gamma = tf.reduce_sum(dy * normalized, axis=reduce_axes)
+    d_beta = tf.reduce_sum(dy, axis=reduce_axes)
+    d_normalized = dy * gamma
+    dx = inv * (d_normalized - tf.reduce_mean(d_normalized, axis=-1, keepdims=True)
+                - normalized * tf.reduce_mean(d_normalized * normalized, axis=-1, keepdims=True))
+    return dx, d_gamma, d_beta
+
+
+def layer_norm_fused(x, gamma, beta, epsilon):
+    """LayerNorm over the last axis of float32 `x` (`(x - mean) * rsqrt(var + eps) * gamma + beta`), with a
+    fused forward and analytic backward, for training. Gradients for `x`, `gamma` and `beta`."""
+    epsilon = tf.constant(epsilon, x.dtype)
+
+    @tf.custom_gradient
+    def fn(x, gamma, beta):
+        y, normalized, inv = _layer_norm_forward(x, gamma, beta, epsilon)
+
+        def grad(dy):
+            return _layer_norm_backward(dy, normalized, inv, gamma)
+
+        return y, grad
+
+    return fn(x, gamma, beta)
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _softmax_backward(dp, p):
+    return p * (dp - tf.reduce_sum(dp * p, axis=-1, keepdims=True))
+
+
+@tf.custom_gradient
+def softmax_fused(logits):
+    """`tf.nn.softmax` over the last axis (oneDNN forward) with a fused XLA backward, for training."""
+    p = tf.nn.softmax(logits, axis=-1)
+
+    def grad(dp):
+        return _softmax_backward(dp, p)
+
+    return p, grad

@@ -3,18 +3,23 @@
 import keras
 import tensorflow as tf
 
+from albert_tf.layers import activations
 from albert_tf.layers.activations import gelu, get_activation
 from albert_tf.layers.attention import AlbertAttention, dense_2d
 from albert_tf.layers.embeddings import truncated_normal
 
 
-def layer_norm(layer, x):
+def layer_norm(layer, x, training=None):
     """A float32 `keras.layers.LayerNormalization`'s gamma/beta applied to float32 `x` over the last axis.
 
     Written as `x * inv + (beta - mean * inv)` with `inv = gamma * rsqrt(var + eps)` (the form of
     `tf.nn.batch_normalization`), which touches the `[rows, H]` tensor the fewest times and is the pattern
-    the oneDNN remapper can fuse.
+    the oneDNN remapper can fuse. With `training=True` (and `activations.FUSED_TRAINING_OPS`), the same
+    normalisation with a fused forward and an analytic backward.
     """
+    if training is True and activations.FUSED_TRAINING_OPS:       # one fused pass each way (activations.py)
+        return activations.layer_norm_fused(x, tf.cast(layer.gamma, tf.float32),
+                                            tf.cast(layer.beta, tf.float32), layer.epsilon)
     mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
     return tf.nn.batch_normalization(x, mean, variance, tf.cast(layer.beta, tf.float32),
                                      tf.cast(layer.gamma, tf.float32), layer.epsilon)
@@ -81,14 +86,19 @@ class AlbertTransformerBlock(keras.layers.Layer):
         if self.hidden_dropout_rate > 0:
             a = self.attention_dropout(a, training=training)
         x1 = layer_norm(self.attention_layer_norm,
-                        tf.reshape(tf.cast(a, tf.float32) + tf.cast(x, tf.float32), [-1, self.hidden_size]))
+                        tf.reshape(tf.cast(a, tf.float32) + tf.cast(x, tf.float32), [-1, self.hidden_size]),
+                        training)
         x1c = tf.cast(x1, self.compute_dtype)                                    # [batch*seq, H]
-        activation = "gelu" if self.activation is gelu else self.activation
+        activation = self.activation
+        if activation is gelu:
+            # Training: one fused XLA pass each way; inference: the op pattern oneDNN fuses into the matmul.
+            fused = training is True and activations.FUSED_TRAINING_OPS
+            activation = activations.gelu_fused if fused else "gelu"
         h = dense_2d(self.ffn, x1c, self.compute_dtype, activation)              # [batch*seq, I]
         f = dense_2d(self.ffn_output, h, self.compute_dtype)                     # [batch*seq, H]
         if self.hidden_dropout_rate > 0:
             f = self.ffn_dropout(f, training=training)
-        out = layer_norm(self.output_layer_norm, tf.cast(f, tf.float32) + x1)
+        out = layer_norm(self.output_layer_norm, tf.cast(f, tf.float32) + x1, training)
         return tf.reshape(tf.cast(out, self.compute_dtype), [batch, seq, self.hidden_size])
 
     def get_config(self):
