@@ -40,6 +40,7 @@ from absl import app, flags, logging
 
 from albert_tf import text_ops
 from albert_tf.checkpoints import load_pretrained, resolve_source
+from albert_tf.layers import activations
 from albert_tf.models.albert_model import AlbertModel, as_config
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.pretrainer import AlbertPretrainer
@@ -568,7 +569,9 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
         logging.info("Exporting %s (%s) to %s", type(model).__name__, kind, final_dir)
         if tf.io.gfile.exists(tmp_dir):
             tf.io.gfile.rmtree(tmp_dir)
-        tf.saved_model.save(module, tmp_dir, signatures=module.signatures())
+        # Signatures are traced here, with plain ops only: TF Serving runs no XLA clusters by default.
+        with activations.plain_inference_ops():
+            tf.saved_model.save(module, tmp_dir, signatures=module.signatures())
         tf.io.gfile.rename(tmp_dir, final_dir)
     except BaseException:
         if tf.io.gfile.exists(tmp_dir):

@@ -289,6 +289,69 @@ def matmul_peaks(tf, dtypes=("float32", "bfloat16"), min_seconds=0.5):
     return peaks
 
 
+def _rate(tf, fn, args, flops, min_seconds):
+    """Best-of-3 GFLOP/s of `fn(*args)` (a `tf.function`), each try running for `min_seconds / 3`."""
+    fn(*args).numpy()
+    best = 0.0
+    for _ in range(3):
+        iters, start = 0, time.perf_counter()
+        while time.perf_counter() - start < min_seconds / 3:
+            fn(*args).numpy()
+            iters += 1
+        best = max(best, flops * iters / (time.perf_counter() - start) / 1e9)
+    return best
+
+
+def matmul_ceiling(tf, size, seq_len, batch_size, min_seconds=0.6):
+    """The float32 GFLOP/s an encoder forward would reach if it were only its matmuls, each at the rate oneDNN
+    reaches on it alone here: `sum(flops) / sum(flops_i / rate_i)` over one forward's matmul ops.
+
+    The ops and shapes are the model's (batch x seq tokens): the embedding projection, Q/K/V/output
+    projections with bias, FFN-in with bias and tanh-GELU (fused into the matmul by oneDNN), FFN-out with
+    bias, and the attention score and context batch matmuls, these in whole-batch and in the 32 MiB slices
+    albert_tf uses at long sequences (the faster of the two). LayerNorm, softmax, the mask, transposes and
+    gathers count for nothing, so no implementation built from these ops can beat this bound.
+
+    Returns `{"gflops": ceiling, "ops": {name: GFLOP/s}}`.
+    """
+    s = SIZES[size]
+    h, i, e, n = s["hidden_size"], s["intermediate_size"], COMMON["embedding_size"], s["num_attention_heads"]
+    d, t, layers = h // n, batch_size * seq_len, s["num_hidden_layers"]
+    rng = np.random.default_rng(0)
+
+    def rand(*shape):
+        return tf.constant(rng.normal(size=shape).astype(np.float32))
+
+    def dense(activation=None):
+        def fn(x, w, b):
+            y = tf.nn.bias_add(tf.matmul(x, w), b)
+            return tf.nn.gelu(y, approximate=True) if activation == "gelu" else y
+        return tf.function(fn)
+
+    ops = {   # name: (GFLOP/s, FLOPs per forward)
+        "embedding projection": (_rate(tf, dense(), (rand(t, e), rand(e, h), rand(h)), 2 * t * e * h, min_seconds),
+                                 2 * t * e * h),
+        "Q/K/V/output projection": (_rate(tf, dense(), (rand(t, h), rand(h, h), rand(h)), 2 * t * h * h,
+                                          min_seconds), 4 * layers * 2 * t * h * h),
+        "FFN in + GELU": (_rate(tf, dense("gelu"), (rand(t, h), rand(h, i), rand(i)), 2 * t * h * i, min_seconds),
+                          layers * 2 * t * h * i),
+        "FFN out": (_rate(tf, dense(), (rand(t, i), rand(i, h), rand(h)), 2 * t * h * i, min_seconds),
+                    layers * 2 * t * h * i),
+    }
+    per_example = n * seq_len * seq_len * 4
+    chunk = max(1, min(batch_size, (32 * 1024 * 1024) // per_example))
+    for name, make in (("attention scores", lambda b: (rand(b, n, seq_len, d), rand(b, n, seq_len, d))),
+                       ("attention context", lambda b: (rand(b, n, seq_len, seq_len), rand(b, n, seq_len, d)))):
+        scores = name == "attention scores"
+        fn = tf.function(lambda x, y, scores=scores: tf.matmul(x, y, transpose_b=scores))
+        rate = max(_rate(tf, fn, make(b), 2 * b * n * seq_len * seq_len * d, min_seconds)
+                   for b in sorted({batch_size, chunk}))
+        ops[name] = (rate, layers * 2 * batch_size * n * seq_len * seq_len * d)
+    total = sum(flops for _, flops in ops.values())
+    seconds = sum(flops / (rate * 1e9) for rate, flops in ops.values())
+    return {"gflops": total / seconds / 1e9, "ops": {name: rate for name, (rate, _) in ops.items()}}
+
+
 # ----------------------------------------------------------------------------------------------------------
 # The tf-models-official worker: a subprocess driven over stdin/stdout.
 
@@ -369,7 +432,7 @@ class Worker:
 
 def run_benchmark(sizes, seq_lens, modes, precisions, impls, rounds, batch_size, iters, train_seq_len,
                   train_modes, train_precisions, intra_op_threads, inter_op_threads, measure_rss, log,
-                  mixed_modes=MODES, on_round=None):
+                  mixed_modes=MODES, on_round=None, ceilings=True):
     """Runs every measurement `rounds` times, interleaving implementations; returns the raw results dict.
 
     Args:
@@ -389,6 +452,7 @@ def run_benchmark(sizes, seq_lens, modes, precisions, impls, rounds, batch_size,
         log: callable(str) for progress.
         mixed_modes: the subset of `modes` (and `train_modes`) also run with `mixed_bfloat16`.
         on_round: optional callable(results) after each round (e.g. to write partial tables).
+        ceilings: bool, also measure `matmul_ceiling` of each float32 size and sequence length every round.
     """
     import tensorflow as tf
 
@@ -430,6 +494,12 @@ def run_benchmark(sizes, seq_lens, modes, precisions, impls, rounds, batch_size,
             results["peaks"].append(matmul_peaks(tf))
             log(f"round {r + 1}/{rounds}: matmul peaks {results['peaks'][-1]} GFLOP/s, "
                 f"load {results['load'][-1]:.2f}")
+            if ceilings:
+                results.setdefault("ceilings", []).append(
+                    {f"{size}/{seq_len}": matmul_ceiling(tf, size, seq_len, batch_size)
+                     for size in sizes for seq_len in seq_lens if "float32" in precisions})
+                log(f"round {r + 1}/{rounds}: float32 matmul-only ceilings "
+                    + ", ".join(f"{k} {v['gflops']:.0f}" for k, v in results["ceilings"][-1].items()) + " GFLOP/s")
             for i, item in enumerate(schedule):
                 # Rotate the order each round and item so no implementation always runs first.
                 order = impls[(r + i) % len(impls):] + impls[:(r + i) % len(impls)]
@@ -521,12 +591,28 @@ def render_markdown(results, settings):
         "",
     ]
     lines += render_rows(med, impls, peak32, peak16)
+    ceilings = median_ceilings(results)
+    if ceilings:
+        names = list(next(iter(ceilings.values()))["ops"])
+        lines += ["", "## Matmul-only ceiling (float32)", "",
+                  "What a forward pass would reach if it were nothing but its matmuls, each at the rate oneDNN "
+                  "reaches on that op alone here (`matmul_ceiling`; medians over rounds): no implementation built "
+                  "from these ops can pass it. GFLOP/s per op, the ceiling, the ceiling as % of the matmul peak, "
+                  "and albert_tf's best float32 inference as % of the ceiling.", "",
+                  "| size | seq | " + " | ".join(names) + " | ceiling | ceiling / peak | albert_tf / ceiling |",
+                  "|---|---|" + "---|" * (len(names) + 3)]
+        for (size, seq_len), c in sorted(ceilings.items(), key=lambda kv: (list(SIZES).index(kv[0][0]), kv[0][1])):
+            ours = _best(med, "infer", size, seq_len, "float32", "albert_tf")
+            achieved = (f"{100 * ours * encoder_flops(size, seq_len) / 1e9 / c['gflops']:.0f}%"
+                        if ours else "n/a")
+            lines.append(f"| {size} | {seq_len} | " + " | ".join(f"{c['ops'][n]:.0f}" for n in names)
+                         + f" | {c['gflops']:.0f} | {100 * c['gflops'] / peak32:.0f}% | {achieved} |")
     lines += ["", "Sequences per CPU-second of each implementation's own process (`time.process_time`): less "
               "sensitive to the other jobs on a shared machine than wall time; same medians and ratios, GFLOP "
               "per CPU-second against the matmul peak per CPU-second.", ""]
     lines += render_rows(median_table(results, "seq_per_cpu_s"), impls, cpu32, cpu16, unit="GFLOP/cpu-s")
     lines += ["", "## Targets of issue 11", ""]
-    lines += render_targets(med, peak32, impls, "wall time")
+    lines += render_targets(med, peak32, impls, "wall time", ceilings)
     lines += [""]
     lines += render_targets(median_table(results, "seq_per_cpu_s"), cpu32, impls, "CPU time")
     if results.get("rss"):
@@ -586,8 +672,24 @@ def _best(med, task, size, seq_len, precision, impl):
     return max(values) if values else None
 
 
-def render_targets(med, peak32, impls, basis):
-    """Each target of the issue with the measured value (best mode of each implementation)."""
+def median_ceilings(results):
+    """(size, seq_len) -> {"gflops": median ceiling, "ops": {name: median GFLOP/s}} over rounds ({} if none)."""
+    per_key = {}
+    for round_ceilings in results.get("ceilings", []):
+        for key, c in round_ceilings.items():
+            per_key.setdefault(key, []).append(c)
+    out = {}
+    for key, values in per_key.items():
+        size, seq_len = key.split("/")
+        out[(size, int(seq_len))] = {
+            "gflops": statistics.median(v["gflops"] for v in values),
+            "ops": {n: statistics.median(v["ops"][n] for v in values) for n in values[0]["ops"]}}
+    return out
+
+
+def render_targets(med, peak32, impls, basis, ceilings=None):
+    """Each target of the issue with the measured value (best mode of each implementation); with `ceilings`,
+    the peak target's row also gives the matmul-only ceiling as % of the peak."""
     if not {"albert_tf", "keras_hub"} <= set(impls):
         return ["(needs albert_tf and keras_hub in `--impls`)"]
     lines = [f"By {basis}; best `tf.function` mode of each implementation.", "",
@@ -602,8 +704,10 @@ def render_targets(med, peak32, impls, basis):
                          f"{'yes' if ours / theirs >= 1.05 else 'no'} |")
         if ours and seq_len >= 512 and peak32:
             frac = ours * encoder_flops(size, seq_len) / 1e9 / peak32
+            ceiling = (ceilings or {}).get((size, seq_len))
+            note = f" (matmul-only ceiling {100 * ceiling['gflops'] / peak32:.0f}%)" if ceiling else ""
             lines.append(f"| float32 inference >= 90% of fp32 matmul peak | {size} | {seq_len} | "
-                         f"{100 * frac:.0f}% | {'yes' if frac >= 0.9 else 'no'} |")
+                         f"{100 * frac:.0f}%{note} | {'yes' if frac >= 0.9 else 'no'} |")
         bf16 = _best(med, "infer", size, seq_len, "mixed_bfloat16", "albert_tf")
         if bf16 and theirs:
             lines.append(f"| mixed_bfloat16 inference >= 1.5x keras-hub float32 | {size} | {seq_len} | "
@@ -685,7 +789,7 @@ def main(argv):
         sizes, seq_lens, modes, precisions, impls, FLAGS.rounds, FLAGS.batch_size, iters,
         FLAGS.train_seq_len, train_modes, train_precisions, FLAGS.intra_op_threads, FLAGS.inter_op_threads,
         FLAGS.rss, logging.info, mixed_modes=_parse_list(FLAGS.mixed_modes, MODES, "mixed_modes"),
-        on_round=lambda partial: write(partial, final=False))
+        on_round=lambda partial: write(partial, final=False), ceilings=FLAGS.ceiling)
     write(results, final=True)
 
 
@@ -708,6 +812,8 @@ def define_flags():
     flags.DEFINE_integer("intra_op_threads", os.cpu_count(), "TF intra-op threads in every process.")
     flags.DEFINE_integer("inter_op_threads", 1, "TF inter-op threads in every process.")
     flags.DEFINE_bool("rss", True, "Also measure each implementation's peak RSS in a fresh process.")
+    flags.DEFINE_bool("ceiling", True, "Also measure the float32 matmul-only ceiling of each size and sequence "
+                      "length every round (the model's matmul ops alone; see `matmul_ceiling`).")
     flags.DEFINE_string("output", os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md"),
                         "Markdown output (raw results go beside it as .json); empty to only print.")
 

@@ -217,7 +217,7 @@ import tensorflow_text  # noqa: F401  (registers the SentencePiece ops the serve
 from tensorflow.core.protobuf import saved_model_pb2
 
 cases = np.load(sys.argv[1], allow_pickle=True)
-report = {"signatures": {}, "errors": {}, "non_core_ops": {}}
+report = {"signatures": {}, "errors": {}, "non_core_ops": {}, "xla_functions": {}}
 got = {}
 loaded = {}
 for key in cases.files:
@@ -234,6 +234,8 @@ for key in cases.files:
         ops = {node.op for node in graph.node}
         ops.update(node.op for fn in graph.library.function for node in fn.node_def)
         report["non_core_ops"][kind] = sorted(op for op in ops - functions if not hasattr(tf.raw_ops, op))
+        report["xla_functions"][kind] = sorted(fn.signature.name for fn in graph.library.function
+                                               if fn.attr["_XlaMustCompile"].b)
 keys = {}
 for key in cases.files:
     kind, signature, part, name = key.split("/")
@@ -444,6 +446,12 @@ def test_only_tensorflow_text_ops_beyond_core(exported):
     """What a model server must provide: the serving signatures use core ops, `serve_text` adds these."""
     for kind in KINDS:
         assert set(exported["report"]["non_core_ops"][kind]) <= TEXT_OPS, exported["report"]["non_core_ops"]
+
+
+def test_no_xla_clusters_in_the_export(exported):
+    """The inference path's fused XLA LayerNorm is traced out of exports: TF Serving runs no XLA by default."""
+    assert exported["report"]["xla_functions"] == {kind: [] for kind in exported["report"]["xla_functions"]}
+    assert len(exported["report"]["xla_functions"]) >= len(KINDS)
 
 
 def test_serve_text_exercises_truncation_and_masks(exported):

@@ -194,6 +194,58 @@ def test_training_forward_and_gradients_match_unfused(monkeypatch):
                                    atol=2e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_fused_inference_layer_norm_matches_plain_ops(dtype):
+    """`add_layer_norm` (one XLA pass, inference) equals the sum then `tf.nn.batch_normalization` in float32,
+    and its compute-dtype output is that result cast."""
+    from albert_tf.layers import activations
+
+    rng = np.random.default_rng(5)
+    a = tf.cast(tf.constant(rng.normal(0, 2, (30, 24)).astype(np.float32)), dtype)
+    x = tf.constant(rng.normal(1, 3, (30, 24)).astype(np.float32))
+    gamma = tf.constant(rng.normal(1, 0.1, (24,)).astype(np.float32))
+    beta = tf.constant(rng.normal(0, 0.1, (24,)).astype(np.float32))
+    s = tf.cast(a, tf.float32) + x
+    want = tf.nn.batch_normalization(s, *tf.nn.moments(s, axes=[-1], keepdims=True), beta, gamma, 1e-12).numpy()
+    y32, yc = activations.add_layer_norm(a, x, gamma, beta, 1e-12)
+    assert y32.dtype == tf.float32 and yc.dtype == a.dtype
+    np.testing.assert_allclose(y32.numpy(), want, atol=1e-5, rtol=1e-5)
+    np.testing.assert_array_equal(tf.cast(yc, tf.float32).numpy(), tf.cast(tf.cast(y32, dtype), tf.float32).numpy())
+    none, yc_only = activations.add_layer_norm(a, x, gamma, beta, 1e-12, float32_output=False)
+    assert (none is None) == (dtype != "float32")
+    np.testing.assert_array_equal(tf.cast(yc_only, tf.float32).numpy(), tf.cast(yc, tf.float32).numpy())
+
+
+def _xla_function_names(concrete):
+    return [fn.signature.name for fn in concrete.graph.as_graph_def().library.function
+            if fn.attr["_XlaMustCompile"].b]
+
+
+def test_plain_inference_ops_switch():
+    """Inference traces use the fused XLA LayerNorm by default and none inside `plain_inference_ops()`; both give
+    the NumPy reference's numbers."""
+    from albert_tf.layers import activations
+
+    config = LAYOUTS["groups_L5_G2_K2"]
+    rng = np.random.default_rng(13)
+    w = ref.random_weights(config, rng)
+    model = AlbertModel(AlbertConfig.from_dict(config))
+    assign_from_tf1(model, w)
+    ids, mask, seg = make_batch(config, rng)
+    inputs = {"input_ids": tf.constant(ids), "input_mask": tf.constant(mask), "segment_ids": tf.constant(seg)}
+    want = ref.albert_forward(w, config, ids, mask, seg)["sequence_output"]
+    assert activations.FUSED_INFERENCE_OPS
+    fused = tf.function(lambda x: model(x, training=False)["sequence_output"]).get_concrete_function(inputs)
+    assert _xla_function_names(fused)
+    with activations.plain_inference_ops():
+        assert not activations.FUSED_INFERENCE_OPS
+        plain = tf.function(lambda x: model(x, training=False)["sequence_output"]).get_concrete_function(inputs)
+    assert activations.FUSED_INFERENCE_OPS
+    assert _xla_function_names(plain) == []
+    for concrete in (fused, plain):
+        np.testing.assert_allclose(concrete(inputs).numpy(), want, atol=1e-5, rtol=1e-5)
+
+
 def test_pretrainer_heads_numpy_parity():
     config = LAYOUTS["groups_L5_G2_K2"]
     rng = np.random.default_rng(7)

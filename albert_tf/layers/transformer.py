@@ -25,6 +25,23 @@ def layer_norm(layer, x, training=None):
                                      tf.cast(layer.gamma, tf.float32), layer.epsilon)
 
 
+def residual_layer_norm(layer, a, x, compute_dtype, training=None, float32_output=True):
+    """`layer` (a float32 LayerNormalization) applied to `a + x`, summed in float32.
+
+    Inference (`training` not True, `activations.FUSED_INFERENCE_OPS` on): one fused XLA pass
+    (`activations.add_layer_norm`). Otherwise the sum, then `layer_norm`.
+
+    Returns:
+        `(float32 result or None, the result in compute_dtype)`; the float32 result is None only when
+        `float32_output` is False and the compute dtype is not float32.
+    """
+    if training is not True and activations.FUSED_INFERENCE_OPS:
+        return activations.add_layer_norm(tf.cast(a, compute_dtype), x, tf.cast(layer.gamma, tf.float32),
+                                          tf.cast(layer.beta, tf.float32), layer.epsilon, float32_output)
+    y = layer_norm(layer, tf.cast(a, tf.float32) + tf.cast(x, tf.float32), training)
+    return y, tf.cast(y, compute_dtype)
+
+
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertTransformerBlock(keras.layers.Layer):
     """One `group_g/inner_group_k` block (original-release §3.4)::
@@ -85,10 +102,9 @@ class AlbertTransformerBlock(keras.layers.Layer):
         a = self.attention(x, attention_bias, training=training)                 # [batch, seq, H]
         if self.hidden_dropout_rate > 0:
             a = self.attention_dropout(a, training=training)
-        x1 = layer_norm(self.attention_layer_norm,
-                        tf.reshape(tf.cast(a, tf.float32) + tf.cast(x, tf.float32), [-1, self.hidden_size]),
-                        training)
-        x1c = tf.cast(x1, self.compute_dtype)                                    # [batch*seq, H]
+        x1, x1c = residual_layer_norm(self.attention_layer_norm, tf.reshape(a, [-1, self.hidden_size]),
+                                      tf.reshape(x, [-1, self.hidden_size]), self.compute_dtype, training)
+        # x1: float32 [batch*seq, H] (the next residual); x1c: the same in the compute dtype.
         activation = self.activation
         if activation is gelu:
             # Training: one fused XLA pass each way; inference: the op pattern oneDNN fuses into the matmul.
@@ -98,8 +114,9 @@ class AlbertTransformerBlock(keras.layers.Layer):
         f = dense_2d(self.ffn_output, h, self.compute_dtype)                     # [batch*seq, H]
         if self.hidden_dropout_rate > 0:
             f = self.ffn_dropout(f, training=training)
-        out = layer_norm(self.output_layer_norm, tf.cast(f, tf.float32) + x1, training)
-        return tf.reshape(tf.cast(out, self.compute_dtype), [batch, seq, self.hidden_size])
+        _, out = residual_layer_norm(self.output_layer_norm, f, x1, self.compute_dtype, training,
+                                     float32_output=False)
+        return tf.reshape(out, [batch, seq, self.hidden_size])
 
     def get_config(self):
         config = super().get_config()

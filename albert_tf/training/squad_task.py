@@ -28,6 +28,7 @@ import tensorflow as tf
 
 from albert_tf.data import squad
 from albert_tf.data import squad_postprocess as post
+from albert_tf.layers import activations
 from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2, squad_v1_loss, squad_v2_loss
 from albert_tf.training.task_sources import resolve_task_sources, task_strategy
 
@@ -296,7 +297,8 @@ def export_tflite(model, tflite_file, max_seq_length):
     module.serve = serve
     staging = tempfile.mkdtemp(prefix="albert_tflite_")
     try:
-        tf.saved_model.save(module, staging, signatures={"serving_default": serve})
+        with activations.plain_inference_ops():    # no XLA clusters in what the converter reads
+            tf.saved_model.save(module, staging, signatures={"serving_default": serve})
         converter = tf.lite.TFLiteConverter.from_saved_model(staging, signature_keys=["serving_default"])
         flatbuffer = converter.convert()
     finally:
