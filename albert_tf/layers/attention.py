@@ -115,15 +115,20 @@ class AlbertAttention(keras.layers.Layer):
     def call(self, x, attention_bias=None, training=None):
         batch, seq = tf.shape(x)[0], tf.shape(x)[1]
         x2d = tf.reshape(x, [-1, self.hidden_size])                          # [batch*seq, H]
-        # `1/sqrt(D)` is folded into the query kernel and bias rather than applied to the `[batch, N, seq,
-        # seq]` logits (a power of two for D = 64, so bit-identical there).
+        # `1/sqrt(D)`: in float32, on the logits as the original does (`matmul * scale + mask`, the pattern
+        # grappler's oneDNN remapper turns into one `_MklFusedBatchMatMulV2` with the scale and the mask as
+        # post-ops, so neither is a pass of its own). In other compute dtypes the logits are cast to float32
+        # between the matmul and the mask, which that fusion does not match; there the scale is folded into the
+        # query kernel and bias (a power of two for D = 64, so bit-identical there).
         scale = 1.0 / math.sqrt(float(self.head_size))
-        q = self._heads(dense_2d(self.query, x2d, self.compute_dtype, scale=scale), batch, seq)  # [b,N,f,D]
+        logit_scale = scale if self.compute_dtype == "float32" else None
+        query_scale = None if logit_scale is not None else scale
+        q = self._heads(dense_2d(self.query, x2d, self.compute_dtype, scale=query_scale), batch, seq)  # [b,N,f,D]
         k = self._heads(dense_2d(self.key, x2d, self.compute_dtype), batch, seq)             # [b, N, t, D]
         v = self._heads(dense_2d(self.value, x2d, self.compute_dtype), batch, seq)           # [b, N, t, D]
         rows = attention_chunk_rows(x.shape[0], self.num_attention_heads, x.shape[1])
         if rows is None:
-            context = self._attend(q, k, v, attention_bias, training)                # [batch, N, from, D]
+            context = self._attend(q, k, v, attention_bias, logit_scale, training)   # [batch, N, from, D]
         else:
             # Long sequences with a static batch: the same math a few examples at a time, so that the float32
             # `[rows, N, from, to]` logits, probabilities and their casts stay small enough to be reused from
@@ -131,15 +136,18 @@ class AlbertAttention(keras.layers.Layer):
             # `ATTENTION_CHUNK_BYTES`). Per-example results are unchanged.
             context = tf.concat([
                 self._attend(q[i:i + rows], k[i:i + rows], v[i:i + rows],
-                             _rows(attention_bias, i, rows), training)
+                             _rows(attention_bias, i, rows), logit_scale, training)
                 for i in range(0, x.shape[0], rows)], axis=0)
         context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, self.hidden_size])   # [b*f, H]
         out = dense_2d(self.output_dense, context, self.compute_dtype)      # [batch*from, H]
         return tf.reshape(out, [batch, seq, self.hidden_size])
 
-    def _attend(self, q, k, v, attention_bias, training):
-        """Scaled (the scale is in `q`) dot-product attention of `[b, N, seq, D]` heads -> `[b, N, from, D]`."""
+    def _attend(self, q, k, v, attention_bias, logit_scale, training):
+        """Scaled dot-product attention of `[b, N, seq, D]` heads -> `[b, N, from, D]`; the scale is
+        `logit_scale` (a Python float) or, when that is None, already in `q`."""
         logits = tf.matmul(q, k, transpose_b=True)                           # [b, N, from, to]
+        if logit_scale is not None:
+            logits = logits * logit_scale
         # Softmax (and the -10000 mask) in float32 whatever the compute dtype.
         logits = tf.cast(logits, tf.float32)
         if attention_bias is not None:
