@@ -70,6 +70,18 @@ def make_batch(config, rng, batch=3, seq=11):
     return ids, mask, seg
 
 
+def model_with_reference(layout, seed):
+    """An AlbertModel with random original-named weights, a batch, and the NumPy reference's outputs on it."""
+    config = LAYOUTS[layout]
+    rng = np.random.default_rng(seed)
+    w = ref.random_weights(config, rng)
+    model = AlbertModel(AlbertConfig.from_dict(config))
+    assign_from_tf1(model, w)
+    ids, mask, seg = make_batch(config, rng)
+    inputs = {"input_ids": tf.constant(ids), "input_mask": tf.constant(mask), "segment_ids": tf.constant(seg)}
+    return model, inputs, ref.albert_forward(w, config, ids, mask, seg)
+
+
 @pytest.mark.parametrize("layout", sorted(LAYOUTS))
 def test_numpy_parity(layout):
     config = LAYOUTS[layout]
@@ -168,14 +180,7 @@ def test_training_forward_and_gradients_match_unfused(monkeypatch):
     """`training=True` (fused ops) gives the NumPy reference's outputs and the unfused model's gradients."""
     from albert_tf.layers import activations
 
-    config = LAYOUTS["groups_L5_G2_K2"]
-    rng = np.random.default_rng(11)
-    w = ref.random_weights(config, rng)
-    model = AlbertModel(AlbertConfig.from_dict(config))
-    assign_from_tf1(model, w)
-    ids, mask, seg = make_batch(config, rng)
-    inputs = {"input_ids": tf.constant(ids), "input_mask": tf.constant(mask), "segment_ids": tf.constant(seg)}
-    want = ref.albert_forward(w, config, ids, mask, seg)
+    model, inputs, want = model_with_reference("groups_L5_G2_K2", seed=11)
 
     @tf.function
     def step():
@@ -226,14 +231,8 @@ def test_plain_inference_ops_switch():
     the NumPy reference's numbers."""
     from albert_tf.layers import activations
 
-    config = LAYOUTS["groups_L5_G2_K2"]
-    rng = np.random.default_rng(13)
-    w = ref.random_weights(config, rng)
-    model = AlbertModel(AlbertConfig.from_dict(config))
-    assign_from_tf1(model, w)
-    ids, mask, seg = make_batch(config, rng)
-    inputs = {"input_ids": tf.constant(ids), "input_mask": tf.constant(mask), "segment_ids": tf.constant(seg)}
-    want = ref.albert_forward(w, config, ids, mask, seg)["sequence_output"]
+    model, inputs, want = model_with_reference("groups_L5_G2_K2", seed=13)
+    want = want["sequence_output"]
     assert activations.FUSED_INFERENCE_OPS
     fused = tf.function(lambda x: model(x, training=False)["sequence_output"]).get_concrete_function(inputs)
     assert _xla_function_names(fused)
