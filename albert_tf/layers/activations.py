@@ -123,9 +123,10 @@ def softmax_fused(logits):
 # Inference-time fused residual + LayerNorm. Written as TensorFlow ops, `LayerNorm(a + x)` is seven passes over
 # the `[batch*seq, H]` activations (the add, two means, the centring, the square, the scale and the shift; grappler
 # has no fusion for it), about 6.7 ms per call for albert-base at batch 8, seq 512 on 2 cores; as one XLA cluster it
-# is one pass, 3.8 ms (25 calls per forward: +4% float32 inference at seq 512). `jit_compile` functions run on CPU,
-# GPU and TPU alike, but TF Serving runs no XLA by default, so `albert_tf.export` traces with this switch off
-# (see `plain_inference_ops`); set it to False before saving a SavedModel some other way for serving.
+# is one pass, 3.8 ms (24 calls per base forward; paired A/B on the whole encoder: float32 +1.6-2.3%, mixed_bfloat16
+# +7% at seq 512). `jit_compile` functions run on CPU, GPU and TPU alike, but TF Serving runs no XLA by default, so
+# `albert_tf.export` traces with this switch off (see `plain_inference_ops`); trace inside that context, or set
+# this to False, before saving a SavedModel some other way for serving.
 FUSED_INFERENCE_OPS = True
 
 
