@@ -66,13 +66,18 @@ def gelu_fused(x):
     return y, grad
 
 
-@tf.function(jit_compile=True, autograph=False)
-def _layer_norm_forward(x, gamma, beta, epsilon):
+def _layer_norm(x, gamma, beta, epsilon):
+    """The original's two-pass LayerNorm over the last axis: (output, normalized input, 1/std)."""
     mean = tf.reduce_mean(x, axis=-1, keepdims=True)
     centered = x - mean
     inv = tf.math.rsqrt(tf.reduce_mean(centered * centered, axis=-1, keepdims=True) + epsilon)
     normalized = centered * inv
     return normalized * gamma + beta, normalized, inv
+
+
+@tf.function(jit_compile=True, autograph=False)
+def _layer_norm_forward(x, gamma, beta, epsilon):
+    return _layer_norm(x, gamma, beta, epsilon)
 
 
 @tf.function(jit_compile=True, autograph=False)
@@ -131,11 +136,7 @@ FUSED_INFERENCE_OPS = True
 
 
 def _add_layer_norm(a, x, gamma, beta, epsilon):
-    s = tf.cast(a, tf.float32) + tf.cast(x, tf.float32)
-    mean = tf.reduce_mean(s, axis=-1, keepdims=True)
-    centered = s - mean
-    inv = tf.math.rsqrt(tf.reduce_mean(centered * centered, axis=-1, keepdims=True) + epsilon)
-    return centered * inv * gamma + beta
+    return _layer_norm(tf.cast(a, tf.float32) + tf.cast(x, tf.float32), gamma, beta, epsilon)[0]
 
 
 @tf.function(jit_compile=True, autograph=False)
