@@ -199,26 +199,47 @@ def test_training_forward_and_gradients_match_unfused(monkeypatch):
                                    atol=2e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("form", ["onednn", "xla"])
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_fused_inference_layer_norm_matches_plain_ops(dtype):
-    """`add_layer_norm` (one XLA pass, inference) equals the sum then `tf.nn.batch_normalization` in float32,
-    and its compute-dtype output is that result cast."""
+def test_fused_inference_layer_norm_matches_plain_ops(dtype, form, monkeypatch):
+    """`add_layer_norm` (inference; oneDNN's LayerNorm pattern in a graph on this CPU, or one XLA pass) equals the
+    sum then `tf.nn.batch_normalization` in float32, and its compute-dtype output is that result cast."""
     from albert_tf.layers import activations
 
+    monkeypatch.setattr(activations, "ONEDNN_LAYER_NORM", form == "onednn")
     rng = np.random.default_rng(5)
-    a = tf.cast(tf.constant(rng.normal(0, 2, (30, 24)).astype(np.float32)), dtype)
-    x = tf.constant(rng.normal(1, 3, (30, 24)).astype(np.float32))
+    a = tf.cast(tf.constant(rng.normal(0, 2, (3, 10, 24)).astype(np.float32)), dtype)
+    x = tf.constant(rng.normal(1, 3, (3, 10, 24)).astype(np.float32))
     gamma = tf.constant(rng.normal(1, 0.1, (24,)).astype(np.float32))
     beta = tf.constant(rng.normal(0, 0.1, (24,)).astype(np.float32))
     s = tf.cast(a, tf.float32) + x
     want = tf.nn.batch_normalization(s, *tf.nn.moments(s, axes=[-1], keepdims=True), beta, gamma, 1e-12).numpy()
-    y32, yc = activations.add_layer_norm(a, x, gamma, beta, 1e-12)
+
+    @tf.function
+    def both(a, x):
+        assert activations.onednn_layer_norm_applies() == _onednn_cpu()
+        return activations.add_layer_norm(a, x, gamma, beta, 1e-12)
+
+    @tf.function
+    def compute_dtype_only(a, x):
+        return activations.add_layer_norm(a, x, gamma, beta, 1e-12, float32_output=False)
+
+    ops = _graph_op_types(both.get_concrete_function(a, x))
+    assert ("FusedBatchNormV3" in ops) == (form == "onednn" and _onednn_cpu())
+    y32, yc = both(a, x)
     assert y32.dtype == tf.float32 and yc.dtype == a.dtype
     np.testing.assert_allclose(y32.numpy(), want, atol=1e-5, rtol=1e-5)
     np.testing.assert_array_equal(tf.cast(yc, tf.float32).numpy(), tf.cast(tf.cast(y32, dtype), tf.float32).numpy())
-    none, yc_only = activations.add_layer_norm(a, x, gamma, beta, 1e-12, float32_output=False)
+    none, yc_only = compute_dtype_only(a, x)
     assert (none is None) == (dtype != "float32")
     np.testing.assert_array_equal(tf.cast(yc_only, tf.float32).numpy(), tf.cast(yc, tf.float32).numpy())
+    y_eager, _ = activations.add_layer_norm(a, x, gamma, beta, 1e-12)      # eager: always the XLA form
+    np.testing.assert_allclose(y_eager.numpy(), want, atol=1e-5, rtol=1e-5)
+
+
+def _onednn_cpu():
+    from tensorflow.python.util import _pywrap_util_port
+    return _pywrap_util_port.IsMklEnabled() and not tf.config.list_logical_devices("GPU")
 
 
 def _xla_function_names(concrete):
@@ -226,23 +247,59 @@ def _xla_function_names(concrete):
             if fn.attr["_XlaMustCompile"].b]
 
 
-def test_plain_inference_ops_switch():
-    """Inference traces use the fused XLA LayerNorm by default and none inside `plain_inference_ops()`; both give
-    the NumPy reference's numbers."""
+def _graph_op_types(concrete):
+    graph_def = concrete.graph.as_graph_def()
+    return {node.op for node in graph_def.node} | {
+        node.op for fn in graph_def.library.function for node in fn.node_def}
+
+
+def _ops_that_ran(concrete, inputs):
+    """Op types of the optimized (post-grappler) graphs that executed the first call of `concrete` (only the
+    call that instantiates a function reports its graphs)."""
+    from tensorflow.python.eager import context
+
+    context.enable_run_metadata()
+    try:
+        concrete(inputs)
+        metadata = context.export_run_metadata()
+    finally:
+        context.disable_run_metadata()
+    return {node.op for graph in metadata.function_graphs for partition in graph.partition_graphs
+            for node in partition.node}
+
+
+def test_inference_layer_norm_forms(monkeypatch):
+    """Inference traces use oneDNN's LayerNorm on a oneDNN CPU (grappler rewrites the pattern into
+    `_MklLayerNorm`, even with static shapes), one XLA pass with `ONEDNN_LAYER_NORM` off or inside a `jit_compile`
+    function, and plain ops inside `plain_inference_ops()`; all give the NumPy reference's numbers."""
     from albert_tf.layers import activations
 
     model, inputs, want = model_with_reference("groups_L5_G2_K2", seed=13)
     want = want["sequence_output"]
-    assert activations.FUSED_INFERENCE_OPS
-    fused = tf.function(lambda x: model(x, training=False)["sequence_output"]).get_concrete_function(inputs)
-    assert _xla_function_names(fused)
+    assert activations.FUSED_INFERENCE_OPS and activations.ONEDNN_LAYER_NORM
+
+    def trace(**kwargs):
+        return tf.function(lambda x: model(x, training=False)["sequence_output"], **kwargs
+                           ).get_concrete_function(inputs)
+
+    default = trace()
+    ran = _ops_that_ran(default, inputs)
+    jit = trace(jit_compile=True)
     with activations.plain_inference_ops():
         assert not activations.FUSED_INFERENCE_OPS
-        plain = tf.function(lambda x: model(x, training=False)["sequence_output"]).get_concrete_function(inputs)
+        plain = trace()
     assert activations.FUSED_INFERENCE_OPS
-    assert _xla_function_names(plain) == []
-    for concrete in (fused, plain):
+    monkeypatch.setattr(activations, "ONEDNN_LAYER_NORM", False)
+    xla = trace()
+    for concrete in (default, jit, plain, xla):
         np.testing.assert_allclose(concrete(inputs).numpy(), want, atol=1e-5, rtol=1e-5)
+    assert _xla_function_names(plain) == [] and "FusedBatchNormV3" not in _graph_op_types(plain)
+    assert _xla_function_names(xla) and "FusedBatchNormV3" not in _graph_op_types(xla)
+    assert "FusedBatchNormV3" not in _graph_op_types(jit)   # XLA would expand it with one-pass moments
+    if not _onednn_cpu():
+        pytest.skip("TensorFlow without oneDNN here: the default is the XLA form (checked above)")
+    assert _xla_function_names(default) == []
+    assert "_MklLayerNorm" in ran and not {"FusedBatchNormV3", "_MklNativeFusedBatchNormV3"} & ran, sorted(ran)
 
 
 def test_pretrainer_heads_numpy_parity():

@@ -28,8 +28,8 @@ def layer_norm(layer, x, training=None):
 def residual_layer_norm(layer, a, x, compute_dtype, training=None, float32_output=True):
     """`layer` (a float32 LayerNormalization) applied to `a + x`, summed in float32.
 
-    Inference (`training` not True, `activations.FUSED_INFERENCE_OPS` on): one fused XLA pass
-    (`activations.add_layer_norm`). Otherwise the sum, then `layer_norm`.
+    Inference (`training` not True, `activations.FUSED_INFERENCE_OPS` on): `activations.add_layer_norm`
+    (oneDNN's LayerNorm on CPU, else one fused XLA pass). Otherwise the sum, then `layer_norm`.
 
     Returns:
         `(float32 result or None, the result in compute_dtype)`; the float32 result is None only when
