@@ -149,8 +149,8 @@ ONEDNN_LAYER_NORM = True
 
 
 def onednn_layer_norm_applies():
-    """True when ops traced now will run on a CPU whose TensorFlow uses oneDNN, outside XLA: eager or a graph
-    without `jit_compile` (nor TPU rewrite) in scope, and no GPU or TPU in the process."""
+    """True when ops traced now go through grappler onto a CPU whose TensorFlow uses oneDNN: a graph (not eager)
+    without `jit_compile` (nor a TPU rewrite) in scope, and no GPU or TPU in the process."""
     from tensorflow.python.framework import ops
     from tensorflow.python.ops import control_flow_util
     from tensorflow.python.util import _pywrap_util_port
