@@ -103,10 +103,11 @@ def main(argv):
 
 if __name__ == "__main__":
     flags.DEFINE_enum("size", "base", list(bench.SIZES), "Model size.")
-    flags.DEFINE_integer("seq_len", 512, "Sequence length.")
-    flags.DEFINE_integer("batch_size", 8, "Batch size.")
+    flags.DEFINE_integer("seq_len", 512, "Sequence length (at most max_position_embeddings, 512).", lower_bound=1,
+                         upper_bound=bench.COMMON["max_position_embeddings"])
+    flags.DEFINE_integer("batch_size", 8, "Batch size.", lower_bound=1)
     flags.DEFINE_enum("precision", "float32", list(bench.PRECISIONS), "Dtype policy.")
-    flags.DEFINE_integer("steps", 2, "Profiled calls (after two untimed ones).")
-    flags.DEFINE_integer("intra_op_threads", os.cpu_count(), "TF intra-op threads.")
+    flags.DEFINE_integer("steps", 2, "Profiled calls (after two untimed ones).", lower_bound=1)
+    flags.DEFINE_integer("intra_op_threads", os.cpu_count(), "TF intra-op threads.", lower_bound=1)
     flags.DEFINE_bool("peak", True, "Also measure the float32 matmul peak (float32 only).")
     app.run(main)
