@@ -1,0 +1,58 @@
+"""Atomic file writes: a file appears under its final name complete, or not at all.
+
+Every output of the package (results files, predictions, configs, converted weights) is written to a
+temporary name beside its destination and renamed into place, so a crash or an error never leaves a
+half-written file under the name a user or a later run reads. Paths go through `tf.io.gfile`, so
+`gs://` and other TensorFlow file systems work as for the original scripts.
+"""
+
+import contextlib
+import os
+import uuid
+
+import tensorflow as tf
+
+
+def _temporary_name(path):
+    return f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """Yields a temporary path beside `path`; on success it is renamed to `path`, on error removed.
+
+    For writers that take a file name (e.g. `tf.io.TFRecordWriter`, `model.save_weights`):
+
+        with atomic_path("out.tfrecord") as tmp:
+            with tf.io.TFRecordWriter(tmp) as writer:
+                ...
+    """
+    path = os.fspath(path)
+    tmp = _temporary_name(path)
+    try:
+        yield tmp
+        tf.io.gfile.rename(tmp, path, overwrite=True)
+    except BaseException:
+        if tf.io.gfile.exists(tmp):
+            tf.io.gfile.remove(tmp)
+        raise
+
+
+def write_text_atomic(path, text):
+    """Writes the str `text` (UTF-8) to `path` atomically."""
+    with atomic_path(path) as tmp:
+        with tf.io.gfile.GFile(tmp, "w") as f:
+            f.write(text)
+
+
+def write_bytes_atomic(path, data):
+    """Writes the bytes `data` to `path` atomically."""
+    with atomic_path(path) as tmp:
+        with tf.io.gfile.GFile(tmp, "wb") as f:
+            f.write(data)
+
+
+def copy_atomic(src, dst):
+    """Copies the file `src` to `dst` atomically (overwriting `dst`)."""
+    with atomic_path(dst) as tmp:
+        tf.io.gfile.copy(src, tmp, overwrite=True)
