@@ -1,0 +1,112 @@
+"""Start-up shared by every albert_tf command: a quiet TensorFlow start and a `--help` that explains.
+
+The console scripts of setup.cfg point at the small functions at the end of this module, not at the
+modules that implement the commands. TensorFlow reads `TF_CPP_MIN_LOG_LEVEL` once, when its shared library
+loads, so the level has to be set before the command's module (which imports TensorFlow) is imported:
+each function here calls `quiet_tensorflow_start()` and only then imports its command. The `run_*.py`
+scripts call `quiet_tensorflow_start()` before their own imports for the same reason.
+
+`run_app(main, help_text, flag_modules)` replaces `absl.app.run(main)` in the commands: `--help` then starts
+with the command's paragraph and lists its own flags (absl lists only the flags that the `__main__` module
+defines itself, which for a console script is none).
+"""
+
+import importlib
+import os
+import re
+import sys
+import tempfile
+
+from absl import app
+from absl import flags
+
+# Start-up lines of TensorFlow's C++ runtime that say nothing about the user's job. They are dropped only
+# while TensorFlow loads and lists its devices; every other line of that moment is passed on.
+_START_UP_CHATTER = re.compile(
+    r"failed call to cuInit"
+    r"|Could not find cuda drivers on your machine"
+    r"|oneDNN custom operations are on"
+    r"|TensorFlow binary is optimized to use available CPU instructions"
+    r"|To enable the following instructions: .* rebuild TensorFlow"
+    r"|All log messages before absl::InitializeLog\(\) is called are written to STDERR"
+    r"|Unable to register cu(DNN|FFT|BLAS) factory"
+    r"|computation placer already registered"
+)
+
+
+def quiet_tensorflow_start():
+    """Loads TensorFlow without its start-up banners, unless the user set `TF_CPP_MIN_LOG_LEVEL`.
+
+    Sets `TF_CPP_MIN_LOG_LEVEL=1` (C++ INFO lines off; warnings and errors stay) and, while TensorFlow
+    loads and enumerates devices, holds back standard error and passes on every line that is not
+    start-up chatter (the CUDA driver probe of a machine without a GPU logs an error-level `cuInit` line;
+    it is the only error-level line dropped). Does nothing when TensorFlow is already loaded.
+    """
+    if "TF_CPP_MIN_LOG_LEVEL" in os.environ or "tensorflow" in sys.modules:
+        return
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "1"
+    sys.stderr.flush()
+    saved_fd = os.dup(2)
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            # TensorFlow is imported here, not at the top, so that the variable above is set first.
+            import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+            tf.config.list_physical_devices()
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved_fd, 2)
+            os.close(saved_fd)
+            held.seek(0)
+            for line in held.read().decode("utf-8", "replace").splitlines(keepends=True):
+                if not _START_UP_CHATTER.search(line):
+                    sys.stderr.write(line)
+            sys.stderr.flush()
+
+
+def run_app(main, help_text, flag_modules=()):
+    """`absl.app.run(main)` with `help_text` as the paragraph of `--help` and the flags of `flag_modules`.
+
+    Args:
+        main: the command's `main(argv)`.
+        help_text: str, one paragraph on what the command does, what it reads and writes.
+        flag_modules: names of the modules whose flags `--help` lists (those that defined them), besides
+            the flags the script itself defines.
+    """
+    sys.modules["__main__"].__doc__ = help_text.strip() + "\n"
+    by_module = flags.FLAGS.flags_by_module_dict()
+    for module_name in flag_modules:
+        for flag in by_module.get(module_name, []):
+            flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+    app.run(main)
+
+
+def _command(module_name):
+    quiet_tensorflow_start()
+    importlib.import_module(module_name).main()
+
+
+def create_pretraining_data():
+    """Console script `albert-create-pretraining-data`."""
+    _command("albert_tf.data.pretraining")
+
+
+def train_vocab():
+    """Console script `albert-train-vocab`."""
+    _command("albert_tf.data.vocab")
+
+
+def convert():
+    """Console script `albert-convert`."""
+    _command("albert_tf.checkpoints.cli")
+
+
+def export():
+    """Console script `albert-export`."""
+    _command("albert_tf.export")
+
+
+def quickstart():
+    """Console script `albert-quickstart`."""
+    _command("albert_tf.quickstart")
