@@ -1,8 +1,9 @@
-"""Tests of the pretraining data writer (`albert_tf.data.pretraining`, original-release §5).
+"""Tests of the pretraining data writer (`albert_tf.data.pretraining_*`, `albert-create-pretraining-data`).
 
-The reference is `benchmarks/original_create_pretraining_data.py`, a plain transcription of the original
-algorithm (token strings, lists, the protobuf API): on a corpus that fits in one shard the writer must
-produce the same examples. Statistics are checked on a generated corpus.
+The reference is `tests/original_create_pretraining_data.py`, a plain transcription of the original
+`create_pretraining_data.py` (token strings, lists, the protobuf API): on a corpus that fits in one shard the
+writer must produce the same examples. Statistics are checked on a generated corpus. The fast shuffle and the
+hand-written record encoder are checked against `random.shuffle` and `tf.train.Example.SerializeToString`.
 """
 
 import collections
@@ -17,7 +18,9 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.data import features as features_lib
-from albert_tf.data import pretraining
+from albert_tf.data import pretraining_records, pretraining_shuffle
+from albert_tf.data import pretraining_writer as pretraining
+from albert_tf.data.pretraining_instances import PretrainingOptions
 from albert_tf.data.vocab import train_sentencepiece
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -25,7 +28,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _load_transcription():
     spec = importlib.util.spec_from_file_location(
-        "original_create_pretraining_data", os.path.join(REPO, "benchmarks", "original_create_pretraining_data.py"))
+        "original_create_pretraining_data", os.path.join(REPO, "tests", "original_create_pretraining_data.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -114,7 +117,7 @@ def test_same_examples_as_the_transcription_of_the_original(corpus, tmp_path, fl
     theirs = [str(tmp_path / f"orig-{i}.tfrecord") for i in range(2)]
     stats = pretraining.write_pretraining_examples(
         ",".join(inputs), ",".join(ours), spm_model_file=corpus["spm_model"],
-        options=pretraining.PretrainingOptions(**common))
+        options=PretrainingOptions(**common))
     count = original.run(inputs, theirs, spm_model_file=corpus["spm_model"], **common)
     assert stats.instances == count > 100
     for a, b in zip(ours, theirs):
@@ -125,7 +128,7 @@ def test_same_examples_as_the_transcription_with_wordpiece(corpus, tmp_path):
     common = dict(max_seq_length=40, max_predictions_per_seq=6, dupe_factor=2, random_seed=11)
     ours, theirs = str(tmp_path / "ours.tfrecord"), str(tmp_path / "orig.tfrecord")
     stats = pretraining.write_pretraining_examples(
-        corpus["text"], ours, vocab_file=corpus["vocab_file"], options=pretraining.PretrainingOptions(**common))
+        corpus["text"], ours, vocab_file=corpus["vocab_file"], options=PretrainingOptions(**common))
     count = original.run([corpus["text"]], [theirs], vocab_file=corpus["vocab_file"], **common)
     assert stats.instances == count > 50
     examples = _examples(ours)
@@ -142,7 +145,7 @@ def test_encode_example_equals_the_protobuf_message():
         input_ids=rng.integers(0, 1 << 21, 16), input_mask=np.ones(16, np.int64), segment_ids=np.zeros(16, np.int64),
         token_boundary=rng.integers(0, 2, 16), masked_lm_positions=rng.integers(0, 300, 5),
         masked_lm_ids=np.array([0, 127, 128, 16383, 16384]), masked_lm_weights=np.array([1, 1, 0.5, 0, 0], np.float32))
-    ours = pretraining.encode_example(**values, next_sentence_label=1)
+    ours = pretraining_records.encode_example(**values, next_sentence_label=1)
     feature = {k: (features_lib.float_feature(v) if v.dtype == np.float32 else features_lib.int64_feature(v.tolist()))
                for k, v in values.items()}
     feature["next_sentence_labels"] = features_lib.int64_feature([1])
@@ -156,7 +159,7 @@ def test_schema_reads_back_with_parse_single_example(corpus, tmp_path):
         out = str(tmp_path / f"out-{permutation}.tfrecord")
         pretraining.write_pretraining_examples(
             corpus["text"], out, spm_model_file=corpus["spm_model"],
-            options=pretraining.PretrainingOptions(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1,
+            options=PretrainingOptions(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1,
                                                    do_permutation=permutation))
         pred = 5 * (2 if permutation else 1)
         arrays = _as_arrays(out, 32, pred)
@@ -188,7 +191,7 @@ def test_statistics_on_a_generated_corpus(tmp_path):
     out = str(tmp_path / "stats.tfrecord")
     stats = pretraining.write_pretraining_examples(
         path, out, spm_model_file=spm_model,
-        options=pretraining.PretrainingOptions(max_seq_length=seq, max_predictions_per_seq=pred, dupe_factor=10))
+        options=PretrainingOptions(max_seq_length=seq, max_predictions_per_seq=pred, dupe_factor=10))
     arrays = _as_arrays(out, seq, pred)
     n = len(arrays["input_ids"])
     assert n == stats.instances > 1000
@@ -253,7 +256,7 @@ def test_statistics_on_a_generated_corpus(tmp_path):
 
 
 def test_output_does_not_depend_on_the_number_of_workers(corpus, tmp_path):
-    options = pretraining.PretrainingOptions(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=2)
+    options = PretrainingOptions(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=2)
     outputs = {}
     for workers in (1, 2):
         paths = [str(tmp_path / f"w{workers}-{i}.tfrecord") for i in range(3)]
@@ -272,7 +275,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes(corpus, tmp_path):
         path = str(tmp_path / name)
         pretraining.write_pretraining_examples(
             corpus["text"], path, spm_model_file=corpus["spm_model"],
-            options=pretraining.PretrainingOptions(max_seq_length=32, dupe_factor=1, random_seed=seed))
+            options=PretrainingOptions(max_seq_length=32, dupe_factor=1, random_seed=seed))
         return open(path, "rb").read()
 
     assert run(5, "a") == run(5, "b")
@@ -280,7 +283,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes(corpus, tmp_path):
 
 
 def test_bad_inputs(corpus, tmp_path):
-    options = pretraining.PretrainingOptions(max_seq_length=32, dupe_factor=1)
+    options = PretrainingOptions(max_seq_length=32, dupe_factor=1)
     missing = str(tmp_path / "nope*.txt")
     with pytest.raises(ValueError, match="nope"):
         pretraining.write_pretraining_examples(f"{corpus['text']},{missing}", str(tmp_path / "x.tfrecord"),
@@ -293,7 +296,7 @@ def test_bad_inputs(corpus, tmp_path):
                                                spm_model_file=corpus["spm_model"], options=options)
     assert not os.listdir(out_dir)  # nothing half-written
     with pytest.raises(ValueError, match="max_seq_length"):
-        pretraining.PretrainingOptions(max_seq_length=4).validate()
+        PretrainingOptions(max_seq_length=4).validate()
 
     # Undecodable bytes are replaced and counted, not fatal.
     broken = tmp_path / "broken.txt"
@@ -314,17 +317,17 @@ def test_command_line(corpus, tmp_path):
     library = str(tmp_path / "lib.tfrecord")
     pretraining.write_pretraining_examples(
         corpus["text"], library, spm_model_file=corpus["spm_model"],
-        options=pretraining.PretrainingOptions(max_seq_length=32, dupe_factor=1, max_predictions_per_seq=5))
+        options=PretrainingOptions(max_seq_length=32, dupe_factor=1, max_predictions_per_seq=5))
     assert open(out, "rb").read() == open(library, "rb").read()
 
 
 def test_fast_shuffle_draws_like_random_shuffle():
-    assert pretraining._FAST_SHUFFLE  # the exact fast path is active on this interpreter
+    assert pretraining_shuffle._FAST_SHUFFLE  # the exact fast path is active on this interpreter
     for n in (0, 1, 2, 7, 64, 100, 511, 4096):
         for seed in range(5):
             reference, fast, skip = random.Random(seed), random.Random(seed), random.Random(seed)
             expected = list(range(n))
             reference.shuffle(expected)
-            assert pretraining.shuffled_range(fast, n) == expected
-            pretraining.advance_shuffle(skip, n)
+            assert pretraining_shuffle.shuffled_range(fast, n) == expected
+            pretraining_shuffle.advance_shuffle(skip, n)
             assert reference.getstate() == fast.getstate() == skip.getstate()
