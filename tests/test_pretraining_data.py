@@ -331,3 +331,88 @@ def test_fast_shuffle_draws_like_random_shuffle():
             assert pretraining_shuffle.shuffled_range(fast, n) == expected
             pretraining_shuffle.advance_shuffle(skip, n)
             assert reference.getstate() == fast.getstate() == skip.getstate()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Numbers followed by a comma: the original's `encode_pieces` as it runs under Python 3.
+
+NUMBER_WORDS = ("the city was founded in it is a total area of square kilometres population river north south "
+                "by and with during year century people km").split()
+DIGIT_COMMA_EXAMPLES = ["founded in 1801, it is", "a total area of 21,218 square kilometres (1,680 km"]
+
+
+def _number(rng):
+    r = rng.random()
+    if r < 0.5:
+        return str(rng.randint(1000, 2099))
+    if r < 0.8:
+        return f"{rng.randint(1, 99)},{rng.randint(0, 999):03d}"
+    return str(rng.randint(1, 999))
+
+
+def _number_line(rng):
+    words = [rng.choice(NUMBER_WORDS) for _ in range(rng.randint(4, 12))]
+    for _ in range(rng.randint(1, 3)):
+        words.insert(rng.randint(0, len(words)), _number(rng) + ",")
+    if rng.random() < 0.3:
+        words.insert(rng.randint(0, len(words)), "(" + _number(rng) + ",")
+    return " ".join(words)
+
+
+def _reference_pieces(sp, text, strip):
+    """The rule: a piece ending in "<digit>," becomes the pieces of its digits (its `▁` removed) and ",".
+
+    Under Python 3 the original never strips the `▁` SentencePiece puts in front of the re-encoded digits
+    (`strip=False`); the Python 2 reading strips it when the split piece did not start with `▁`.
+    """
+    out = []
+    for piece in sp.EncodeAsPieces(text):
+        if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+            digits = sp.EncodeAsPieces(piece[:-1].replace("▁", ""))
+            if strip and not piece.startswith("▁") and digits[0].startswith("▁"):
+                digits = digits[1:] if digits[0] == "▁" else [digits[0][1:]] + digits[1:]
+            out += digits + [","]
+        else:
+            out.append(piece)
+    return out
+
+
+def test_digit_comma_pieces_follow_the_original_under_python3(tmp_path):
+    import sentencepiece as spm
+
+    rng = random.Random(0)
+    train = tmp_path / "numbers.txt"
+    train.write_text("\n".join(_number_line(rng) for _ in range(3000)) + "\n")
+    model = train_sentencepiece([str(train)], str(tmp_path / "numbers"), vocab_size=300, minloglevel=2,
+                                hard_vocab_limit=False)
+    sp = spm.SentencePieceProcessor(model_file=model)
+    pieces = [sp.IdToPiece(i) for i in range(sp.GetPieceSize())]
+    assert sum(len(p) > 1 and p[-1] == "," and p[-2].isdigit() for p in pieces) > 20  # digit-comma pieces
+
+    lines = [_number_line(rng) for _ in range(300)] + DIGIT_COMMA_EXAMPLES
+    assert all(line == " ".join(line.split()).lower() for line in lines)  # preprocess_text leaves them as is
+    reference = {line: [sp.PieceToId(p) for p in _reference_pieces(sp, line, strip=False)] for line in lines}
+    stripped = {line: [sp.PieceToId(p) for p in _reference_pieces(sp, line, strip=True)] for line in lines}
+    # The two readings differ on many lines and on both examples, so the test sees the rule.
+    assert sum(reference[line] != stripped[line] for line in lines) > 100
+    assert all(reference[line] != stripped[line] for line in DIGIT_COMMA_EXAMPLES)
+    assert _reference_pieces(sp, DIGIT_COMMA_EXAMPLES[0], strip=False)[2:7] == ["▁18", "▁", "0", "1", ","]
+    # The transcription of the original gives the same pieces.
+    assert all(original.encode_pieces(sp, line) == _reference_pieces(sp, line, strip=False) for line in lines)
+
+    # Documents of two lines; no masking, no short targets and room for both: every record is
+    # [CLS] A [SEP] B [SEP] with A, B the ids of the two lines (in either order).
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"{a}\n{b}\n\n" for a, b in zip(lines[0::2], lines[1::2])))
+    out = str(tmp_path / "digits.tfrecord")
+    pretraining.write_pretraining_examples(
+        str(corpus), out, spm_model_file=model,
+        options=PretrainingOptions(max_seq_length=128, dupe_factor=1, masked_lm_prob=0.0, short_seq_prob=0.0))
+    written = collections.Counter()
+    for example in _examples(out):
+        ids = list(example.features.feature["input_ids"].int64_list.value)
+        ids = ids[:sum(example.features.feature["input_mask"].int64_list.value)]
+        assert ids[0] == 2 and ids[-1] == 3 and ids.count(3) == 2
+        sep = ids.index(3)
+        written.update([tuple(ids[1:sep]), tuple(ids[sep + 1:-1])])
+    assert written == collections.Counter(tuple(reference[line]) for line in lines)
