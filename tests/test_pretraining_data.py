@@ -180,6 +180,18 @@ def test_schema_reads_back_with_parse_single_example(corpus, tmp_path):
 
 
 def test_statistics_on_a_generated_corpus(tmp_path):
+    def write(path, out, spm_model, options):
+        stats = pretraining.write_pretraining_examples(path, out, spm_model_file=spm_model, options=options)
+        return stats, [out]
+
+    check_statistics(tmp_path, write)
+
+
+def check_statistics(tmp_path, write):
+    """The statistics of the original's algorithm on a generated corpus, for any writer.
+
+    `write(input_path, output_path, spm_model_file, options)` returns (`PretrainingStats`, TFRecord paths).
+    """
     rng = random.Random(1)
     path = str(tmp_path / "long_docs.txt")
     # Long documents, so most chunks have several sentences (SOP then swaps with p=0.5).
@@ -188,11 +200,9 @@ def test_statistics_on_a_generated_corpus(tmp_path):
     spm_model = train_sentencepiece([path], str(tmp_path / "spm"), vocab_size=400, minloglevel=2,
                                     hard_vocab_limit=False)
     seq, pred = 128, 128  # max_predictions large enough not to cap the 15%
-    out = str(tmp_path / "stats.tfrecord")
-    stats = pretraining.write_pretraining_examples(
-        path, out, spm_model_file=spm_model,
-        options=PretrainingOptions(max_seq_length=seq, max_predictions_per_seq=pred, dupe_factor=10))
-    arrays = _as_arrays(out, seq, pred)
+    stats, paths = write(path, str(tmp_path / "stats.tfrecord"), spm_model,
+                         PretrainingOptions(max_seq_length=seq, max_predictions_per_seq=pred, dupe_factor=10))
+    arrays = _as_arrays(paths, seq, pred)
     n = len(arrays["input_ids"])
     assert n == stats.instances > 1000
 

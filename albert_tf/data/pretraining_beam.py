@@ -16,8 +16,8 @@ processes which shard.
    The SentencePiece model reaches workers as a file path, read once per worker in `DoFn.setup`.
 4. Output: each `--output_file` entry is a prefix; record i of shard k goes to prefix (k + i) mod the number
    of prefixes, written as `PREFIX-SSSSS-of-NNNNN` (`WriteToTFRecord`, `num_output_shards` files, 0 = the
-   runner chooses) under a temporary prefix, renamed to the final names by one last step once every file is
-   written and the corpus is known not to be empty; a failed run removes its temporary files. The summary
+   runner chooses) under a temporary directory beside the prefix, moved to the final names by one last step
+   once every file is written and the corpus is known not to be empty; a failed run removes that directory. The summary
    (`PretrainingStats`, as the local writer logs it) goes to `FIRST_PREFIX-summary.json`.
 """
 
@@ -231,11 +231,6 @@ class _MergeStats(beam.CombineFn):
         return accumulator
 
 
-def _final_name(temp_path, temp_prefix, prefix):
-    assert temp_path.startswith(temp_prefix)
-    return prefix + temp_path[len(temp_prefix):]
-
-
 def _write_text(path, text):
     """Writes `text` to `path` on Beam's file systems: a temporary name, then a rename."""
     temp = f"{path}.tmp-{uuid.uuid4().hex[:8]}"
@@ -251,12 +246,11 @@ def _finalize(_, written, stats, prefixes, temp_prefixes, input_files):
             f"The corpus is empty: no line of `{','.join(input_files)}` gives a token (expected one sentence per "
             "line, blank lines between documents).")
     sources, destinations = [], []
-    for path in sorted(written):
-        for prefix, temp in zip(prefixes, temp_prefixes):
-            if path.startswith(temp):
-                sources.append(path)
-                destinations.append(_final_name(path, temp, prefix))
-                break
+    for j, path in sorted(written):
+        if not path.startswith(temp_prefixes[j]):
+            raise ValueError(f"Unexpected output file `{path}` (expected the prefix `{temp_prefixes[j]}`).")
+        sources.append(path)
+        destinations.append(prefixes[j] + path[len(temp_prefixes[j]):])
     FileSystems.rename(sources, destinations)
     summary = stats.as_dict()
     summary["files"] = destinations
@@ -264,17 +258,14 @@ def _finalize(_, written, stats, prefixes, temp_prefixes, input_files):
     yield destinations
 
 
-def _cleanup(temp_prefixes):
-    for temp in temp_prefixes:
-        directory, base = os.path.split(temp)
-        patterns = [temp + "*", (directory + "/" if directory else "") + f"beam-temp-{base}*"]
-        for pattern in patterns:
-            paths = beam_glob(pattern)
-            if paths:
-                try:
-                    FileSystems.delete(paths)
-                except Exception as e:  # best effort: the run has already failed
-                    logging.warning("Could not remove temporary files %s: %s", paths, e)
+def _remove(paths):
+    """Best-effort removal of temporary files or directories (the run has already failed or finished)."""
+    existing = [p for p in paths if FileSystems.exists(p)]
+    if existing:
+        try:
+            FileSystems.delete(existing)
+        except Exception as e:
+            logging.warning("Could not remove temporary files %s: %s", existing, e)
 
 
 def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None, options=PretrainingOptions(),
@@ -319,8 +310,14 @@ def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None
     logging.info("Beam pipeline over %d input files (%.1f MB), shards of %.1f MB.", len(files), sum(sizes) / 1e6,
                  shard_size_mb)
 
+    # Everything is written under a temporary directory beside each prefix (Beam's own temporary files
+    # too) and moved to the final names by the last step; a failed run removes the directories.
     run_id = uuid.uuid4().hex[:8]
-    temp_prefixes = [f"{p}.tmp-{run_id}" for p in prefixes]
+    temp_dirs, temp_prefixes = [], []
+    for prefix in prefixes:
+        directory, base = FileSystems.split(prefix)
+        temp_dirs.append(FileSystems.join(directory, f".albert-tmp-{run_id}"))
+        temp_prefixes.append(FileSystems.join(temp_dirs[-1], base))
     shard_bytes = int(shard_size_mb * 1e6)
     pipeline_options = PipelineOptions(list(pipeline_args))
     try:
@@ -343,15 +340,17 @@ def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None
                     part
                     | f"Record{j}" >> beam.Map(lambda kv: kv[1])
                     | f"Write{j}" >> beam.io.WriteToTFRecord(temp, num_shards=num_output_shards,
-                                                             shard_name_template=_SHARD_TEMPLATE))
+                                                             shard_name_template=_SHARD_TEMPLATE)
+                    | f"Written{j}" >> beam.Map(lambda path, j=j: (j, path)))
             all_written = tuple(written) | "AllFiles" >> beam.Flatten()
             _ = (p | "Once" >> beam.Create([None])
                  | "Finalize" >> beam.FlatMap(
                      _finalize, written=beam.pvalue.AsList(all_written), stats=beam.pvalue.AsSingleton(stats),
                      prefixes=prefixes, temp_prefixes=temp_prefixes, input_files=files))
     except BaseException:
-        _cleanup(temp_prefixes)
+        _remove(sorted(set(temp_dirs)))
         raise
+    _remove(sorted(set(temp_dirs)))
     with FileSystems.open(f"{prefixes[0]}-summary.json") as f:
         summary = json.loads(f.read().decode("utf-8"))
     fields = {name: summary[name] for name in PretrainingStats.__dataclass_fields__}
