@@ -164,3 +164,26 @@ def test_bad_inputs_fail_naming_the_file(corpus, tmp_path):
     with pytest.raises(Exception, match="unreadable.txt"):
         pretraining_beam.run_pipeline(str(unreadable), str(out / "u"), **run)
     assert _no_outputs(out) == []
+
+
+def test_command_line_with_a_runner(corpus, local, tmp_path):
+    import subprocess
+    import sys
+
+    _, local_records = local
+    out = tmp_path / "cli"
+    out.mkdir()
+    args = [sys.executable, "-m", "albert_tf.data.pretraining", f"--input_file={corpus['pattern']}",
+            f"--output_file={out / 'train'}", f"--spm_model_file={corpus['model']}", f"--vocab_file={corpus['vocab']}",
+            f"--max_seq_length={OPTIONS.max_seq_length}", f"--max_predictions_per_seq={OPTIONS.max_predictions_per_seq}",
+            f"--dupe_factor={OPTIONS.dupe_factor}", f"--random_seed={OPTIONS.random_seed}", f"--shard_size_mb={SHARD_MB}",
+            "--runner=DirectRunner", "--direct_num_workers=1", "--num_output_shards=2"]
+    result = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Summary:" in result.stderr
+    assert _records(_outputs(out, "train")) == local_records
+    assert sorted(os.listdir(out)) == ["train-00000-of-00002", "train-00001-of-00002", "train-summary.json"]
+    # Beam options without --runner are an error, not silently ignored.
+    result = subprocess.run(args[:-3] + ["--direct_num_workers=1"], capture_output=True, text=True,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode != 0 and "--runner" in result.stderr
