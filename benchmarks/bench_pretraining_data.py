@@ -16,8 +16,15 @@ one line a sentence. A SentencePiece model is trained on it with the original fl
    shuffles; and the records written are re-encoded with `pretraining_records.ExampleEncoder` and with the
    protobuf API (`tf.train.Example(...).SerializeToString()`).
 
+4. `--beam=N`: the local writer (one process) against the Apache Beam pipeline on DirectRunner with N worker
+   processes (`--direct_running_mode=multi_processing`), each in a subprocess on the x10 corpus and shards:
+   examples per CPU-second (all processes of the run, imports included) and wall time; then the peak RSS of
+   each Beam worker process (sampled every 0.2 s with psutil) on the corpus and on the corpus x10, with
+   shards of the size of one corpus.
+
 Usage:
     python benchmarks/bench_pretraining_data.py [--max_seq_length=512] [--dupe_factor=40] [--workdir=/tmp/x]
+    python benchmarks/bench_pretraining_data.py --beam=4 --max_seq_length=128 --dupe_factor=5
     python benchmarks/bench_pretraining_data.py --shuffle_and_encoder --dupe_factor=8
 """
 
@@ -182,6 +189,72 @@ def shuffle_and_encoder(corpus, spm_model, args, workdir):
           f"ExampleEncoder {1e6 * hand / len(values):.1f} us/record")
 
 
+def _run_measured(cmd):
+    """Runs `cmd`; returns (wall s, CPU s of it and its descendants, {pid: peak RSS MB} of its descendants).
+
+    CPU and RSS are sampled every 0.2 s with psutil (each process's own time, without its children's), so
+    a process's last fraction of a second may be missed.
+    """
+    import psutil
+
+    started = time.time()
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    peaks = {}
+    cpu = {}
+    parent = psutil.Process(proc.pid)
+    while proc.poll() is None:
+        try:
+            processes = [parent] + parent.children(recursive=True)
+        except psutil.Error:
+            processes = []
+        for p in processes:
+            try:
+                times = p.cpu_times()
+                cpu[p.pid] = times.user + times.system
+                if p.pid != proc.pid:
+                    peaks[p.pid] = max(peaks.get(p.pid, 0), p.memory_info().rss / 2**20)
+            except psutil.Error:
+                pass
+        time.sleep(0.2)
+    _, stderr = proc.communicate()
+    if proc.returncode:
+        raise RuntimeError(stderr[-3000:])
+    return time.time() - started, sum(cpu.values()), peaks
+
+
+def beam_benchmark(corpus, corpus_x10, spm_model, args, workdir):
+    from albert_tf.data import pretraining_writer  # noqa: F401  (fails early without the package)
+
+    size_mb = os.path.getsize(corpus) / 1e6
+    common = [f"--spm_model_file={spm_model}", f"--max_seq_length={args.max_seq_length}",
+              f"--dupe_factor={args.dupe_factor}", f"--shard_size_mb={size_mb / 4:.4f}"]
+    cli = [sys.executable, "-m", "albert_tf.data.pretraining"]
+    beam = [f"--runner=DirectRunner", f"--direct_num_workers={args.beam}", "--direct_running_mode=multi_processing"]
+    local_out = os.path.join(workdir, "beam_local.tfrecord")
+    # Throughput on the x10 corpus, so that the imports (TensorFlow in every process) weigh less.
+    wall, cpu, _ = _run_measured(cli + [f"--input_file={corpus_x10}", f"--output_file={local_out}"] + common)
+    import tensorflow as tf
+
+    n = sum(1 for _ in tf.data.TFRecordDataset(local_out))
+    print(f"local writer, 1 process: {n} examples, {wall:.1f} s wall, {cpu:.1f} CPU-s, "
+          f"{n / cpu:.0f} examples per CPU-second")
+    out = os.path.join(workdir, "beam_x1")
+    wall, cpu, peaks = _run_measured(cli + [f"--input_file={corpus_x10}", f"--output_file={out}/train"] + common
+                                     + beam)
+    print(f"DirectRunner, {args.beam} worker processes: {wall:.1f} s wall, {cpu:.1f} CPU-s, "
+          f"{n / cpu:.0f} examples per CPU-second (same examples; imports of every worker included)")
+    for name, path in (("x1", corpus), ("x10", corpus_x10)):
+        out = os.path.join(workdir, f"beam_rss_{name}")
+        rss_common = [c if not c.startswith("--shard_size_mb") else f"--shard_size_mb={size_mb:.4f}" for c in common]
+        wall, cpu, peaks = _run_measured(cli + [f"--input_file={path}", f"--output_file={out}/train"] + rss_common
+                                         + beam)
+        workers = sorted(peaks.values(), reverse=True)[:args.beam]
+        print(f"DirectRunner {name} ({os.path.getsize(path) / 1e6:.1f} MB, shards of {size_mb:.2f} MB): "
+              f"{wall:.1f} s wall; peak RSS of the {len(workers)} largest worker processes (MB): "
+              f"{[round(w) for w in workers]}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--max_seq_length", type=int, default=512)
@@ -190,6 +263,7 @@ def main():
     parser.add_argument("--workdir", default=None)
     parser.add_argument("--original_x10", action="store_true", help="also measure the transcription on x10")
     parser.add_argument("--shuffle_and_encoder", action="store_true", help="only measure item 3")
+    parser.add_argument("--beam", type=int, default=0, help="only measure item 4 with this many Beam workers")
     parser.add_argument("--child", default=None)
     parser.add_argument("--input")
     parser.add_argument("--output")
@@ -218,6 +292,9 @@ def main():
     if args.shuffle_and_encoder:
         shuffle_and_encoder(corpus, spm_model, args, workdir)
         return
+    if args.beam:
+        beam_benchmark(corpus, corpus_x10, spm_model, args, workdir)
+        return
     sys.path.insert(0, TESTS)
     import original_create_pretraining_data as original
 
@@ -230,7 +307,8 @@ def main():
     t0 = time.process_time()
     stats = pretraining_writer.write_pretraining_examples(
         corpus, ours_out, spm_model_file=spm_model,
-        options=pretraining_instances.PretrainingOptions(max_seq_length=args.max_seq_length, dupe_factor=args.dupe_factor))
+        options=pretraining_instances.PretrainingOptions(max_seq_length=args.max_seq_length,
+                                                         dupe_factor=args.dupe_factor))
     ours_cpu = time.process_time() - t0
     t0 = time.process_time()
     n_orig = original.run([corpus], [orig_out], spm_model_file=spm_model, max_seq_length=args.max_seq_length,

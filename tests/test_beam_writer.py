@@ -10,6 +10,8 @@ import collections
 import json
 import os
 import random
+import subprocess
+import sys
 
 import pytest
 import tensorflow as tf
@@ -129,7 +131,7 @@ def test_statistics_hold_on_beam(tmp_path):
 
 
 def _no_outputs(directory):
-    return [f for f in os.listdir(directory)] if os.path.isdir(directory) else []
+    return os.listdir(directory) if os.path.isdir(directory) else []
 
 
 def test_bad_inputs_fail_naming_the_file(corpus, tmp_path):
@@ -156,7 +158,6 @@ def test_bad_inputs_fail_naming_the_file(corpus, tmp_path):
     with pytest.raises(ValueError, match="other.vocab.*does not match.*spm.model"):
         pretraining_beam.run_pipeline(corpus["files"][0], str(out / "v"), vocab_file=other[:-len("model")] + "vocab",
                                       **run)
-    del other
 
     # A file that exists but cannot be read as a file fails the pipeline with its name.
     unreadable = tmp_path / "unreadable.txt"
@@ -167,16 +168,14 @@ def test_bad_inputs_fail_naming_the_file(corpus, tmp_path):
 
 
 def test_command_line_with_a_runner(corpus, local, tmp_path):
-    import subprocess
-    import sys
-
     _, local_records = local
     out = tmp_path / "cli"
     out.mkdir()
     args = [sys.executable, "-m", "albert_tf.data.pretraining", f"--input_file={corpus['pattern']}",
-            f"--output_file={out / 'train'}", f"--spm_model_file={corpus['model']}", f"--vocab_file={corpus['vocab']}",
-            f"--max_seq_length={OPTIONS.max_seq_length}", f"--max_predictions_per_seq={OPTIONS.max_predictions_per_seq}",
-            f"--dupe_factor={OPTIONS.dupe_factor}", f"--random_seed={OPTIONS.random_seed}", f"--shard_size_mb={SHARD_MB}",
+            f"--output_file={out / 'train'}", f"--spm_model_file={corpus['model']}",
+            f"--vocab_file={corpus['vocab']}", f"--max_seq_length={OPTIONS.max_seq_length}",
+            f"--max_predictions_per_seq={OPTIONS.max_predictions_per_seq}", f"--dupe_factor={OPTIONS.dupe_factor}",
+            f"--random_seed={OPTIONS.random_seed}", f"--shard_size_mb={SHARD_MB}",
             "--runner=DirectRunner", "--direct_num_workers=1", "--num_output_shards=2"]
     result = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert result.returncode == 0, result.stderr[-3000:]

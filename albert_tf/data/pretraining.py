@@ -9,7 +9,7 @@ Usage:
       --spm_model_file=30k-clean.model --max_seq_length=512 --dupe_factor=40 --num_workers=8
 
     albert-create-pretraining-data --runner=DataflowRunner --project=my-project --region=us-central1 \\
-      --temp_location=gs://my-bucket/tmp --setup_file=./setup.py \\
+      --temp_location=gs://my-bucket/tmp --setup_file=./pyproject.toml \\
       --input_file=gs://my-bucket/corpus/*.txt --output_file=gs://my-bucket/data/train \\
       --spm_model_file=gs://my-bucket/30k-clean.model --vocab_file=gs://my-bucket/30k-clean.vocab
 """

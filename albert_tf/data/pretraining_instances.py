@@ -268,7 +268,6 @@ class TokenSpace:
         return np.split(flat, np.cumsum(lengths)[:-1]) if len(lines) else []
 
 
-
 def check_vocab_file(vocab_file, spm_model_file):
     """Raises `ValueError` if `vocab_file` is not the `.vocab` of the SentencePiece model `spm_model_file`.
 
@@ -278,8 +277,7 @@ def check_vocab_file(vocab_file, spm_model_file):
     """
     if not vocab_file or not spm_model_file:
         return
-    space_pieces = tokenization.FullTokenizer(vocab_file=None, spm_model_file=spm_model_file).vocab
-    pieces = list(space_pieces)
+    pieces = list(tokenization.FullTokenizer(vocab_file=None, spm_model_file=spm_model_file).vocab)  # id order
     with tf.io.gfile.GFile(vocab_file, "rb") as f:
         data = f.read()
     try:
