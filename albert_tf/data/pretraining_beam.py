@@ -10,8 +10,9 @@ processes which shard.
    `hdfs://` where the Beam extras are installed), in the order of `pretraining_input.expand_input_files`.
 2. Shards: one worker per file finds the byte offsets of its blank lines (the document boundaries); one step
    then cuts the concatenated corpus exactly as `pretraining_writer.iter_shards` does (the first blank line
-   at least `shard_size_mb` after the previous cut), so a document is never split between two workers. A
-   document longer than a shard is an error naming its file and offset: it would break the memory bound.
+   at least `shard_size_mb` after the previous cut), so a document is never split between two workers. That
+   step holds 8 bytes per document of the corpus. A document longer than a shard is an error naming its
+   file and offset: it would break the memory bound.
 3. Work: each shard is read by one worker from its byte ranges (memory: one shard of text and its tokens).
    The SentencePiece model reaches workers as a file path, read once per worker in `DoFn.setup`.
 4. Output: each `--output_file` entry is a prefix; record i of shard k goes to prefix (k + i) mod the number
