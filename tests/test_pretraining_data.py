@@ -1,8 +1,9 @@
-"""Tests of the pretraining data writer (`albert_tf.data.pretraining`, original-release §5).
+"""Tests of the pretraining data writer (`albert_tf.data.pretraining_*`, `albert-create-pretraining-data`).
 
-The reference is `benchmarks/original_create_pretraining_data.py`, a plain transcription of the original
-algorithm (token strings, lists, the protobuf API): on a corpus that fits in one shard the writer must
-produce the same examples. Statistics are checked on a generated corpus.
+The reference is `tests/original_create_pretraining_data.py`, a plain transcription of the original
+`create_pretraining_data.py` (token strings, lists, the protobuf API): on a corpus that fits in one shard the
+writer must produce the same examples. Statistics are checked on a generated corpus. The fast shuffle and the
+hand-written record encoder are checked against `random.shuffle` and `tf.train.Example.SerializeToString`.
 """
 
 import collections
@@ -17,7 +18,9 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.data import features as features_lib
-from albert_tf.data import pretraining
+from albert_tf.data import pretraining_records, pretraining_shuffle
+from albert_tf.data import pretraining_writer as pretraining
+from albert_tf.data.pretraining_instances import PretrainingOptions
 from albert_tf.data.vocab import train_sentencepiece
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -25,7 +28,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _load_transcription():
     spec = importlib.util.spec_from_file_location(
-        "original_create_pretraining_data", os.path.join(REPO, "benchmarks", "original_create_pretraining_data.py"))
+        "original_create_pretraining_data", os.path.join(REPO, "tests", "original_create_pretraining_data.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -114,7 +117,7 @@ def test_same_examples_as_the_transcription_of_the_original(corpus, tmp_path, fl
     theirs = [str(tmp_path / f"orig-{i}.tfrecord") for i in range(2)]
     stats = pretraining.write_pretraining_examples(
         ",".join(inputs), ",".join(ours), spm_model_file=corpus["spm_model"],
-        options=pretraining.PretrainingOptions(**common))
+        options=PretrainingOptions(**common))
     count = original.run(inputs, theirs, spm_model_file=corpus["spm_model"], **common)
     assert stats.instances == count > 100
     for a, b in zip(ours, theirs):
@@ -125,7 +128,7 @@ def test_same_examples_as_the_transcription_with_wordpiece(corpus, tmp_path):
     common = dict(max_seq_length=40, max_predictions_per_seq=6, dupe_factor=2, random_seed=11)
     ours, theirs = str(tmp_path / "ours.tfrecord"), str(tmp_path / "orig.tfrecord")
     stats = pretraining.write_pretraining_examples(
-        corpus["text"], ours, vocab_file=corpus["vocab_file"], options=pretraining.PretrainingOptions(**common))
+        corpus["text"], ours, vocab_file=corpus["vocab_file"], options=PretrainingOptions(**common))
     count = original.run([corpus["text"]], [theirs], vocab_file=corpus["vocab_file"], **common)
     assert stats.instances == count > 50
     examples = _examples(ours)
@@ -142,7 +145,7 @@ def test_encode_example_equals_the_protobuf_message():
         input_ids=rng.integers(0, 1 << 21, 16), input_mask=np.ones(16, np.int64), segment_ids=np.zeros(16, np.int64),
         token_boundary=rng.integers(0, 2, 16), masked_lm_positions=rng.integers(0, 300, 5),
         masked_lm_ids=np.array([0, 127, 128, 16383, 16384]), masked_lm_weights=np.array([1, 1, 0.5, 0, 0], np.float32))
-    ours = pretraining.encode_example(**values, next_sentence_label=1)
+    ours = pretraining_records.encode_example(**values, next_sentence_label=1)
     feature = {k: (features_lib.float_feature(v) if v.dtype == np.float32 else features_lib.int64_feature(v.tolist()))
                for k, v in values.items()}
     feature["next_sentence_labels"] = features_lib.int64_feature([1])
@@ -156,7 +159,7 @@ def test_schema_reads_back_with_parse_single_example(corpus, tmp_path):
         out = str(tmp_path / f"out-{permutation}.tfrecord")
         pretraining.write_pretraining_examples(
             corpus["text"], out, spm_model_file=corpus["spm_model"],
-            options=pretraining.PretrainingOptions(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1,
+            options=PretrainingOptions(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1,
                                                    do_permutation=permutation))
         pred = 5 * (2 if permutation else 1)
         arrays = _as_arrays(out, 32, pred)
@@ -177,6 +180,18 @@ def test_schema_reads_back_with_parse_single_example(corpus, tmp_path):
 
 
 def test_statistics_on_a_generated_corpus(tmp_path):
+    def write(path, out, spm_model, options):
+        stats = pretraining.write_pretraining_examples(path, out, spm_model_file=spm_model, options=options)
+        return stats, [out]
+
+    check_statistics(tmp_path, write)
+
+
+def check_statistics(tmp_path, write):
+    """The statistics of the original's algorithm on a generated corpus, for any writer.
+
+    `write(input_path, output_path, spm_model_file, options)` returns (`PretrainingStats`, TFRecord paths).
+    """
     rng = random.Random(1)
     path = str(tmp_path / "long_docs.txt")
     # Long documents, so most chunks have several sentences (SOP then swaps with p=0.5).
@@ -185,11 +200,9 @@ def test_statistics_on_a_generated_corpus(tmp_path):
     spm_model = train_sentencepiece([path], str(tmp_path / "spm"), vocab_size=400, minloglevel=2,
                                     hard_vocab_limit=False)
     seq, pred = 128, 128  # max_predictions large enough not to cap the 15%
-    out = str(tmp_path / "stats.tfrecord")
-    stats = pretraining.write_pretraining_examples(
-        path, out, spm_model_file=spm_model,
-        options=pretraining.PretrainingOptions(max_seq_length=seq, max_predictions_per_seq=pred, dupe_factor=10))
-    arrays = _as_arrays(out, seq, pred)
+    stats, paths = write(path, str(tmp_path / "stats.tfrecord"), spm_model,
+                         PretrainingOptions(max_seq_length=seq, max_predictions_per_seq=pred, dupe_factor=10))
+    arrays = _as_arrays(paths, seq, pred)
     n = len(arrays["input_ids"])
     assert n == stats.instances > 1000
 
@@ -253,7 +266,7 @@ def test_statistics_on_a_generated_corpus(tmp_path):
 
 
 def test_output_does_not_depend_on_the_number_of_workers(corpus, tmp_path):
-    options = pretraining.PretrainingOptions(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=2)
+    options = PretrainingOptions(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=2)
     outputs = {}
     for workers in (1, 2):
         paths = [str(tmp_path / f"w{workers}-{i}.tfrecord") for i in range(3)]
@@ -272,7 +285,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes(corpus, tmp_path):
         path = str(tmp_path / name)
         pretraining.write_pretraining_examples(
             corpus["text"], path, spm_model_file=corpus["spm_model"],
-            options=pretraining.PretrainingOptions(max_seq_length=32, dupe_factor=1, random_seed=seed))
+            options=PretrainingOptions(max_seq_length=32, dupe_factor=1, random_seed=seed))
         return open(path, "rb").read()
 
     assert run(5, "a") == run(5, "b")
@@ -280,7 +293,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes(corpus, tmp_path):
 
 
 def test_bad_inputs(corpus, tmp_path):
-    options = pretraining.PretrainingOptions(max_seq_length=32, dupe_factor=1)
+    options = PretrainingOptions(max_seq_length=32, dupe_factor=1)
     missing = str(tmp_path / "nope*.txt")
     with pytest.raises(ValueError, match="nope"):
         pretraining.write_pretraining_examples(f"{corpus['text']},{missing}", str(tmp_path / "x.tfrecord"),
@@ -293,7 +306,7 @@ def test_bad_inputs(corpus, tmp_path):
                                                spm_model_file=corpus["spm_model"], options=options)
     assert not os.listdir(out_dir)  # nothing half-written
     with pytest.raises(ValueError, match="max_seq_length"):
-        pretraining.PretrainingOptions(max_seq_length=4).validate()
+        PretrainingOptions(max_seq_length=4).validate()
 
     # Undecodable bytes are replaced and counted, not fatal.
     broken = tmp_path / "broken.txt"
@@ -314,17 +327,102 @@ def test_command_line(corpus, tmp_path):
     library = str(tmp_path / "lib.tfrecord")
     pretraining.write_pretraining_examples(
         corpus["text"], library, spm_model_file=corpus["spm_model"],
-        options=pretraining.PretrainingOptions(max_seq_length=32, dupe_factor=1, max_predictions_per_seq=5))
+        options=PretrainingOptions(max_seq_length=32, dupe_factor=1, max_predictions_per_seq=5))
     assert open(out, "rb").read() == open(library, "rb").read()
 
 
 def test_fast_shuffle_draws_like_random_shuffle():
-    assert pretraining._FAST_SHUFFLE  # the exact fast path is active on this interpreter
+    assert pretraining_shuffle._FAST_SHUFFLE  # the exact fast path is active on this interpreter
     for n in (0, 1, 2, 7, 64, 100, 511, 4096):
         for seed in range(5):
             reference, fast, skip = random.Random(seed), random.Random(seed), random.Random(seed)
             expected = list(range(n))
             reference.shuffle(expected)
-            assert pretraining.shuffled_range(fast, n) == expected
-            pretraining.advance_shuffle(skip, n)
+            assert pretraining_shuffle.shuffled_range(fast, n) == expected
+            pretraining_shuffle.advance_shuffle(skip, n)
             assert reference.getstate() == fast.getstate() == skip.getstate()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Numbers followed by a comma: the original's `encode_pieces` as it runs under Python 3.
+
+NUMBER_WORDS = ("the city was founded in it is a total area of square kilometres population river north south "
+                "by and with during year century people km").split()
+DIGIT_COMMA_EXAMPLES = ["founded in 1801, it is", "a total area of 21,218 square kilometres (1,680 km"]
+
+
+def _number(rng):
+    r = rng.random()
+    if r < 0.5:
+        return str(rng.randint(1000, 2099))
+    if r < 0.8:
+        return f"{rng.randint(1, 99)},{rng.randint(0, 999):03d}"
+    return str(rng.randint(1, 999))
+
+
+def _number_line(rng):
+    words = [rng.choice(NUMBER_WORDS) for _ in range(rng.randint(4, 12))]
+    for _ in range(rng.randint(1, 3)):
+        words.insert(rng.randint(0, len(words)), _number(rng) + ",")
+    if rng.random() < 0.3:
+        words.insert(rng.randint(0, len(words)), "(" + _number(rng) + ",")
+    return " ".join(words)
+
+
+def _reference_pieces(sp, text, strip):
+    """The rule: a piece ending in "<digit>," becomes the pieces of its digits (its `▁` removed) and ",".
+
+    Under Python 3 the original never strips the `▁` SentencePiece puts in front of the re-encoded digits
+    (`strip=False`); the Python 2 reading strips it when the split piece did not start with `▁`.
+    """
+    out = []
+    for piece in sp.EncodeAsPieces(text):
+        if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+            digits = sp.EncodeAsPieces(piece[:-1].replace("▁", ""))
+            if strip and not piece.startswith("▁") and digits[0].startswith("▁"):
+                digits = digits[1:] if digits[0] == "▁" else [digits[0][1:]] + digits[1:]
+            out += digits + [","]
+        else:
+            out.append(piece)
+    return out
+
+
+def test_digit_comma_pieces_follow_the_original_under_python3(tmp_path):
+    import sentencepiece as spm
+
+    rng = random.Random(0)
+    train = tmp_path / "numbers.txt"
+    train.write_text("\n".join(_number_line(rng) for _ in range(3000)) + "\n")
+    model = train_sentencepiece([str(train)], str(tmp_path / "numbers"), vocab_size=300, minloglevel=2,
+                                hard_vocab_limit=False)
+    sp = spm.SentencePieceProcessor(model_file=model)
+    pieces = [sp.IdToPiece(i) for i in range(sp.GetPieceSize())]
+    assert sum(len(p) > 1 and p[-1] == "," and p[-2].isdigit() for p in pieces) > 20  # digit-comma pieces
+
+    lines = [_number_line(rng) for _ in range(300)] + DIGIT_COMMA_EXAMPLES
+    assert all(line == " ".join(line.split()).lower() for line in lines)  # preprocess_text leaves them as is
+    reference = {line: [sp.PieceToId(p) for p in _reference_pieces(sp, line, strip=False)] for line in lines}
+    stripped = {line: [sp.PieceToId(p) for p in _reference_pieces(sp, line, strip=True)] for line in lines}
+    # The two readings differ on many lines and on both examples, so the test sees the rule.
+    assert sum(reference[line] != stripped[line] for line in lines) > 100
+    assert all(reference[line] != stripped[line] for line in DIGIT_COMMA_EXAMPLES)
+    assert _reference_pieces(sp, DIGIT_COMMA_EXAMPLES[0], strip=False)[2:7] == ["▁18", "▁", "0", "1", ","]
+    # The transcription of the original gives the same pieces.
+    assert all(original.encode_pieces(sp, line) == _reference_pieces(sp, line, strip=False) for line in lines)
+
+    # Documents of two lines; no masking, no short targets and room for both: every record is
+    # [CLS] A [SEP] B [SEP] with A, B the ids of the two lines (in either order).
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"{a}\n{b}\n\n" for a, b in zip(lines[0::2], lines[1::2])))
+    out = str(tmp_path / "digits.tfrecord")
+    pretraining.write_pretraining_examples(
+        str(corpus), out, spm_model_file=model,
+        options=PretrainingOptions(max_seq_length=128, dupe_factor=1, masked_lm_prob=0.0, short_seq_prob=0.0))
+    written = collections.Counter()
+    for example in _examples(out):
+        ids = list(example.features.feature["input_ids"].int64_list.value)
+        ids = ids[:sum(example.features.feature["input_mask"].int64_list.value)]
+        assert ids[0] == 2 and ids[-1] == 3 and ids.count(3) == 2
+        sep = ids.index(3)
+        written.update([tuple(ids[1:sep]), tuple(ids[sep + 1:-1])])
+    assert written == collections.Counter(tuple(reference[line]) for line in lines)

@@ -1,4 +1,4 @@
-"""tf.data reader of the pretraining TFRecords (original `run_pretraining.input_fn_builder`, original-release §5.4).
+"""tf.data reader of the pretraining TFRecords (as `input_fn_builder` in the original `run_pretraining.py`).
 
 Training: the file list repeated and shuffled, `cycle_length = min(4, n_files)` files read interleaved
 (non-deterministic order unless a `seed` is given, as the original's `sloppy=True`), `shuffle(100)`, parse,
@@ -15,24 +15,31 @@ _READ = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "maske
          "next_sentence_labels")
 
 
-def expand_input_files(input_file):
-    """Comma-separated globs -> the sorted list of matching files, in the order of the patterns.
+def expand_input_files(input_file, glob=tf.io.gfile.glob):
+    """Comma-separated globs (or a list of them) -> the sorted matches of each pattern, in pattern order.
 
-    Raises `ValueError` naming the patterns that match nothing.
+    The one file-list rule of the package: the pretraining data writer (locally and on Beam, which passes
+    its own `glob`) and `run_pretraining.py` read their inputs in this order.
+
+    Args:
+        input_file: str of comma-separated globs, or a list of globs / paths.
+        glob: callable(pattern) -> list of paths.
+
+    Raises:
+        ValueError naming the patterns that match nothing.
     """
-    if not input_file:
-        raise ValueError(f"`input_file` must name TFRecord files (globs, comma separated). Received: {input_file!r}.")
+    patterns = input_file.split(",") if isinstance(input_file, str) else list(input_file or [])
+    patterns = [p.strip() for p in patterns if p and p.strip()]
+    if not patterns:
+        raise ValueError(f"`input_file` must name files (globs, comma separated). Received: {input_file!r}.")
     files, empty = [], []
-    for pattern in input_file.split(","):
-        pattern = pattern.strip()
-        if not pattern:
-            continue
-        matched = sorted(tf.io.gfile.glob(pattern))
+    for pattern in patterns:
+        matched = sorted(glob(pattern))
         if not matched:
             empty.append(pattern)
         files.extend(matched)
     if empty:
-        raise ValueError(f"`input_file` pattern(s) matched no file: {empty}.")
+        raise ValueError(f"`input_file` pattern(s) matched no file (missing input): {empty}.")
     return files
 
 

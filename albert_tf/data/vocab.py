@@ -1,4 +1,4 @@
-"""Train a SentencePiece vocabulary with the original release's `spm_train` flags (original-release §6).
+"""Train a SentencePiece vocabulary with the `spm_train` flags of the original README (google-research/ALBERT).
 
 The README command is
 
@@ -25,6 +25,15 @@ import tempfile
 import sentencepiece as spm
 import tensorflow as tf
 from absl import app, flags, logging
+
+CLI_HELP = (
+    "Trains a SentencePiece vocabulary with the flags of the original ALBERT README's spm_train command "
+    "(unigram model, <pad>=0, <unk>=1, control symbols [CLS] [SEP] [MASK], user-defined symbols "
+    "( ) \" - . \u2013 \u00a3 \u20ac, character coverage 0.99995): reads the text files of --input (comma-separated, "
+    "one sentence per line) and writes <model_prefix>.model and <model_prefix>.vocab (written to temporary "
+    "names, then renamed), the --spm_model_file and --vocab_file of albert-create-pretraining-data and of the "
+    "training scripts."
+)
 
 CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "–", "£", "€")

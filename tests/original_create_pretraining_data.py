@@ -1,12 +1,30 @@
-"""A straightforward pure-Python transcription of the original `create_pretraining_data.py` (§5).
+# coding=utf-8
+# Copyright 2018 The Google AI Team Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+#
+# Adapted from google-research/ALBERT/create_pretraining_data.py (and `encode_pieces` of
+# google-research/ALBERT/tokenization.py). Changes: the absl flags became the arguments of `run` (a
+# namedtuple `Flags` carries the ones the functions read); the n-gram size comes from a seeded
+# `numpy.random.Generator` (`np_rng.choice`) instead of the unseeded global `np.random.choice`; TF1 calls
+# became their `tf.io` equivalents; logging and the `six` / Python 2 branches were removed; the SentencePiece
+# pieces come from `encode_pieces` below, the original's function as it runs under Python 3.
+"""A straightforward pure-Python transcription of the original `create_pretraining_data.py`: a test oracle.
 
-Written from original-release §5 for two uses: the speed baseline of `bench_pretraining_data.py` and
-the reference that `tests/test_pretraining_data.py` compares `albert_tf.data.pretraining` with. It keeps
-the original's data structures and costs (token strings, lists, `_is_start_piece_sp` rebuilding its sets
-per call, `tf.train.Example` built with the protobuf API) and holds the corpus and every instance in RAM.
-
-The one change: the n-gram size comes from `np_rng.choice` (a seeded `numpy.random.Generator`) instead of
-the unseeded global `np.random.choice`, so that runs are reproducible and comparable.
+Two uses: the reference that `tests/test_pretraining_data.py` and `tests/test_beam_writer.py` compare the
+writer of `albert_tf.data` with, and the speed baseline of `benchmarks/bench_pretraining_data.py`. It keeps
+the original's data structures and costs (token strings, lists, `_is_start_piece_sp` rebuilding its sets per
+call, `tf.train.Example` built with the protobuf API) and holds the corpus and every instance in RAM.
 """
 
 import collections
@@ -16,6 +34,39 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf import tokenization
+
+SPIECE_UNDERLINE = "▁".encode("utf-8")
+
+
+def encode_pieces(sp_model, text):
+    """The original's `tokenization.encode_pieces` (no sampling), line for line, run under Python 3.
+
+    `cur_pieces[0][0]` is a `str` character and `SPIECE_UNDERLINE` is `bytes`: they are never equal, so
+    the `▁` in front of re-encoded digits is never removed.
+    """
+    pieces = sp_model.EncodeAsPieces(text)
+    new_pieces = []
+    for piece in pieces:
+        if len(piece) > 1 and piece[-1] == str(",") and piece[-2].isdigit():
+            cur_pieces = sp_model.EncodeAsPieces(piece[:-1].encode("utf-8").replace(SPIECE_UNDERLINE, b""))
+            if piece[0] != SPIECE_UNDERLINE and cur_pieces[0][0] == SPIECE_UNDERLINE:
+                if len(cur_pieces[0]) == 1:
+                    cur_pieces = cur_pieces[1:]
+                else:
+                    cur_pieces[0] = cur_pieces[0][1:]
+            cur_pieces.append(piece[-1])
+            new_pieces.extend(cur_pieces)
+        else:
+            new_pieces.append(piece)
+    return new_pieces
+
+
+def tokenize(tokenizer, text):
+    """`FullTokenizer.tokenize` of the original: `encode_pieces` with SentencePiece, else WordPiece."""
+    if tokenizer.sp_model is not None:
+        return encode_pieces(tokenizer.sp_model, text)
+    return tokenizer.tokenize(text)
+
 
 Flags = collections.namedtuple(
     "Flags",
@@ -104,7 +155,7 @@ def create_training_instances(input_files, tokenizer, max_seq_length, dupe_facto
                     line = line.strip()
                 if not line:
                     all_documents.append([])
-                tokens = tokenizer.tokenize(line)
+                tokens = tokenize(tokenizer, line)
                 if tokens:
                     all_documents[-1].append(tokens)
     all_documents = [x for x in all_documents if x]

@@ -1,0 +1,259 @@
+"""The local pretraining data writer: shards of the corpus over worker processes, records to TFRecord files.
+
+Documents are cut into shards of about `shard_size_mb` of raw text (only at blank lines, so never inside a
+document); each shard is processed by `pretraining_instances.ShardProcessor` as the original
+`create_pretraining_data.py` processes its whole corpus (the document shuffle, the random-document draws for
+B segments and the instance shuffle happen within a shard). A shard's records go to a temporary file, then are
+copied out in the shuffled order, so memory holds one shard of documents per worker, where the original holds
+the whole corpus and every instance. Shards run in `num_workers` processes and are written in shard order,
+round-robin over the output files as the original, so the bytes do not depend on the number of workers.
+Missing inputs are errors naming the pattern; undecodable bytes are replaced (U+FFFD) and counted; an empty
+corpus is an error; outputs are written to temporary names and renamed when complete.
+"""
+
+import concurrent.futures
+import contextlib
+import multiprocessing
+import os
+import tempfile
+import time
+import uuid
+
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.data.pretraining_input import expand_input_files
+from albert_tf.fileio import atomic_path
+from albert_tf.data.pretraining_instances import (PretrainingOptions, PretrainingStats, ShardProcessor, TokenSpace,
+                                                  check_vocab_file, shard_seed)
+from albert_tf.data.pretraining_shuffle import shuffled_range
+
+
+def run_shard(processor, raw_lines, seed, temp_path, progress=None):
+    """Writes one shard's records to `temp_path`; returns (offsets, shuffled order, stats).
+
+    Record j is bytes offsets[j]:offsets[j + 1] of the file; `order` is the original's final
+    `rng.shuffle(instances)`. A shard without documents writes no file.
+    """
+    stats = PretrainingStats(ngram_counts=(0,) * processor.options.ngram,
+                             ngram_draws=(0,) * processor.options.ngram)
+    offsets = [0]
+    records = processor.records(raw_lines, seed, stats, progress)
+    del raw_lines
+    first = next(records, None)
+    if first is None:
+        return offsets, [], stats
+    with open(temp_path, "wb") as f:
+        f.write(first)
+        offsets.append(len(first))
+        for record in records:
+            f.write(record)
+            offsets.append(offsets[-1] + len(record))
+    return offsets, shuffled_range(processor.rng, len(offsets) - 1), stats
+
+
+# ---------------------------------------------------------------------------------------------------
+# Workers.
+
+_WORKER = {}
+
+
+def _worker_init(vocab_file, spm_model_file, options):
+    _WORKER["processor"] = ShardProcessor(TokenSpace(vocab_file, spm_model_file, options.do_lower_case), options)
+
+
+def _worker_run(shard_index, raw_lines, seed, temp_path):
+    processor = _WORKER["processor"]
+    offsets, order, stats = run_shard(processor, raw_lines, seed, temp_path)
+    return shard_index, offsets, order, stats
+
+
+
+
+def iter_shards(input_files, shard_bytes):
+    """Yields (raw lines, bytes) per shard; a shard is cut only at a blank line (a document boundary).
+
+    Lines end at `\n` only, as the original's `readline`; a file's last line ends at the end of the
+    file (documents do continue into the next file, as in the original).
+    """
+    lines = []
+    size = 0
+    for path in input_files:
+        carry = b""
+        with tf.io.gfile.GFile(path, "rb") as reader:
+            while True:
+                block = reader.read(1 << 20)
+                if not block:
+                    break
+                parts = (carry + block).split(b"\n")
+                carry = parts.pop()
+                for line in parts:
+                    if size >= shard_bytes and not line.strip():
+                        yield lines, size
+                        lines, size = [], 0
+                    lines.append(line)
+                    size += len(line) + 1
+        if carry:
+            lines.append(carry)
+            size += len(carry)
+    if lines:
+        yield lines, size
+
+
+def write_pretraining_examples(
+    input_files,
+    output_files,
+    vocab_file=None,
+    spm_model_file=None,
+    options=PretrainingOptions(),
+    num_workers=1,
+    shard_size_mb=32.0,
+):
+    """Writes ALBERT pretraining TFRecords (the schema of the original `create_pretraining_data.py`) from text.
+
+    Args:
+        input_files: str of comma-separated globs, or list of paths; one sentence per line, blank line
+            between documents.
+        output_files: str (comma-separated) or list of TFRecord paths, filled round-robin.
+        vocab_file: WordPiece `vocab.txt` (used when `spm_model_file` is not given).
+        spm_model_file: SentencePiece `.model`.
+        options: `PretrainingOptions` (the original's flags).
+        num_workers: int, processes; the output does not depend on it.
+        shard_size_mb: float, raw text per shard (memory per worker is about this times a small factor).
+
+    Returns:
+        `PretrainingStats` of the whole run.
+    """
+    options.validate()
+    if not spm_model_file and not vocab_file:
+        raise ValueError("`vocab_file` or `spm_model_file` is required (both are None).")
+    for name, path in (("spm_model_file", spm_model_file), ("vocab_file", None if spm_model_file else vocab_file)):
+        if path and not tf.io.gfile.exists(path):
+            raise ValueError(f"`{name}`: the file `{path}` does not exist.")
+    if num_workers < 1:
+        raise ValueError(f"`num_workers` must be >= 1. Received: `num_workers={num_workers}`.")
+    if shard_size_mb <= 0:
+        raise ValueError(f"`shard_size_mb` must be positive. Received: `shard_size_mb={shard_size_mb}`.")
+    check_vocab_file(vocab_file, spm_model_file)
+    files = expand_input_files(input_files)
+    if isinstance(output_files, str):
+        output_files = [f for f in output_files.split(",") if f]
+    if not output_files:
+        raise ValueError(f"`output_file` names no file. Received: `{output_files!r}`.")
+    total_bytes = sum(tf.io.gfile.stat(f).length for f in files)
+    logging.info("Reading %d input files (%.1f MB):", len(files), total_bytes / 1e6)
+    for f in files:
+        logging.info("  %s", f)
+
+    run_id = uuid.uuid4().hex[:8]
+    # Shard files are local: next to the first output, or in the system temp dir for remote outputs.
+    if "://" in output_files[0]:
+        out_dir = tempfile.gettempdir()
+    else:
+        out_dir = os.path.dirname(os.path.abspath(output_files[0]))
+    for path in output_files:
+        parent = os.path.dirname(path)
+        if parent:
+            tf.io.gfile.makedirs(parent)
+    shard_bytes = int(shard_size_mb * 1e6)
+    stats = PretrainingStats(ngram_counts=(0,) * options.ngram, ngram_draws=(0,) * options.ngram)
+    started = time.time()
+    done_bytes = 0
+    written = 0
+    writers = []
+    temp_shards = set()
+
+    def shard_path(k):
+        return os.path.join(out_dir, f".albert-shard-{run_id}-{k:05d}.tmp")
+
+    def emit(shard_index, offsets, order, shard_stats, shard_size):
+        nonlocal written, done_bytes
+        path = shard_path(shard_index)
+        if order:
+            # pread, not mmap: mapped pages of a large shard file would count as resident memory.
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                for j in order:
+                    start = int(offsets[j])
+                    writers[written % len(writers)].write(os.pread(fd, int(offsets[j + 1]) - start, start))
+                    written += 1
+            finally:
+                os.close(fd)
+        if os.path.exists(path):  # a shard without documents writes no file
+            os.remove(path)
+        temp_shards.discard(path)
+        stats.merge(shard_stats)
+        done_bytes += shard_size
+        elapsed = time.time() - started
+        rate = stats.instances / max(elapsed, 1e-9)
+        eta = elapsed * (total_bytes - done_bytes) / max(done_bytes, 1)
+        logging.info(
+            "shard %d done: %d documents, %d instances (%.1f instances/s), %.1f%% of input, ETA %.0f s",
+            shard_index, stats.documents, stats.instances, rate, 100.0 * done_bytes / max(total_bytes, 1), eta,
+        )
+
+    try:
+        with contextlib.ExitStack() as outputs:
+            # Each output is written under a temporary name and renamed only if the whole run succeeds.
+            temp_outputs = [outputs.enter_context(atomic_path(path)) for path in output_files]
+            writers = [outputs.enter_context(tf.io.TFRecordWriter(path)) for path in temp_outputs]
+            _write_shards(iter_shards(files, shard_bytes), vocab_file, spm_model_file, options, num_workers,
+                          shard_path, temp_shards, emit)
+            for w in writers:
+                w.close()
+            if stats.documents == 0:
+                raise ValueError(
+                    f"The corpus is empty: no line of `{','.join(files)}` gives a token (expected one sentence "
+                    "per line, blank lines between documents)."
+                )
+    finally:
+        for path in temp_shards:
+            if os.path.exists(path):
+                os.remove(path)
+    elapsed = time.time() - started
+    logging.info("Wrote %d instances to %d files in %.1f s (%.1f instances/s).", stats.instances,
+                 len(output_files), elapsed, stats.instances / max(elapsed, 1e-9))
+    logging.info("Summary: %s", stats.summary())
+    return stats
+
+
+def _write_shards(shards, vocab_file, spm_model_file, options, num_workers, shard_path, temp_shards, emit):
+    """Processes `shards` in this process or in `num_workers` processes; `emit`s them in shard order."""
+    if num_workers == 1:
+        processor = ShardProcessor(TokenSpace(vocab_file, spm_model_file, options.do_lower_case), options)
+        last_log = [time.time()]
+
+        def progress(dupe, d, n_docs, n_instances, elapsed):
+            if time.time() - last_log[0] >= 30:
+                last_log[0] = time.time()
+                logging.info("  current shard: pass %d/%d, document %d/%d, %d instances (%.1f/s)",
+                             dupe + 1, options.dupe_factor, d, n_docs, n_instances,
+                             n_instances / max(elapsed, 1e-9))
+
+        for k, (raw_lines, size) in enumerate(shards):
+            temp_shards.add(shard_path(k))
+            offsets, order, shard_stats = run_shard(
+                processor, raw_lines, shard_seed(options.random_seed, k), shard_path(k), progress)
+            emit(k, offsets, order, shard_stats, size)
+    else:
+        context = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(
+            max_workers=num_workers, mp_context=context, initializer=_worker_init,
+            initargs=(vocab_file, spm_model_file, options),
+        ) as pool:
+            in_flight = {}  # shard index -> (future, bytes)
+            next_to_emit = 0
+            for k, (raw_lines, size) in enumerate(shards):
+                temp_shards.add(shard_path(k))
+                in_flight[k] = (pool.submit(_worker_run, k, raw_lines, shard_seed(options.random_seed, k),
+                                            shard_path(k)), size)
+                del raw_lines
+                # Keep at most num_workers + 1 shards of text in flight: bounded memory.
+                while len(in_flight) > num_workers:
+                    future, shard_size = in_flight.pop(next_to_emit)
+                    emit(*future.result()[:4], shard_size)
+                    next_to_emit += 1
+            while in_flight:
+                future, shard_size = in_flight.pop(next_to_emit)
+                emit(*future.result()[:4], shard_size)
+                next_to_emit += 1
