@@ -1,7 +1,7 @@
 """ALBERT text normalisation and SentencePiece tokenization as TensorFlow ops (tensorflow-text).
 
 The same steps as the Python path `encode_ids(sp, preprocess_text(text, lower=do_lower_case))`
-(original-release §6), all in the graph, so a SavedModel can take raw strings:
+(as the original `tokenization.py`), all in the graph, so a SavedModel can take raw strings:
 
 1. whitespace: `" ".join(text.strip().split())`, with Python's own set of whitespace characters;
 2. `unicodedata.normalize("NFKD", ·)` -> `text.normalize_utf8(·, "NFKD")`;
@@ -9,11 +9,15 @@ The same steps as the Python path `encode_ids(sp, preprocess_text(text, lower=do
    into the regex at construction);
 4. lower-case (`tf.strings.lower(·, encoding="utf-8")`);
 5. SentencePiece ids (`text.SentencepieceTokenizer` on the same model proto);
-6. the digit-comma rule of `encode_pieces` (`▁1990,` -> `▁1990`, `,`), with ragged ops.
+6. the digit-comma rule of `encode_pieces` as the original runs under Python 3 (`▁1990,` -> the pieces
+   of `1990`, then `,`; the re-encoded digits keep their leading `▁`), with ragged ops.
+
+Only `AlbertTextTokenizer` needs tensorflow-text (imported when one is built, see
+`require_tensorflow_text`); `pack_inputs` and `truncate_pair_lengths` are plain TensorFlow.
 
 Known differences from the Python path (`tests/test_text_ops.py` shows them): Unicode versions. Python
 3.11's `unicodedata` is Unicode 14.0, tensorflow-text's ICU normalisation is newer and `tf.strings.lower`
-older. Of the 1.1M code points, 158 normalise differently (measured with one character between ASCII
+older. Of the 1.1M code points, 158 normalise differently (each tried with one character between ASCII
 letters): 40 capital letters new in Unicode 14 that `tf.strings.lower` leaves upper-case (U+2C2F, U+A7C0,
 U+A7D0, U+A7D6, U+A7D8 and Vithkuqi U+10570-U+10595) and 118 code points unassigned in Unicode 14 that
 ICU decomposes. The context-dependent final-sigma rule of `str.lower` is matched. Invalid UTF-8 input is
@@ -23,7 +27,6 @@ an op error here (the Python path decodes before it gets this far).
 import numpy as np
 import sentencepiece as spm
 import tensorflow as tf
-import tensorflow_text as text
 
 from albert_tf import tokenization
 
@@ -54,11 +57,25 @@ _WHITESPACE_CLASS = _code_point_class(_ranges(cp for cp in range(0x3100) if chr(
 
 def _digit_comma_table(sp_model):
     """bool [vocab]: pieces that `encode_pieces` splits (length > 1, last `,`, second-to-last a digit)."""
-    table = np.zeros(sp_model.GetPieceSize(), dtype=bool)
-    for i in range(sp_model.GetPieceSize()):
-        piece = sp_model.IdToPiece(i)
-        table[i] = len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
-    return table
+    return np.array([tokenization.is_digit_comma_piece(sp_model.IdToPiece(i))
+                     for i in range(sp_model.GetPieceSize())], dtype=bool)
+
+
+def require_tensorflow_text():
+    """The `tensorflow_text` module, or an ImportError that says how to install it.
+
+    Imported here, not at module top, so that the rest of albert_tf (and `pack_inputs` here) works
+    without tensorflow-text: only the in-graph tokenizer and `serve_text` exports need its ops, and a
+    process that loads such an export must import it to register them.
+    """
+    try:
+        import tensorflow_text  # Deferred: optional dependency, see the docstring.
+    except ImportError as e:
+        raise ImportError(
+            "The in-graph tokenizer (`AlbertTextTokenizer`, `serve_text` exports) needs the `tensorflow-text` "
+            "package, which is not installed. Install it with `pip install tensorflow-text==2.20.1` (on a TPU "
+            "VM: `pip install --no-deps -r requirements-tpu.txt`, see README).") from e
+    return tensorflow_text
 
 
 class AlbertTextTokenizer(tf.Module):
@@ -80,6 +97,7 @@ class AlbertTextTokenizer(tf.Module):
             raise TypeError("`spm_model_proto` must be the bytes of the model, not a path. "
                             f"Received a str: `{spm_model_proto[:80]!r}`.")
         spm_model_proto = bytes(spm_model_proto)
+        text = require_tensorflow_text()
         sp_model = spm.SentencePieceProcessor()
         sp_model.LoadFromSerializedProto(spm_model_proto)
         self.do_lower_case = bool(do_lower_case)
@@ -94,7 +112,7 @@ class AlbertTextTokenizer(tf.Module):
         strings = tf.convert_to_tensor(strings, dtype=tf.string)
         out = tf.strings.regex_replace(strings, _WHITESPACE_CLASS + "+", " ")
         out = tf.strings.regex_replace(out, "^ | $", "")
-        out = text.normalize_utf8(out, "NFKD")
+        out = require_tensorflow_text().normalize_utf8(out, "NFKD")
         out = tf.strings.regex_replace(out, self._combining, "")
         if self.do_lower_case:
             out = tf.strings.lower(out, encoding="utf-8")
@@ -113,35 +131,20 @@ class AlbertTextTokenizer(tf.Module):
         return self._split_digit_commas(ids)
 
     def _split_digit_commas(self, ids):
-        """`encode_pieces`' rule: a piece like `▁1990,` becomes the pieces of `1990` and `,`."""
+        """`encode_pieces`' rule: a piece like `▁1990,` or `90,` becomes the pieces of `1990` / `90` and `,`.
+
+        The re-encoded digits keep the `▁` SentencePiece puts in front of them, as the original does under
+        Python 3 (see `albert_tf.tokenization.encode_pieces`).
+        """
         flat = ids.flat_values                                                    # [N]
         is_dc = tf.gather(self._digit_comma, flat)                                # [N]
         dc_ids = tf.boolean_mask(flat, is_dc)                                     # [K]
         pieces = self._sp.id_to_string(dc_ids)                                    # [K]
         stems = tf.strings.regex_replace(tf.strings.regex_replace(pieces, ",$", ""), _UNDERLINE, "")
         cur = self._sp.tokenize(stems)                                            # [K, (m)]
-        first_index = cur.row_starts()                                            # [K]
-        first_piece = self._sp.id_to_string(tf.gather(cur.flat_values, first_index))
-        # If the split piece did not start with ▁ but its re-encoding does, drop that ▁ (or the whole
-        # first piece when it is exactly ▁).
-        strip = tf.logical_and(tf.logical_not(tf.strings.regex_full_match(pieces, f"(?s){_UNDERLINE}.*")),
-                               tf.strings.regex_full_match(first_piece, f"(?s){_UNDERLINE}.*"))
-        bare = tf.equal(first_piece, _UNDERLINE)
-        stripped_id = self._sp.string_to_id(tf.strings.regex_replace(first_piece, f"^{_UNDERLINE}", ""))
-        values = tf.tensor_scatter_nd_update(
-            cur.flat_values,
-            tf.expand_dims(tf.boolean_mask(first_index, strip & ~bare), 1),
-            tf.cast(tf.boolean_mask(stripped_id, strip & ~bare), cur.flat_values.dtype),
-        )
-        keep = tf.tensor_scatter_nd_update(
-            tf.ones_like(values, dtype=tf.bool),
-            tf.expand_dims(tf.boolean_mask(first_index, strip & bare), 1),
-            tf.zeros_like(tf.boolean_mask(first_index, strip & bare), dtype=tf.bool),
-        )
-        cur = tf.ragged.boolean_mask(cur.with_flat_values(values), cur.with_flat_values(keep))
         comma = tf.fill(tf.stack([tf.shape(dc_ids, out_type=tf.int64)[0], tf.constant(1, tf.int64)]),
                         self._comma_id)
-        replacement = tf.concat([cur, tf.RaggedTensor.from_tensor(comma)], axis=1)   # [K, (m + 1)]
+        replacement = tf.concat([cur, tf.RaggedTensor.from_tensor(comma)], axis=1)         # [K, (m + 1)]
         # Every token becomes a row: itself, or its replacement; then the rows are merged back.
         n_tokens = tf.shape(flat, out_type=tf.int64)[0]
         rows = tf.concat([tf.RaggedTensor.from_tensor(tf.expand_dims(flat, 1)), replacement], axis=0)
