@@ -303,3 +303,47 @@ def test_tokenization_does_not_import_tf_models(tmp_path):
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_task_features_follow_the_digit_comma_rule(number_model):
+    """GLUE, RACE and SQuAD features carry the original's ids on number text (their reference is the rule
+    above applied to the processed text, packed as the original scripts do)."""
+    from albert_tf.data import glue, race, squad  # Deferred: only this test needs the task modules.
+
+    sp, path = number_model
+    tok = tokenization.FullTokenizer(spm_model_file=path, do_lower_case=True)
+    lines = ISSUE_TEXTS + ft.number_lines(60, seed=11)
+
+    def ref_ids(text):
+        return [sp.PieceToId(p) for p in ref_encode_pieces(sp, ref_preprocess_text(text, lower=True))]
+
+    processor = glue.get_processor("mrpc", use_spm=True, do_lower_case=True)
+    for i in range(0, len(lines) - 1, 2):
+        a, b = lines[i], lines[i + 1]
+        example = glue.InputExample("g", processor.process_text(a), processor.process_text(b), "1")
+        feature = glue.convert_single_example(9, example, ["0", "1"], 128, tok, "mrpc")
+        ids_a, ids_b = ref_ids(a), ref_ids(b)
+        assert len(ids_a) + len(ids_b) <= 125
+        expected = [2] + ids_a + [3] + ids_b + [3]
+        assert feature.input_ids == expected + [0] * (128 - len(expected))
+
+    process = race.make_process_text(do_lower_case=True)
+    context = " ".join(lines[:2])
+    endings = [process(line) for line in lines[2:6]]
+    example = race.RaceExample("a-0", "a", 0, "high", process(context), endings, 0, "t.json")
+    ids, _, _, _ = race.encode_example(example, tok, max_seq_length=128, max_qa_length=40)
+    for row, ending in zip(ids, lines[2:6]):
+        expected = [2] + ref_ids(context) + [3] + ref_ids(ending)[-40:] + [3]
+        assert len(expected) <= 128 and row == expected + [0] * (128 - len(expected))
+
+    paragraph = "The town was founded in 1801, it is a total area of 21,218 square kilometres (1,680 km2), it"
+    question = "In 1801, what was founded?"
+    example = squad.SquadExample("q1", question, paragraph, "1801", paragraph.index("1801"), None, False)
+    features = []
+    squad.convert_examples_to_features([example], tok, max_seq_length=96, doc_stride=32, max_query_length=24,
+                                       is_training=True, output_fn=features.append, do_lower_case=True)
+    (feature,) = features
+    query, doc = ref_ids(question), ref_ids(paragraph)
+    assert feature.input_ids[:len(query) + len(doc) + 3] == [2] + query + [3] + doc + [3]
+    answer = feature.input_ids[feature.start_position:feature.end_position + 1]
+    assert "".join(sp.IdToPiece(i) for i in answer).replace("▁", "") == "1801"

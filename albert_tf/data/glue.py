@@ -24,6 +24,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import tokenization
 from albert_tf.data import features as features_lib
 
 
@@ -118,9 +119,7 @@ class DataProcessor:
 
     def process_text(self, text):
         if self.use_spm:
-            from albert_tf.tokenization import preprocess_text
-
-            return preprocess_text(text, lower=self.do_lower_case)
+            return tokenization.preprocess_text(text, lower=self.do_lower_case)
         return text if isinstance(text, str) else text.decode("utf-8", "ignore")
 
     # --- helpers ---

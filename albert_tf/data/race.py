@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import tokenization
 from albert_tf.data import features as features_lib
 
 LEVELS = ("middle", "high")
@@ -169,9 +170,7 @@ def make_process_text(do_lower_case=True, use_spm=True):
     """The original `RaceProcessor.process_text`: `preprocess_text(text, lower=do_lower_case)` with spm."""
     if not use_spm:
         return lambda text: text if isinstance(text, str) else text.decode("utf-8")
-    from albert_tf.tokenization import preprocess_text
-
-    return lambda text: preprocess_text(text, lower=do_lower_case)
+    return lambda text: tokenization.preprocess_text(text, lower=do_lower_case)
 
 
 def read_race_examples(data_dir, split, do_lower_case=True, high_only=False, middle_only=False, use_spm=True,

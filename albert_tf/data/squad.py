@@ -22,6 +22,7 @@ import time
 from absl import logging
 import tensorflow as tf
 
+from albert_tf import tokenization
 from albert_tf.data import features as feature_schema
 
 SPIECE_UNDERLINE = "\u2581"
@@ -79,12 +80,6 @@ class ConversionStats:
     num_positive: int = 0
     num_negative: int = 0
     num_mismatch: int = 0
-
-
-def _tokenization():
-    from albert_tf import tokenization  # Local import: keeps `albert_tf.data` importable on its own.
-
-    return tokenization
 
 
 def load_squad_json(input_file):
@@ -270,7 +265,7 @@ def align_pieces(paragraph_text, para_tokens, do_lower_case):
         `tok_start_to_orig_index`, `tok_end_to_orig_index` (per piece, raw char offsets),
         `orig_to_chartok_index` (per raw char), `chartok_to_tok_index` (per char of the joined pieces).
     """
-    preprocess_text = _tokenization().preprocess_text
+    preprocess_text = tokenization.preprocess_text
     chartok_to_tok_index = []
     tok_start_to_chartok_index = []
     tok_end_to_chartok_index = []
@@ -384,7 +379,6 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
     check_lengths(max_seq_length, max_query_length)
     if doc_stride <= 0:
         raise ValueError(f"`doc_stride` must be positive. Received: {doc_stride}.")
-    tokenization = _tokenization()
     sp_model = _sp_model(tokenizer)
     cls_id, sep_id = sp_model.PieceToId("[CLS]"), sp_model.PieceToId("[SEP]")
     stats = ConversionStats(num_examples=len(examples))
