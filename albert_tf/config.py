@@ -12,7 +12,7 @@ import os
 
 ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
 
-# The original constructor's arguments and defaults (original-release §3.1).
+# The original constructor's arguments and defaults (`modeling.AlbertConfig.__init__` in the original `modeling.py`).
 _FIELDS = (
     ("vocab_size", None),
     ("embedding_size", 128),
@@ -32,7 +32,7 @@ _FIELDS = (
 )
 _FIELD_NAMES = tuple(name for name, _ in _FIELDS)
 
-# Released English models (original-release §3.2). Keys beyond the constructor are those of the JSONs.
+# Released English models (the `albert_config.json` of each release tarball). Keys beyond the constructor are those of the JSONs.
 _COMMON = dict(
     vocab_size=30000,
     embedding_size=128,
@@ -151,7 +151,7 @@ class AlbertConfig:
 
     @classmethod
     def from_preset(cls, name):
-        """Config of a released English model: `base_v1` ... `xxlarge_v2` (original-release §3.2)."""
+        """Config of a released English model: `base_v1` ... `xxlarge_v2` (their `albert_config.json`)."""
         if name not in PRESETS:
             raise ValueError(f"Unknown preset `{name}`. Expected one of: {', '.join(sorted(PRESETS))}.")
         return cls.from_dict(copy.deepcopy(PRESETS[name]))
