@@ -10,6 +10,8 @@ import copy
 import json
 import os
 
+from albert_tf import fileio
+
 ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
 
 # The original constructor's arguments and defaults (`modeling.AlbertConfig.__init__` in the original `modeling.py`).
@@ -166,11 +168,7 @@ class AlbertConfig:
 
     def to_json_file(self, json_file):
         """Writes the JSON atomically (temporary name, then rename)."""
-        json_file = os.fspath(json_file)
-        tmp = json_file + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as writer:
-            writer.write(self.to_json_string())
-        os.replace(tmp, json_file)
+        fileio.write_text_atomic(os.fspath(json_file), self.to_json_string())
 
     def copy(self):
         return self.from_dict(self.to_dict())

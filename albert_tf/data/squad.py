@@ -16,13 +16,12 @@ is written here as JSON and never unpickled.
 import collections
 import dataclasses
 import json
-import os
 import time
 
 from absl import logging
 import tensorflow as tf
 
-from albert_tf import tokenization
+from albert_tf import fileio, tokenization
 from albert_tf.data import features as feature_schema
 
 SPIECE_UNDERLINE = "\u2581"
@@ -519,8 +518,8 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
 class FeatureWriter:
     """Writes `InputFeatures` as tf.Examples with the original names (`squad_utils.FeatureWriter`).
 
-    The records go to `<filename>.tmp-<pid>` and are renamed to `filename` by `close()`; `abort()` removes
-    the temporary file. Usable as a context manager (aborts on an exception).
+    The records go to a temporary file (`fileio.atomic_path`) renamed to `filename` by `close()`; `abort()`
+    removes it. Usable as a context manager (aborts on an exception).
 
     Args:
         filename: output TFRecord path.
@@ -531,8 +530,8 @@ class FeatureWriter:
         self.filename = filename
         self.is_training = is_training
         self.num_features = 0
-        self._tmp_name = f"{filename}.tmp-{os.getpid()}"
-        self._writer = tf.io.TFRecordWriter(self._tmp_name)
+        self._target = fileio.atomic_path(filename)
+        self._writer = tf.io.TFRecordWriter(self._target.__enter__())
 
     def process_feature(self, feature):
         self.num_features += 1
@@ -554,12 +553,15 @@ class FeatureWriter:
 
     def close(self):
         self._writer.close()
-        tf.io.gfile.rename(self._tmp_name, self.filename, overwrite=True)
+        self._target.__exit__(None, None, None)
 
     def abort(self):
         self._writer.close()
-        if tf.io.gfile.exists(self._tmp_name):
-            tf.io.gfile.remove(self._tmp_name)
+        error = RuntimeError(f"Writing `{self.filename}` was aborted.")
+        try:
+            self._target.__exit__(RuntimeError, error, None)  # Removes the temporary file.
+        except RuntimeError:
+            pass
 
     def __enter__(self):
         return self
@@ -571,11 +573,8 @@ class FeatureWriter:
             self.abort()
 
 
-def write_text_atomic(path, text):
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with tf.io.gfile.GFile(tmp, "w") as writer:
-        writer.write(text)
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+# Kept under this module's name for its callers (`albert_tf.training.squad_task`).
+write_text_atomic = fileio.write_text_atomic
 
 
 _EVAL_FIELDS = ("unique_id", "example_index", "doc_span_index", "tok_start_to_orig_index",

@@ -14,12 +14,12 @@ The metric functions are the official SQuAD v1.1 and v2.0 evaluation scripts (`e
 import collections
 import json
 import math
-import os
 import re
 import string
 
 from absl import logging
-import tensorflow as tf
+
+from albert_tf import fileio
 
 RawResult = collections.namedtuple("RawResult", ["unique_id", "start_log_prob", "end_log_prob"])
 RawResultV2 = collections.namedtuple(
@@ -131,10 +131,7 @@ def _nbest_json(nbest):
 
 def write_json(obj, path):
     """`json.dumps(obj, indent=4) + "\\n"` as the original, to a temporary name then renamed."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with tf.io.gfile.GFile(tmp, "w") as writer:
-        writer.write(json.dumps(obj, indent=4) + "\n")
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+    fileio.write_text_atomic(path, json.dumps(obj, indent=4) + "\n")
 
 
 def write_predictions_v1(result_dict, all_examples, all_features, all_results, n_best_size,
