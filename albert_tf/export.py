@@ -690,7 +690,7 @@ def _run(argv):
             spm_model_file=f.spm_model_file, max_seq_length=f.max_seq_length, do_lower_case=f.do_lower_case,
             version=f.version, threshold=f.threshold, max_predictions_per_seq=f.max_predictions_per_seq,
             max_query_length=f.max_query_length, max_qa_length=f.max_qa_length, text_signature=f.serve_text)
-    except (ValueError, TypeError, FileNotFoundError) as e:  # Bad input: a message, not a traceback.
+    except (ValueError, TypeError, FileNotFoundError, ImportError) as e:  # Bad input or setup: a message.
         sys.stderr.write(f"albert-export: error: {e}\n")
         sys.exit(2)
     print(path)

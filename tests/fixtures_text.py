@@ -2,7 +2,7 @@
 
 import random
 
-# Common English words; the numbers with trailing commas make pieces like `▁1990,` and `90,` (§6's rule).
+# Common English words; the numbers with trailing commas make pieces like `▁1990,` and `90,` (the original `encode_pieces` digit-comma rule).
 DIGIT_COMMA_WORDS = ("the of and in to a was is for on as by with he at from his an were are which this also be "
                      "has or had first one their its new after who they population up").split()
 

@@ -1,4 +1,4 @@
-"""SavedModel export (issue 9): every model kind, every signature, reloaded in a fresh process.
+"""SavedModel export: every model kind, every signature, reloaded in a fresh process.
 
 The parent process builds tiny models, exports them, and computes the expected outputs with the Keras models on
 features made by the Python data pipeline (`albert_tf.tokenization` + `albert_tf.data.glue/squad/race`), which

@@ -2,7 +2,7 @@
 
 Processors read `data_dir/<DIR>/<file>.tsv` with `csv.reader(delimiter="\\t", quotechar=None)` and take the
 same columns, skip the same header rows and produce the same guids and labels as the original
-(original-release §8.1). tf-models-official's `classifier_data_lib` processors were not reused: they read
+processors. tf-models-official's `classifier_data_lib` processors were not reused: they read
 TFDS, number guids `"<set>-<i>"` where the original takes the file's index column (which the GLUE
 leaderboard files need), and give STS-B test labels 0.0 instead of 0.
 

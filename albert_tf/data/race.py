@@ -1,4 +1,4 @@
-"""RACE reading, 4-choice feature encoding and TFRecords (original `race_utils.py`, original-release §8.6).
+"""RACE reading, 4-choice feature encoding and TFRecords (the original `race_utils.py`).
 
 Layout: `data_dir/RACE/{train,dev,test}/{middle,high}/`. A level directory holds either the concatenated
 `all.txt` the original requires (one JSON object per line) or the per-article `*.txt` files of the public RACE

@@ -1,4 +1,23 @@
-"""SQuAD 1.1 / 2.0 reading and feature conversion, exactly as the original `squad_utils` (original-release §8.3).
+# coding=utf-8
+# Copyright 2018 The Google AI Team Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+#
+# Adapted from google-research/ALBERT/squad_utils.py: `_convert_index`, `_check_is_max_context` and the
+# piece-to-character alignment and doc-span windows of `convert_examples_to_features`. Changes: split into
+# functions, Python 3 only, features handed to a callback, eval side-information stored as JSON instead of
+# a pickle, atomic output files.
+"""SQuAD 1.1 / 2.0 reading and feature conversion, exactly as the original `squad_utils.py`.
 
 The paragraph is tokenized with SentencePiece after `preprocess_text` (NFKD, accents dropped, lower-cased), so
 pieces no longer spell the raw text. The original aligns the two by a banded longest-common-subsequence over

@@ -1,4 +1,22 @@
-"""SQuAD post-processing and metrics, as the original `squad_utils` (original-release §8.4, §8.5).
+# coding=utf-8
+# Copyright 2018 The Google AI Team Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+#
+# Adapted from google-research/ALBERT/squad_utils.py (`write_predictions_v1`/`_v2`, `accumulate_predictions_v1`/
+# `_v2`) and the official SQuAD evaluation scripts it copies (`evaluate-v1.1.py`, `evaluate-v2.0.py`).
+# Changes: Python 3 only, functions instead of module-level state, atomic output files.
+"""SQuAD post-processing and metrics, as the original `squad_utils.py`.
 
 v1: per feature the `n_best_size` best start and end logits, valid (start, end) pairs (inside the doc, start at a
 max-context token, `end >= start`, at most `max_answer_length` pieces), scores averaged over duplicate pairs,
