@@ -10,9 +10,11 @@ import copy
 import json
 import os
 
+from albert_tf import fileio
+
 ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
 
-# The original constructor's arguments and defaults (original-release §3.1).
+# The original constructor's arguments and defaults (`modeling.AlbertConfig.__init__` in the original `modeling.py`).
 _FIELDS = (
     ("vocab_size", None),
     ("embedding_size", 128),
@@ -32,7 +34,7 @@ _FIELDS = (
 )
 _FIELD_NAMES = tuple(name for name, _ in _FIELDS)
 
-# Released English models (original-release §3.2). Keys beyond the constructor are those of the JSONs.
+# Released English models (the `albert_config.json` of each release tarball). Keys beyond the constructor are those of the JSONs.
 _COMMON = dict(
     vocab_size=30000,
     embedding_size=128,
@@ -151,7 +153,7 @@ class AlbertConfig:
 
     @classmethod
     def from_preset(cls, name):
-        """Config of a released English model: `base_v1` ... `xxlarge_v2` (original-release §3.2)."""
+        """Config of a released English model: `base_v1` ... `xxlarge_v2` (their `albert_config.json`)."""
         if name not in PRESETS:
             raise ValueError(f"Unknown preset `{name}`. Expected one of: {', '.join(sorted(PRESETS))}.")
         return cls.from_dict(copy.deepcopy(PRESETS[name]))
@@ -166,11 +168,7 @@ class AlbertConfig:
 
     def to_json_file(self, json_file):
         """Writes the JSON atomically (temporary name, then rename)."""
-        json_file = os.fspath(json_file)
-        tmp = json_file + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as writer:
-            writer.write(self.to_json_string())
-        os.replace(tmp, json_file)
+        fileio.write_text_atomic(os.fspath(json_file), self.to_json_string())
 
     def copy(self):
         return self.from_dict(self.to_dict())

@@ -20,7 +20,32 @@ import sys
 import time
 
 import numpy as np
+import tensorflow as tf
 from absl import app, flags, logging
+
+from albert_tf import fileio, text_ops
+from albert_tf.checkpoints import init_from_checkpoint
+from albert_tf.config import AlbertConfig
+from albert_tf.data import features
+from albert_tf.data import vocab as vocab_lib
+from albert_tf.data.pretraining import PretrainingOptions, write_pretraining_examples
+from albert_tf.data.pretraining_input import pretraining_dataset
+from albert_tf.export import export_saved_model
+from albert_tf.models import AlbertPretrainer
+from albert_tf.quickstart_corpus import write_corpus
+from albert_tf.training import loop
+from albert_tf.training.pretraining import pretraining_metrics, run_pretraining
+
+CLI_HELP = (
+    "Runs ALBERT end to end on this machine's CPU with no download: builds a corpus from the Python "
+    "documentation that ships with CPython (`pydoc_data`), trains a SentencePiece vocabulary on it with the "
+    "original spm_train flags, writes SOP pairs with n-gram masks as masked-LM TFRecords (a training and a "
+    "held-out file), pretrains a small ALBERT with LAMB, evaluates masked-LM and SOP accuracy on the held-out "
+    "file before and after training next to chance levels, exports a SavedModel with raw-text signatures, and "
+    "queries it with fill-in-the-mask sentences from a fresh process. Everything goes to --output_dir "
+    "(default ./quickstart_output): corpus_*.txt, spm.model, *.tfrecord, albert_config.json, pretrain/ "
+    "(checkpoints), export/<version>/ (SavedModel) and quickstart_summary.json; finished steps are reused "
+    "unless --overwrite is given.")
 
 MASKED_SENTENCES = (
     "The [MASK] statement is used to define a function.",
@@ -35,10 +60,7 @@ def _done(path):
 
 
 def _mark_done(path, info=None):
-    tmp = path + ".done.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(info or {}, f, indent=2, sort_keys=True)
-    os.replace(tmp, path + ".done")
+    fileio.write_text_atomic(path + ".done", json.dumps(info or {}, indent=2, sort_keys=True))
 
 
 def _read_done(path):
@@ -49,8 +71,6 @@ def _read_done(path):
 def model_config(vocab_size, max_seq_length, hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
                  embedding_size=64, intermediate_size=512):
     """A small ALBERT: all-shared (G = K = 1), factorized embeddings (E < H), no dropout (v2 style)."""
-    from albert_tf import AlbertConfig
-
     return AlbertConfig(vocab_size=vocab_size, embedding_size=embedding_size, hidden_size=hidden_size,
                         num_hidden_layers=num_hidden_layers, num_hidden_groups=1,
                         num_attention_heads=num_attention_heads, intermediate_size=intermediate_size,
@@ -61,10 +81,6 @@ def model_config(vocab_size, max_seq_length, hidden_size=128, num_hidden_layers=
 
 def _chance_levels(train_file, heldout_file, max_seq_length, max_predictions_per_seq):
     """SOP majority-class accuracy and the MLM unigram baseline (always the most frequent training target)."""
-    import tensorflow as tf
-
-    from albert_tf.data import features
-
     spec = features.parse_spec(features.PRETRAINING, seq=max_seq_length, pred=max_predictions_per_seq)
 
     def labels(path):
@@ -91,11 +107,6 @@ def _chance_levels(train_file, heldout_file, max_seq_length, max_predictions_per
 
 
 def _evaluate(model, heldout_file, max_seq_length, max_predictions_per_seq, batch_size=64):
-    from albert_tf.data.pretraining_input import pretraining_dataset
-    from albert_tf.training.pretraining import pretraining_metrics
-
-    import tensorflow as tf
-
     # The eval dataset repeats (as the original's): evaluate one pass of whole batches.
     num_records = sum(1 for _ in tf.data.TFRecordDataset(heldout_file))
     ds = pretraining_dataset(heldout_file, max_seq_length, max_predictions_per_seq, batch_size, is_training=False)
@@ -132,16 +143,8 @@ def run_quickstart(output_dir="quickstart_output", overwrite=False, vocab_size=2
                    num_attention_heads=4, embedding_size=64, intermediate_size=512, iterations_per_loop=100,
                    save_checkpoints_steps=500, num_workers=2, random_seed=12345, jit_compile=True):
     """Runs the six steps; returns a dict of everything measured and written."""
-    import tensorflow as tf
-
-    from albert_tf import AlbertPretrainer
-    from albert_tf.checkpoints import init_from_checkpoint
-    from albert_tf.data import vocab as vocab_lib
-    from albert_tf.data.pretraining import PretrainingOptions, write_pretraining_examples
-    from albert_tf.quickstart_corpus import write_corpus
-    from albert_tf.training import loop
-    from albert_tf.training.pretraining import run_pretraining
-
+    # The last step serves raw text: fail now, not after pretraining, if tensorflow-text is missing.
+    text_ops.require_tensorflow_text()
     started = time.time()
     output_dir = os.path.abspath(output_dir)
     if overwrite and os.path.exists(output_dir):
@@ -222,8 +225,6 @@ def run_quickstart(output_dir="quickstart_output", overwrite=False, vocab_size=2
 
     # 6. Export and raw-text queries from a fresh process.
     t = step("6/6 SavedModel export and raw-text queries")
-    from albert_tf.export import export_saved_model
-
     export_root = os.path.join(output_dir, "export")
     if os.path.exists(export_root):
         shutil.rmtree(export_root)
@@ -243,9 +244,7 @@ def run_quickstart(output_dir="quickstart_output", overwrite=False, vocab_size=2
         "corpus": [train_txt, heldout_txt], "spm_model": spm_model, "tfrecords": [train_rec, heldout_rec],
         "albert_config": config_file, "checkpoints": pretrain_dir, "saved_model": export_path}
     path = os.path.join(output_dir, "quickstart_summary.json")
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(summary, f, indent=2, sort_keys=True)
-    os.replace(path + ".tmp", path)
+    fileio.write_text_atomic(path, json.dumps(summary, indent=2, sort_keys=True))
     return summary
 
 

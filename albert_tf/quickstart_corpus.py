@@ -2,11 +2,13 @@
 
 Every CPython ships `pydoc_data/topics.py` (the language reference topics shown by `help()`): 79 documents of
 English prose, about 465k characters. Each topic becomes a document; lines are sentences; a blank line separates
-documents (the input format of `create_pretraining_data.py`, original-release §5.1).
+documents (the input format of the original `create_pretraining_data.py`).
 """
 
 import os
 import re
+
+from albert_tf import fileio
 
 _HEADING_RULE = re.compile(r"^[*=\-~^]{3,}\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
@@ -49,12 +51,7 @@ def write_corpus(output_dir, num_heldout_documents=8):
     paths, stats = {}, {}
     for split, docs in splits.items():
         path = os.path.join(output_dir, f"corpus_{split}.txt")
-        tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            for _, sentences in docs:
-                f.write("\n".join(sentences))
-                f.write("\n\n")
-        os.replace(tmp, path)
+        fileio.write_text_atomic(path, "".join("\n".join(sentences) + "\n\n" for _, sentences in docs))
         paths[split] = path
         stats[split] = {"documents": len(docs), "sentences": sum(len(s) for _, s in docs)}
     return paths["train"], paths["heldout"], stats

@@ -1,7 +1,7 @@
 """ALBERT text normalisation and SentencePiece tokenization as TensorFlow ops (tensorflow-text).
 
 The same steps as the Python path `encode_ids(sp, preprocess_text(text, lower=do_lower_case))`
-(original-release §6), all in the graph, so a SavedModel can take raw strings:
+(as the original `tokenization.py`), all in the graph, so a SavedModel can take raw strings:
 
 1. whitespace: `" ".join(text.strip().split())`, with Python's own set of whitespace characters;
 2. `unicodedata.normalize("NFKD", ·)` -> `text.normalize_utf8(·, "NFKD")`;
@@ -9,11 +9,15 @@ The same steps as the Python path `encode_ids(sp, preprocess_text(text, lower=do
    into the regex at construction);
 4. lower-case (`tf.strings.lower(·, encoding="utf-8")`);
 5. SentencePiece ids (`text.SentencepieceTokenizer` on the same model proto);
-6. the digit-comma rule of `encode_pieces` (`▁1990,` -> `▁1990`, `,`), with ragged ops.
+6. the digit-comma rule of `encode_pieces` as the original runs under Python 3 (`▁1990,` -> the pieces
+   of `1990`, then `,`; the re-encoded digits keep their leading `▁`), with ragged ops.
+
+Only `AlbertTextTokenizer` needs tensorflow-text (imported when one is built, see
+`require_tensorflow_text`); `pack_inputs` and `truncate_pair_lengths` are plain TensorFlow.
 
 Known differences from the Python path (`tests/test_text_ops.py` shows them): Unicode versions. Python
 3.11's `unicodedata` is Unicode 14.0, tensorflow-text's ICU normalisation is newer and `tf.strings.lower`
-older. Of the 1.1M code points, 158 normalise differently (measured with one character between ASCII
+older. Of the 1.1M code points, 158 normalise differently (each tried with one character between ASCII
 letters): 40 capital letters new in Unicode 14 that `tf.strings.lower` leaves upper-case (U+2C2F, U+A7C0,
 U+A7D0, U+A7D6, U+A7D8 and Vithkuqi U+10570-U+10595) and 118 code points unassigned in Unicode 14 that
 ICU decomposes. The context-dependent final-sigma rule of `str.lower` is matched. Invalid UTF-8 input is
@@ -23,7 +27,6 @@ an op error here (the Python path decodes before it gets this far).
 import numpy as np
 import sentencepiece as spm
 import tensorflow as tf
-import tensorflow_text as text
 
 from albert_tf import tokenization
 
@@ -54,11 +57,25 @@ _WHITESPACE_CLASS = _code_point_class(_ranges(cp for cp in range(0x3100) if chr(
 
 def _digit_comma_table(sp_model):
     """bool [vocab]: pieces that `encode_pieces` splits (length > 1, last `,`, second-to-last a digit)."""
-    table = np.zeros(sp_model.GetPieceSize(), dtype=bool)
-    for i in range(sp_model.GetPieceSize()):
-        piece = sp_model.IdToPiece(i)
-        table[i] = len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
-    return table
+    return np.array([tokenization.is_digit_comma_piece(sp_model.IdToPiece(i))
+                     for i in range(sp_model.GetPieceSize())], dtype=bool)
+
+
+def require_tensorflow_text():
+    """The `tensorflow_text` module, or an ImportError that says how to install it.
+
+    Imported here, not at module top, so that the rest of albert_tf (and `pack_inputs` here) works
+    without tensorflow-text: only the in-graph tokenizer and `serve_text` exports need its ops, and a
+    process that loads such an export must import it to register them.
+    """
+    try:
+        import tensorflow_text  # Deferred: optional dependency, see the docstring.
+    except ImportError as e:
+        raise ImportError(
+            "The in-graph tokenizer (`AlbertTextTokenizer`, `serve_text` exports) needs the `tensorflow-text` "
+            "package, which is not installed. Install it with `pip install tensorflow-text==2.20.1` (on a TPU "
+            "VM: `pip install --no-deps -r requirements-tpu.txt`, see README).") from e
+    return tensorflow_text
 
 
 class AlbertTextTokenizer(tf.Module):
@@ -80,6 +97,7 @@ class AlbertTextTokenizer(tf.Module):
             raise TypeError("`spm_model_proto` must be the bytes of the model, not a path. "
                             f"Received a str: `{spm_model_proto[:80]!r}`.")
         spm_model_proto = bytes(spm_model_proto)
+        text = require_tensorflow_text()
         sp_model = spm.SentencePieceProcessor()
         sp_model.LoadFromSerializedProto(spm_model_proto)
         self.do_lower_case = bool(do_lower_case)
@@ -94,7 +112,7 @@ class AlbertTextTokenizer(tf.Module):
         strings = tf.convert_to_tensor(strings, dtype=tf.string)
         out = tf.strings.regex_replace(strings, _WHITESPACE_CLASS + "+", " ")
         out = tf.strings.regex_replace(out, "^ | $", "")
-        out = text.normalize_utf8(out, "NFKD")
+        out = require_tensorflow_text().normalize_utf8(out, "NFKD")
         out = tf.strings.regex_replace(out, self._combining, "")
         if self.do_lower_case:
             out = tf.strings.lower(out, encoding="utf-8")
@@ -112,36 +130,35 @@ class AlbertTextTokenizer(tf.Module):
         ids = self._sp.tokenize(strings)                                          # [batch, (n)]
         return self._split_digit_commas(ids)
 
+    def tokenize_with_masks(self, strings, mask_id):
+        """Like `tokenize`, but each literal `[MASK]` (any case) becomes `mask_id` (fill-mask serving).
+
+        The text between masks is tokenized piece by piece, as the Python path
+        `[encode_ids(preprocess_text(chunk)) for chunk in text.split("[MASK]")]` joined by the mask id.
+        """
+        chunks = tf.strings.split(tf.strings.regex_replace(strings, r"(?i)\[mask\]", "[MASK]"), "[MASK]")
+        chunk_ids = self.tokenize(chunks.flat_values)                                     # [chunks, (n)]
+        # Every chunk but the last of its row is followed by one [MASK].
+        is_last = tf.ragged.range(chunks.row_lengths()) == tf.expand_dims(chunks.row_lengths() - 1, 1)
+        mask_tail = fill_rows(1 - tf.cast(is_last.flat_values, tf.int64), mask_id)
+        per_chunk = tf.concat([chunk_ids, mask_tail], axis=1)                             # [chunks, (n+1)]
+        return tf.RaggedTensor.from_row_lengths(per_chunk, chunks.row_lengths()).merge_dims(1, 2)
+
     def _split_digit_commas(self, ids):
-        """`encode_pieces`' rule: a piece like `▁1990,` becomes the pieces of `1990` and `,`."""
+        """`encode_pieces`' rule: a piece like `▁1990,` or `90,` becomes the pieces of `1990` / `90` and `,`.
+
+        The re-encoded digits keep the `▁` SentencePiece puts in front of them, as the original does under
+        Python 3 (see `albert_tf.tokenization.encode_pieces`).
+        """
         flat = ids.flat_values                                                    # [N]
         is_dc = tf.gather(self._digit_comma, flat)                                # [N]
         dc_ids = tf.boolean_mask(flat, is_dc)                                     # [K]
         pieces = self._sp.id_to_string(dc_ids)                                    # [K]
         stems = tf.strings.regex_replace(tf.strings.regex_replace(pieces, ",$", ""), _UNDERLINE, "")
         cur = self._sp.tokenize(stems)                                            # [K, (m)]
-        first_index = cur.row_starts()                                            # [K]
-        first_piece = self._sp.id_to_string(tf.gather(cur.flat_values, first_index))
-        # If the split piece did not start with ▁ but its re-encoding does, drop that ▁ (or the whole
-        # first piece when it is exactly ▁).
-        strip = tf.logical_and(tf.logical_not(tf.strings.regex_full_match(pieces, f"(?s){_UNDERLINE}.*")),
-                               tf.strings.regex_full_match(first_piece, f"(?s){_UNDERLINE}.*"))
-        bare = tf.equal(first_piece, _UNDERLINE)
-        stripped_id = self._sp.string_to_id(tf.strings.regex_replace(first_piece, f"^{_UNDERLINE}", ""))
-        values = tf.tensor_scatter_nd_update(
-            cur.flat_values,
-            tf.expand_dims(tf.boolean_mask(first_index, strip & ~bare), 1),
-            tf.cast(tf.boolean_mask(stripped_id, strip & ~bare), cur.flat_values.dtype),
-        )
-        keep = tf.tensor_scatter_nd_update(
-            tf.ones_like(values, dtype=tf.bool),
-            tf.expand_dims(tf.boolean_mask(first_index, strip & bare), 1),
-            tf.zeros_like(tf.boolean_mask(first_index, strip & bare), dtype=tf.bool),
-        )
-        cur = tf.ragged.boolean_mask(cur.with_flat_values(values), cur.with_flat_values(keep))
         comma = tf.fill(tf.stack([tf.shape(dc_ids, out_type=tf.int64)[0], tf.constant(1, tf.int64)]),
                         self._comma_id)
-        replacement = tf.concat([cur, tf.RaggedTensor.from_tensor(comma)], axis=1)   # [K, (m + 1)]
+        replacement = tf.concat([cur, tf.RaggedTensor.from_tensor(comma)], axis=1)         # [K, (m + 1)]
         # Every token becomes a row: itself, or its replacement; then the rows are merged back.
         n_tokens = tf.shape(flat, out_type=tf.int64)[0]
         rows = tf.concat([tf.RaggedTensor.from_tensor(tf.expand_dims(flat, 1)), replacement], axis=0)
@@ -174,11 +191,71 @@ def truncate_pair_lengths(len_a, len_b, max_tokens):
     return new_a, new_b
 
 
+def keep_first(rt, limits):
+    """Keeps the first `limits[i]` items of row i of a ragged `[batch, (n)]` tensor."""
+    keep = tf.ragged.range(rt.row_lengths()) < tf.expand_dims(tf.cast(limits, rt.row_splits.dtype), 1)
+    return tf.ragged.boolean_mask(rt, keep)
+
+
+def keep_last(rt, n):
+    """Keeps the last `n` items of every row (Python `tokens[-n:]`)."""
+    lengths = rt.row_lengths()
+    keep = tf.ragged.range(lengths) >= tf.expand_dims(lengths - tf.cast(n, lengths.dtype), 1)
+    return tf.ragged.boolean_mask(rt, keep)
+
+
+def fill_rows(lengths, value):
+    """A ragged `[batch, (lengths[i])]` int32 tensor filled with `value`."""
+    lengths = tf.cast(lengths, tf.int64)
+    return tf.RaggedTensor.from_row_lengths(
+        tf.fill([tf.reduce_sum(lengths)], tf.constant(value, tf.int32)), lengths)
+
+
+def pack_segments(first, second, max_seq_length, cls_id, sep_id, second_optional=True):
+    """`[CLS] first [SEP] (second [SEP])` + zero padding, as the original feature converters.
+
+    Args:
+        first: ragged int32 `[batch, (n)]`, already truncated.
+        second: ragged int32 `[batch, (m)]`, already truncated.
+        max_seq_length: int, padded length L.
+        cls_id: int, id of `[CLS]`.
+        sep_id: int, id of `[SEP]`.
+        second_optional: bool; when True a row whose `second` is empty gets no second `[SEP]` (the
+            original's `if tokens_b:`), else the second `[SEP]` is always written (SQuAD, RACE).
+
+    Returns:
+        dict of int32 `[batch, L]`: `input_ids`, `input_mask`, `segment_ids`, and `p_mask` (1 on `[SEP]`s,
+        `first` and padding; 0 on `[CLS]` and `second`: the SQuAD layout with `first` = question).
+    """
+    batch = first.nrows()
+    ones = tf.ones([batch], tf.int64)
+    has_second = second.row_lengths() > 0 if second_optional else tf.ones([batch], tf.bool)
+    last_sep = tf.cast(has_second, tf.int64)
+    pieces = [  # (ids, segment, p_mask) per piece
+        (fill_rows(ones, cls_id), 0, 0),
+        (first, 0, 1),
+        (fill_rows(ones, sep_id), 0, 1),
+        (second, 1, 0),
+        (fill_rows(last_sep, sep_id), 1, 1),
+    ]
+    ids = tf.concat([p[0] for p in pieces], axis=1)
+    segments = tf.concat([tf.ones_like(p[0]) * p[1] for p in pieces], axis=1)
+    p_mask = tf.concat([tf.ones_like(p[0]) * p[2] for p in pieces], axis=1)
+    shape = [None, max_seq_length]
+    return {
+        "input_ids": ids.to_tensor(default_value=0, shape=shape),
+        "input_mask": tf.ones_like(ids).to_tensor(default_value=0, shape=shape),
+        "segment_ids": segments.to_tensor(default_value=0, shape=shape),
+        "p_mask": p_mask.to_tensor(default_value=1, shape=shape),
+    }
+
+
 def pack_inputs(ids_a, ids_b=None, max_seq_length=128, cls_id=2, sep_id=3):
     """`[CLS] a [SEP] (b [SEP])`, truncated as the original and padded with 0, as TF ops.
 
     Single segments keep their first `max_seq_length - 2` tokens; pairs are truncated by
     `_truncate_seq_pair(a, b, max_seq_length - 3)` (the longer one loses its last token until they fit).
+    Whether there is a second segment is decided for the whole batch (`pack_pair_rows` decides per row).
 
     Args:
         ids_a: tf.RaggedTensor int [batch, (n)].
@@ -193,29 +270,100 @@ def pack_inputs(ids_a, ids_b=None, max_seq_length=128, cls_id=2, sep_id=3):
     if max_seq_length < (3 if ids_b is None else 4):
         raise ValueError(f"`max_seq_length` is too small for [CLS]/[SEP]. Received: `{max_seq_length}`.")
     ids_a = tf.cast(ids_a, tf.int32)
-    batch = ids_a.nrows()
     if ids_b is None:
-        new_a = tf.minimum(ids_a.row_lengths(), max_seq_length - 2)
-        a = tf.ragged.boolean_mask(ids_a, tf.ragged.range(ids_a.row_lengths()) < tf.expand_dims(new_a, 1))
-        b = None
+        a = keep_first(ids_a, tf.minimum(ids_a.row_lengths(), max_seq_length - 2))
+        b = fill_rows(tf.zeros([ids_a.nrows()], tf.int64), 0)
     else:
         ids_b = tf.cast(ids_b, tf.int32)
         new_a, new_b = truncate_pair_lengths(ids_a.row_lengths(), ids_b.row_lengths(), max_seq_length - 3)
-        a = tf.ragged.boolean_mask(ids_a, tf.ragged.range(ids_a.row_lengths()) < tf.expand_dims(new_a, 1))
-        b = tf.ragged.boolean_mask(ids_b, tf.ragged.range(ids_b.row_lengths()) < tf.expand_dims(new_b, 1))
-    cls = tf.RaggedTensor.from_tensor(tf.fill(tf.stack([batch, 1]), tf.constant(cls_id, tf.int32)))
-    sep = tf.RaggedTensor.from_tensor(tf.fill(tf.stack([batch, 1]), tf.constant(sep_id, tf.int32)))
-    first = tf.concat([cls, a, sep], axis=1)
-    pieces, segments = [first], [tf.zeros_like(first)]
-    if b is not None:
-        second = tf.concat([b, sep], axis=1)
-        pieces.append(second)
-        segments.append(tf.ones_like(second))
-    input_ids = tf.concat(pieces, axis=1)
-    segment_ids = tf.concat(segments, axis=1)
-    shape = [None, max_seq_length]
-    return {
-        "input_ids": input_ids.to_tensor(default_value=0, shape=shape),
-        "input_mask": tf.ones_like(input_ids).to_tensor(default_value=0, shape=shape),
-        "segment_ids": segment_ids.to_tensor(default_value=0, shape=shape),
-    }
+        a, b = keep_first(ids_a, new_a), keep_first(ids_b, new_b)
+    packed = pack_segments(a, b, max_seq_length, cls_id, sep_id, second_optional=ids_b is None)
+    packed.pop("p_mask")
+    return packed
+
+
+def pack_pair_rows(ids_a, ids_b, max_seq_length, cls_id, sep_id):
+    """GLUE `convert_single_example`: single `a[:L-2]`, pair `_truncate_seq_pair(a, b, L-3)`.
+
+    Decided per row, as the original's `if tokens_b:`: a row whose `b` has no tokens (`text_b` empty) is a
+    single segment, so one batch can mix both.
+
+    Args:
+        ids_a, ids_b: ragged int32 `[batch, (n)]`, `[batch, (m)]`.
+        max_seq_length: int, L.
+        cls_id, sep_id: int.
+
+    Returns:
+        dict of int32 `[batch, L]`: `input_ids`, `input_mask`, `segment_ids`.
+    """
+    len_a, len_b = ids_a.row_lengths(), ids_b.row_lengths()
+    single = tf.equal(len_b, 0)
+    pair_a, pair_b = truncate_pair_lengths(len_a, len_b, max_seq_length - 3)
+    new_a = tf.where(single, tf.minimum(len_a, max_seq_length - 2), pair_a)
+    new_b = tf.where(single, tf.zeros_like(len_b), pair_b)
+    packed = pack_segments(keep_first(ids_a, new_a), keep_first(ids_b, new_b), max_seq_length, cls_id, sep_id,
+                           second_optional=True)
+    packed.pop("p_mask")
+    return packed
+
+
+def pack_squad(question, context, max_seq_length, max_query_length, cls_id, sep_id):
+    """SQuAD `convert_examples_to_features`, first document span only: `[CLS] q [SEP] doc [SEP]`.
+
+    Args:
+        question, context: ragged int32 `[batch, (n)]`, `[batch, (m)]`.
+        max_seq_length: int, L.
+        max_query_length: int, the question keeps its first tokens.
+        cls_id, sep_id: int.
+
+    Returns:
+        dict of int32 `[batch, L]`: `input_ids`, `input_mask`, `segment_ids`, `p_mask`.
+    """
+    query = keep_first(question, tf.fill([question.nrows()], tf.cast(max_query_length, tf.int64)))
+    max_tokens_for_doc = tf.maximum(max_seq_length - 3 - query.row_lengths(), 0)
+    doc = keep_first(context, max_tokens_for_doc)
+    return pack_segments(query, doc, max_seq_length, cls_id, sep_id, second_optional=False)
+
+
+def pack_race(context, endings, max_seq_length, max_qa_length, cls_id, sep_id):
+    """RACE `convert_single_example` per choice: the ending keeps its last `max_qa_length` tokens, then the
+    article is cut to `L - 3 - len(ending)`.
+
+    Args:
+        context, endings: ragged int32 `[rows, (n)]`, `[rows, (m)]` (one row per choice).
+        max_seq_length: int, L.
+        max_qa_length: int.
+        cls_id, sep_id: int.
+
+    Returns:
+        dict of int32 `[rows, L]`: `input_ids`, `input_mask`, `segment_ids`.
+    """
+    ending = keep_last(endings, max_qa_length)
+    context = keep_first(context, tf.maximum(max_seq_length - 3 - ending.row_lengths(), 0))
+    packed = pack_segments(context, ending, max_seq_length, cls_id, sep_id, second_optional=False)
+    packed.pop("p_mask")
+    return packed
+
+
+def race_endings(normalize, question, options):
+    """The RACE endings as normalised strings: `question.replace("_", option)` if the question has a blank,
+    else `question + " " + option` (as the original `race_utils`: both are `process_text`-ed, the result is
+    not).
+
+    Args:
+        normalize: the tokenizer's `normalize` (`preprocess_text` as TF ops).
+        question: tf.string `[batch]`.
+        options: tf.string `[batch, choices]`.
+
+    Returns:
+        tf.string `[batch * choices]`, to be tokenized with `tokenize_normalized`.
+    """
+    choices = tf.shape(options)[1]
+    question = tf.repeat(normalize(question), choices)                                    # [batch * c]
+    options = normalize(tf.reshape(options, [-1]))                                        # [batch * c]
+    parts = tf.strings.split(question, "_")                                               # [batch*c, (k)]
+    is_last = tf.ragged.range(parts.row_lengths()) == tf.expand_dims(parts.row_lengths() - 1, 1)
+    fill = tf.where(is_last.flat_values, "", tf.gather(options, parts.value_rowids()))
+    cloze = tf.strings.reduce_join(parts.with_flat_values(tf.strings.join([parts.flat_values, fill])), axis=1)
+    appended = tf.strings.join([question, options], separator=" ")
+    return tf.where(tf.strings.regex_full_match(question, r"(?s).*_.*"), cloze, appended)

@@ -1,4 +1,24 @@
-"""ALBERT tokenization, exactly as the original `tokenization.py` (original-release §6).
+# coding=utf-8
+# Copyright 2018 The Google AI Team Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+#
+# Adapted from google-research/ALBERT/tokenization.py. Changes: Python 3 only (the `six` branches and the
+# Python 2 byte-string conversions are gone); `encode_pieces` writes out what the original's digit-comma
+# branch does under Python 3 instead of its bytes comparisons; docstrings; `FullTokenizer.from_hub_module`
+# finds the SentencePiece asset on disk instead of running the TF1 hub signature; the fast preprocessing
+# helpers of the pretraining writer are added at the end.
+"""ALBERT tokenization, as the original `tokenization.py`.
 
 Two tokenizers live behind one `FullTokenizer`:
 
@@ -7,17 +27,14 @@ Two tokenizers live behind one `FullTokenizer`:
   scripts do.
 * BERT WordPiece (the Chinese releases): `BasicTokenizer` + `WordpieceTokenizer` on a `vocab.txt`.
 
-What tf-models-official's `official.nlp.tools.tokenization` copied unchanged from the original is reused
-from there (`preprocess_text`, `encode_pieces`, `BasicTokenizer`, `WordpieceTokenizer`, `convert_to_unicode`,
-`printable_text`); `tests/test_tokenization.py` checks them against an independent transcription of §6.
-Two pieces differ in tf-models and are written here: `load_vocab` (the original keeps the first
-whitespace field of a line and the first id of a duplicated token) and the WordPiece word-length limit
-(200 characters in the original, 400 in tf-models).
-
-One deliberate choice: the digit-comma rule of `encode_pieces` follows §6 (and the original under
-Python 2, and tf-models): when the piece being split did not start with `▁`, the `▁` that
-SentencePiece puts in front of the re-encoded digits is removed. Under Python 3 the original compares a
-`str` piece with the `bytes` constant `SPIECE_UNDERLINE`, so that removal never happens there.
+The digit-comma rule of `encode_pieces` is the original's as it runs under Python 3: a piece such as
+`▁1990,` or `90,` is re-encoded without its `▁` and followed by `,`, and the re-encoded digits keep the
+`▁` that SentencePiece puts in front of them (`90,` -> the pieces of `90`, the first starting with `▁`,
+then `,`). The original means
+to drop that `▁` when the split piece did not start with one, but it compares `str` characters with the
+bytes constant `u"▁".encode("utf-8")`, which under Python 3 never match, so it never drops it.
+tf-models-official (`official/nlp/tools/tokenization.py`) and transformers drop it; ids differ from
+theirs wherever a digit-comma piece without `▁` occurs.
 """
 
 import collections
@@ -27,15 +44,10 @@ import unicodedata
 
 import sentencepiece as spm
 import tensorflow as tf
-from official.nlp.tools import tokenization as _tfm
+
+from albert_tf.checkpoints.sources import resolve_source
 
 SPIECE_UNDERLINE = "▁"
-
-# Reused verbatim: these are line-for-line the original's functions under Python 3.
-convert_to_unicode = _tfm.convert_to_unicode
-printable_text = _tfm.printable_text
-BasicTokenizer = _tfm.BasicTokenizer
-whitespace_tokenize = _tfm.whitespace_tokenize
 
 
 def preprocess_text(inputs, remove_space=True, lower=False):
@@ -49,28 +61,81 @@ def preprocess_text(inputs, remove_space=True, lower=False):
     Returns:
         The normalised str.
     """
-    return _tfm.preprocess_text(inputs, remove_space=remove_space, lower=lower)
+    outputs = " ".join(inputs.strip().split()) if remove_space else inputs
+    outputs = unicodedata.normalize("NFKD", outputs)
+    outputs = "".join([c for c in outputs if not unicodedata.combining(c)])
+    if lower:
+        outputs = outputs.lower()
+    return outputs
+
+
+def is_digit_comma_piece(piece):
+    """Whether `encode_pieces` splits `piece`: longer than one character, last `,`, second-to-last a digit.
+
+    "Digit" is Python's `str.isdigit` (so `²,` counts), as in the original.
+    """
+    return len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit()
 
 
 def encode_pieces(sp_model, text, return_unicode=True, sample=False):
-    """SentencePiece pieces of `text`, with the original's digit-comma split (`▁1990,` -> `▁1990`, `,`).
+    """SentencePiece pieces of `text`, with the original's digit-comma split as it runs under Python 3.
+
+    Every piece that `is_digit_comma_piece` is replaced by `EncodeAsPieces(piece[:-1] without "▁")`
+    followed by `","`. The re-encoded pieces are kept as SentencePiece returns them, with their leading
+    `▁`: the original's attempt to drop it compares with a bytes constant and never succeeds under
+    Python 3 (see the module docstring).
 
     Args:
         sp_model: a loaded `sentencepiece.SentencePieceProcessor`.
         text: str, already passed through `preprocess_text`.
         return_unicode: kept for the original's signature; pieces are always `str` under Python 3.
-        sample: bool, whether to sample a segmentation (`SampleEncodeAsPieces(text, 64, 0.1)`).
+        sample: bool, whether to sample a segmentation (`SampleEncodeAsPieces(text, 64, 0.1)`); the
+            digit-comma re-encoding is never sampled, as in the original.
 
     Returns:
         A list of str pieces.
     """
     del return_unicode  # Python 2 only in the original.
-    return _tfm.encode_pieces(sp_model, text, sample=sample)
+    if sample:
+        pieces = sp_model.SampleEncodeAsPieces(text, 64, 0.1)
+    else:
+        pieces = sp_model.EncodeAsPieces(text)
+    new_pieces = []
+    for piece in pieces:
+        piece = printable_text(piece)
+        if is_digit_comma_piece(piece):
+            new_pieces.extend(sp_model.EncodeAsPieces(piece[:-1].replace(SPIECE_UNDERLINE, "")))
+            new_pieces.append(piece[-1])
+        else:
+            new_pieces.append(piece)
+    return new_pieces
 
 
 def encode_ids(sp_model, text, sample=False):
     """`PieceToId` over `encode_pieces(sp_model, text, sample=sample)`."""
     return [sp_model.PieceToId(piece) for piece in encode_pieces(sp_model, text, sample=sample)]
+
+
+def convert_to_unicode(text):
+    """`text` as str; bytes are decoded as UTF-8, dropping invalid sequences."""
+    if isinstance(text, str):
+        return text
+    if isinstance(text, bytes):
+        return text.decode("utf-8", "ignore")
+    raise ValueError(f"Unsupported string type: {type(text)}")
+
+
+def printable_text(text):
+    """`text` as str for printing and logging (the same conversion as `convert_to_unicode` in Python 3)."""
+    return convert_to_unicode(text)
+
+
+def whitespace_tokenize(text):
+    """Strips `text` and splits it on whitespace ([] for blank text)."""
+    text = text.strip()
+    if not text:
+        return []
+    return text.split()
 
 
 def load_vocab(vocab_file):
@@ -94,11 +159,139 @@ def convert_by_vocab(vocab, items):
     return [vocab[item] for item in items]
 
 
-class WordpieceTokenizer(_tfm.WordpieceTokenizer):
-    """Greedy longest-match-first WordPiece, with the original's 200-character word limit."""
+class BasicTokenizer:
+    """BERT's basic tokenization: clean text, space out CJK characters, lower-case and strip accents, split
+    on punctuation.
+
+    Args:
+        do_lower_case: bool, lower-case and strip accents (`Mn` marks after NFD).
+    """
+
+    def __init__(self, do_lower_case=True):
+        self.do_lower_case = do_lower_case
+
+    def tokenize(self, text):
+        """Basic tokens of `text` (str or UTF-8 bytes)."""
+        text = convert_to_unicode(text)
+        text = self._clean_text(text)
+        # CJK ideographs become tokens of their own (the Chinese models' vocabularies are per character).
+        text = self._tokenize_chinese_chars(text)
+        split_tokens = []
+        for token in whitespace_tokenize(text):
+            if self.do_lower_case:
+                token = self._run_strip_accents(token.lower())
+            split_tokens.extend(self._run_split_on_punc(token))
+        return whitespace_tokenize(" ".join(split_tokens))
+
+    @staticmethod
+    def _run_strip_accents(text):
+        text = unicodedata.normalize("NFD", text)
+        return "".join(char for char in text if unicodedata.category(char) != "Mn")
+
+    @staticmethod
+    def _run_split_on_punc(text):
+        output = []
+        start_new_word = True
+        for char in text:
+            if _is_punctuation(char):
+                output.append([char])
+                start_new_word = True
+            else:
+                if start_new_word:
+                    output.append([])
+                start_new_word = False
+                output[-1].append(char)
+        return ["".join(x) for x in output]
+
+    def _tokenize_chinese_chars(self, text):
+        return "".join(f" {char} " if self._is_chinese_char(ord(char)) else char for char in text)
+
+    @staticmethod
+    def _is_chinese_char(cp):
+        # The CJK Unified Ideographs blocks (not Hangul or kana, which are written with spaces).
+        return (0x4E00 <= cp <= 0x9FFF or 0x3400 <= cp <= 0x4DBF or 0x20000 <= cp <= 0x2A6DF
+                or 0x2A700 <= cp <= 0x2B73F or 0x2B740 <= cp <= 0x2B81F or 0x2B820 <= cp <= 0x2CEAF
+                or 0xF900 <= cp <= 0xFAFF or 0x2F800 <= cp <= 0x2FA1F)
+
+    @staticmethod
+    def _clean_text(text):
+        # Drops NUL, U+FFFD and control characters; every whitespace character becomes a space.
+        output = []
+        for char in text:
+            cp = ord(char)
+            if cp == 0 or cp == 0xFFFD or _is_control(char):
+                continue
+            output.append(" " if _is_whitespace(char) else char)
+        return "".join(output)
+
+
+class WordpieceTokenizer:
+    """Greedy longest-match-first WordPiece (`##` marks a continuation), with the original's 200-character
+    word limit (longer words become `unk_token`).
+
+    Args:
+        vocab: {token: id} (only membership is used).
+        unk_token: str, the token of a word that cannot be split.
+        max_input_chars_per_word: int, longer words become `unk_token`.
+    """
 
     def __init__(self, vocab, unk_token="[UNK]", max_input_chars_per_word=200):
-        super().__init__(vocab, unk_token=unk_token, max_input_chars_per_word=max_input_chars_per_word)
+        self.vocab = vocab
+        self.unk_token = unk_token
+        self.max_input_chars_per_word = max_input_chars_per_word
+
+    def tokenize(self, text):
+        """WordPiece tokens of whitespace-separated `text` (already through `BasicTokenizer`)."""
+        text = convert_to_unicode(text)
+        output_tokens = []
+        for token in whitespace_tokenize(text):
+            if len(token) > self.max_input_chars_per_word:
+                output_tokens.append(self.unk_token)
+                continue
+            sub_tokens = []
+            start = 0
+            while start < len(token):
+                end = len(token)
+                cur_substr = None
+                while start < end:
+                    substr = token[start:end]
+                    if start > 0:
+                        substr = "##" + substr
+                    if substr in self.vocab:
+                        cur_substr = substr
+                        break
+                    end -= 1
+                if cur_substr is None:
+                    sub_tokens = None
+                    break
+                sub_tokens.append(cur_substr)
+                start = end
+            if sub_tokens is None:
+                output_tokens.append(self.unk_token)
+            else:
+                output_tokens.extend(sub_tokens)
+        return output_tokens
+
+
+def _is_whitespace(char):
+    # Tab, newline and carriage return count as whitespace here, not as control characters.
+    if char in (" ", "\t", "\n", "\r"):
+        return True
+    return unicodedata.category(char) == "Zs"
+
+
+def _is_control(char):
+    if char in ("\t", "\n", "\r"):
+        return False
+    return unicodedata.category(char) in ("Cc", "Cf")
+
+
+def _is_punctuation(char):
+    # Every non-letter/number ASCII character counts as punctuation ("^", "$", "`" are not Unicode `P*`).
+    cp = ord(char)
+    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
 
 
 def _load_sp_model(spm_model_file):
@@ -158,8 +351,6 @@ class FullTokenizer:
                 WordPiece `vocab_file` (the Chinese modules).
             do_lower_case: bool, as the module's `tokenization_info`.
         """
-        from albert_tf.checkpoints import resolve_source
-
         with resolve_source(hub_module) as source:
             asset = source.spm_model_file if use_spm else source.vocab_file
             if asset is None:

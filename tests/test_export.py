@@ -1,4 +1,4 @@
-"""SavedModel export (issue 9): every model kind, every signature, reloaded in a fresh process.
+"""SavedModel export: every model kind, every signature, reloaded in a fresh process.
 
 The parent process builds tiny models, exports them, and computes the expected outputs with the Keras models on
 features made by the Python data pipeline (`albert_tf.tokenization` + `albert_tf.data.glue/squad/race`), which
@@ -546,3 +546,27 @@ def test_truncate_pair_lengths_matches_the_original_loop():
         tokens_a, tokens_b = list(range(a)), list(range(b))
         glue.truncate_seq_pair(tokens_a, tokens_b, n)
         assert (ga, gb) == (len(tokens_a), len(tokens_b)), (a, b, n)
+
+
+def test_serving_specs_are_looked_up_by_class():
+    classes = {AlbertModel: "encoder", AlbertPretrainer: "pretrainer", AlbertClassifier: "classifier",
+               AlbertSquadV1: "squad_v1", AlbertSquadV2: "squad_v2", AlbertRace: "race"}
+    assert {cls: spec.kind for cls, spec in export.SERVING_SPECS.items()} == classes
+    assert export.MODEL_KINDS == KINDS
+
+    class TunedClassifier(AlbertClassifier):
+        pass
+
+    # A subclass is served like its base class (looked up along the MRO); instances are not built here.
+    assert export.serving_spec(object.__new__(TunedClassifier)) is export.SERVING_SPECS[AlbertClassifier]
+    assert export.model_kind(object.__new__(AlbertSquadV2)) == "squad_v2"
+    with pytest.raises(TypeError, match="Received: str"):
+        export.serving_spec("encoder")
+    with pytest.raises(ValueError, match="`model` must be one of encoder, pretrainer"):
+        export.example_feature_spec("bert", 8)
+    race_spec = export.example_feature_spec("race", 8)
+    assert {name: f.shape for name, f in race_spec.items()} == {name: [32] for name in
+                                                                ("input_ids", "input_mask", "segment_ids")}
+    assert set(export.example_feature_spec("squad_v2", 8)) == {"input_ids", "input_mask", "segment_ids",
+                                                               "unique_ids", "p_mask"}
+    assert export.example_feature_spec("pretrainer", 8, 3)["masked_lm_positions"].shape == [3]

@@ -65,3 +65,14 @@ def test_quickstart_rerun_reuses_finished_steps(quickstart_run):
     assert (output_dir / "spm.model").stat().st_mtime == spm_mtime
     assert (output_dir / "train.tfrecord").stat().st_mtime == rec_mtime
     assert "vocab 0s" in proc.stdout and "data 0s" in proc.stdout
+
+
+def test_cli_help_paragraphs_name_inputs_steps_and_outputs():
+    from albert_tf import export, quickstart  # Deferred: imports TensorFlow, which the CLI tests run in subprocesses.
+
+    for word in ("pydoc_data", "SentencePiece", "TFRecords", "pretrains", "held-out", "SavedModel", "fresh process",
+                 "--output_dir", "./quickstart_output"):
+        assert word in quickstart.CLI_HELP, word
+    for word in ("--input", "<export_dir>/<version>/", "serving_default", "serve_examples", "serve_text",
+                 "tensorflow-text"):
+        assert word in export.CLI_HELP, word

@@ -199,7 +199,7 @@ def test_bad_input_errors_and_skipped_answers(env, caplog):
 def test_out_of_window_answers_get_cls_targets(env):
     examples = squad.read_squad_examples(env.v1, is_training=True)
     features, stats = _convert(examples, env.tokenizer, is_training=True)
-    # v1 keeps windows without the answer, with [CLS] targets and is_impossible=1 (original-release §8.3).
+    # v1 keeps windows without the answer, with [CLS] targets and is_impossible=1 (as `convert_examples_to_features` in the original `squad_utils.py`).
     assert stats.num_negative > 0 and stats.num_positive >= len(examples)
     neg = [f for f in features if f.is_impossible]
     assert all(f.start_position == 0 and f.end_position == 0 for f in neg)

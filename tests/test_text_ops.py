@@ -1,6 +1,9 @@
-"""Tests of `albert_tf.text_ops`: in-graph tokenization equals the Python tokenizer (original-release §6)."""
+"""Tests of `albert_tf.text_ops`: in-graph tokenization equals the original's Python tokenization."""
 
+import os
 import random
+import subprocess
+import sys
 import unicodedata
 
 import numpy as np
@@ -9,17 +12,29 @@ import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops for the reloaded SavedModel)
 
-from albert_tf import text_ops, tokenization
+from albert_tf import text_ops
 from albert_tf.data import vocab as vocab_lib
 import fixtures_text as ft
 
-# Reference: the Python path `encode_ids(sp, preprocess_text(text, lower=...))`, with §6 written out.
+# Reference: the original's Python path `encode_ids(sp, preprocess_text(text, lower=...))`, written out.
 
 
 def ref_preprocess_text(text, lower):
     out = unicodedata.normalize("NFKD", " ".join(text.strip().split()))
     out = "".join(c for c in out if not unicodedata.combining(c))
     return out.lower() if lower else out
+
+
+def ref_encode_ids(sp, text):
+    """The original's digit-comma rule under Python 3: digits re-encoded without "▁", keeping the "▁"
+    SentencePiece adds in front of them, then ","."""
+    pieces = []
+    for piece in sp.EncodeAsPieces(text):
+        if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+            pieces += sp.EncodeAsPieces(piece[:-1].replace("▁", "")) + [","]
+        else:
+            pieces.append(piece)
+    return [sp.PieceToId(p) for p in pieces]
 
 
 CORPUS = [
@@ -72,12 +87,32 @@ def test_ids_equal_the_python_tokenizer(model):
         fn = tf.function(tok.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
         eager = tok.tokenize(tf.constant(texts)).to_list()
         graph = fn(tf.constant(texts)).to_list()
-        expected = [tokenization.encode_ids(sp, ref_preprocess_text(t, lower)) for t in texts]
+        expected = [ref_encode_ids(sp, ref_preprocess_text(t, lower)) for t in texts]
         assert eager == expected
         assert graph == expected
-    # The digit-comma rule fired, including the branch that strips a leading ▁.
+    # The digit-comma rule fired.
     raw = [sp.EncodeAsIds(ref_preprocess_text(t, True)) for t in texts]
     assert raw != expected
+
+
+def test_digit_comma_rule_on_number_text(tmp_path):
+    """A 400-piece vocabulary of number-heavy text (`1,` and `▁75,`-like pieces): the issue's examples and
+    300 generated lines tokenize in the graph as the original does under Python 3."""
+    corpus = ft.write_number_corpus(tmp_path / "numbers.txt")
+    path = vocab_lib.train_sentencepiece([corpus], str(tmp_path / "num"), vocab_size=400, minloglevel=2,
+                                         hard_vocab_limit=False)
+    sp = spm.SentencePieceProcessor(model_file=path)
+    texts = ["founded in 1801, it is", "a total area of 21,218 square kilometres (1,680 km2), it"]
+    texts += ft.number_lines(300, seed=7)
+    tok = text_ops.AlbertTextTokenizer(open(path, "rb").read(), do_lower_case=True)
+    fn = tf.function(tok.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+    expected = [ref_encode_ids(sp, ref_preprocess_text(t, True)) for t in texts]
+    assert fn(tf.constant(texts)).to_list() == expected
+    assert tok.tokenize(tf.constant(texts)).to_list() == expected
+    # Where the split piece has no ▁ ("1,"), its digits keep theirs: "▁" or "▁1" follows "0" in "1801,".
+    first = [sp.IdToPiece(i) for i in expected[0]]
+    assert sp.EncodeAsPieces(texts[0])[3:5] == ["0", "1,"]
+    assert first[3:5] in (["0", "▁1"], ["0", "▁"])
 
 
 def test_normalize_equals_preprocess_text(model):
@@ -162,9 +197,27 @@ def test_saved_model_signature_round_trip(model, tmp_path):
     texts = ["In 1990, Café naïve", "x90, 12, the"]
     out = loaded.signatures["serving_default"](text=tf.constant(texts))
     for row, text in enumerate(texts):
-        ids = tokenization.encode_ids(model["sp"], ref_preprocess_text(text, True))
+        ids = ref_encode_ids(model["sp"], ref_preprocess_text(text, True))
         assert out["input_ids"][row].numpy().tolist() == _ref_pack(ids, None, 16)[0]
 
 
 def test_whitespace_class_covers_python_whitespace():
     assert max(c for c in range(0x110000) if chr(c).isspace()) < 0x3100  # the range text_ops scans
+
+
+def test_missing_tensorflow_text_is_a_clear_error(model):
+    # `sys.modules[name] = None` makes `import name` fail as if the package were not installed.
+    code = ("import sys; sys.modules['tensorflow_text'] = None\n"
+            "import tensorflow as tf\n"
+            "from albert_tf import export, text_ops\n"
+            "packed = text_ops.pack_inputs(tf.ragged.constant([[5, 6]]), None, max_seq_length=4)\n"
+            "assert packed['input_ids'].numpy().tolist() == [[2, 5, 6, 3]]\n"
+            "try:\n"
+            f"    text_ops.AlbertTextTokenizer(open({model['path']!r}, 'rb').read())\n"
+            "except ImportError as e:\n"
+            "    print('ERROR:', e)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "ERROR:" in result.stdout and "`tensorflow-text`" in result.stdout
+    assert "pip install tensorflow-text==2.20.1" in result.stdout

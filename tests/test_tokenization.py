@@ -1,4 +1,5 @@
-"""Tests of `albert_tf.tokenization` and `albert_tf.data.vocab` against a transcription of original-release §6."""
+"""Tests of `albert_tf.tokenization` and `albert_tf.data.vocab` against a transcription of the original
+`tokenization.py` (as it runs under Python 3)."""
 
 import os
 import random
@@ -14,7 +15,7 @@ from albert_tf.data import vocab as vocab_lib
 import fixtures_text as ft
 
 # ------------------------------------------------------------------------------------------------
-# Independent transcription of §6 (written from the spec, not from the package code).
+# Independent transcription of the original's behaviour (written from its rules, not from the package code).
 
 
 def ref_preprocess_text(inputs, remove_space=True, lower=False):
@@ -25,6 +26,20 @@ def ref_preprocess_text(inputs, remove_space=True, lower=False):
 
 
 def ref_encode_pieces(sp, text):
+    """The original's digit-comma rule under Python 3: a piece ending in <digit>"," is replaced by the pieces
+    of its digits (its "▁" removed before re-encoding) and ","; the "▁" SentencePiece puts in front of the
+    re-encoded digits stays (the original's strip compares with a bytes constant and never fires)."""
+    out = []
+    for piece in sp.EncodeAsPieces(text):
+        if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
+            out += sp.EncodeAsPieces(piece[:-1].replace("▁", "")) + [","]
+        else:
+            out.append(piece)
+    return out
+
+
+def python2_reading(sp, text):
+    """What tf-models-official and transformers do (the Python 2 reading): strip that leading "▁"."""
     out = []
     for piece in sp.EncodeAsPieces(text):
         if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
@@ -35,6 +50,9 @@ def ref_encode_pieces(sp, text):
         else:
             out.append(piece)
     return out
+
+
+ISSUE_TEXTS = ["founded in 1801, it is", "a total area of 21,218 square kilometres (1,680 km2), it"]
 
 
 TEXTS = [
@@ -104,7 +122,7 @@ def test_encode_pieces_and_ids_match_the_spec(models):
     sp = spm.SentencePieceProcessor(model_file=models["model"])
     tok = tokenization.FullTokenizer(spm_model_file=models["model"])
     assert len(_dc_pieces(sp)) > 5 and any(not p.startswith("▁") for p in _dc_pieces(sp))
-    fired = stripped = 0
+    fired = unmarked = 0
     for text in TEXTS:
         for lower in (False, True):
             clean = ref_preprocess_text(text, lower=lower)
@@ -117,9 +135,66 @@ def test_encode_pieces_and_ids_match_the_spec(models):
             assert tok.convert_ids_to_tokens(ids) == [sp.IdToPiece(i) for i in ids]
             raw = sp.EncodeAsPieces(clean)
             fired += raw != expected
-            stripped += any(not p.startswith("▁") and len(p) > 1 and p[-1] == "," and p[-2].isdigit()
+            unmarked += any(not p.startswith("▁") and len(p) > 1 and p[-1] == "," and p[-2].isdigit()
                             for p in raw)
-    assert fired and stripped  # both branches of the digit-comma rule were exercised
+    assert fired and unmarked  # digit-comma pieces with and without a leading ▁ were split
+
+
+@pytest.fixture(scope="module")
+def number_model(tmp_path_factory):
+    """A 400-piece model of number-heavy text: it has `1,`, `0,` ... (no ▁) and `▁75,` ... pieces."""
+    root = tmp_path_factory.mktemp("numbers")
+    corpus = ft.write_number_corpus(root / "numbers.txt")
+    path = vocab_lib.train_sentencepiece([corpus], str(root / "num"), vocab_size=400, minloglevel=2,
+                                         hard_vocab_limit=False)
+    return spm.SentencePieceProcessor(model_file=path), path
+
+
+def test_digit_comma_rule_keeps_the_underline_as_the_original_under_python3(number_model):
+    sp, path = number_model
+    tok = tokenization.FullTokenizer(spm_model_file=path)
+    texts = ISSUE_TEXTS + ft.number_lines(300, seed=7)
+    differs_from_python2 = 0
+    for text in texts:
+        for lower in (False, True):
+            clean = ref_preprocess_text(text, lower=lower)
+            expected = ref_encode_pieces(sp, clean)
+            assert tokenization.encode_pieces(sp, clean) == expected
+            assert tok.tokenize(clean) == expected
+            assert tokenization.encode_ids(sp, clean) == [sp.PieceToId(p) for p in expected]
+            assert tok.convert_tokens_to_ids(tok.tokenize(clean)) == [sp.PieceToId(p) for p in expected]
+            differs_from_python2 += expected != python2_reading(sp, clean)
+    assert differs_from_python2 > 100
+    # The issue's examples: a digit-comma piece without ▁ ("1,") is split into "▁", "1", "," (or "▁1", ","),
+    # so a "▁"-initial piece follows the year's other pieces where the Python 2 reading has a bare "1".
+    for text in ISSUE_TEXTS:
+        raw = sp.EncodeAsPieces(text)
+        unmarked = [i for i, p in enumerate(raw) if p[-1:] == "," and p[-2:-1].isdigit() and p[0] != "▁"]
+        assert unmarked, raw
+        pieces = tokenization.encode_pieces(sp, text)
+        position = 0
+        for i, piece in enumerate(raw):
+            if i in unmarked:
+                digits = sp.EncodeAsPieces(piece[:-1])
+                assert digits[0].startswith("▁")
+                assert pieces[position:position + len(digits) + 1] == digits + [","]
+                position += len(digits) + 1
+            elif tokenization.is_digit_comma_piece(piece):
+                position += len(sp.EncodeAsPieces(piece[1:-1])) + 1
+            else:
+                assert pieces[position] == piece
+                position += 1
+        assert position == len(pieces)
+        assert pieces != python2_reading(sp, text)
+
+
+def test_sampled_encoding_splits_digit_commas_without_sampling(number_model):
+    sp, _ = number_model
+    for seed in range(20):
+        spm.set_random_generator_seed(seed)
+        pieces = tokenization.encode_pieces(sp, ISSUE_TEXTS[1], sample=True)
+        assert "".join(pieces).replace("▁", "") == ISSUE_TEXTS[1].replace(" ", "")
+        assert not any(tokenization.is_digit_comma_piece(p) for p in pieces)
 
 
 def test_full_tokenizer_spm_does_not_lower_case(models):
@@ -189,3 +264,86 @@ def test_from_hub_module_uses_the_spm_asset(models, tmp_path):
     assert tok.tokenize("in 1990, the") == ref_encode_pieces(tok.sp_model, "in 1990, the")
     with pytest.raises(ValueError, match="vocab file"):
         tokenization.FullTokenizer.from_hub_module(str(module), use_spm=False)
+
+
+def test_wordpiece_path_matches_tf_models_copy_of_the_original():
+    """tf-models-official's `tokenization.py` is a copy of the original's WordPiece path (its only change, a
+    400-character word limit, is set back to the original's 200 here)."""
+    from official.nlp.tools import tokenization as tfm  # Deferred: the reference is a test-extra package.
+
+    rng = random.Random(5)
+    palette = list("abcXYZ éÉñ日本中文한국\t\n\r\u00a0\u2028\u3000\x00\ufffd\u200b\x7f,.!?^$`~#-'\"()") + [
+        chr(c) for c in range(0x300, 0x310)] + ["\U00020001", "\U0002f800", "😀", "\u0e31"]
+    texts = ["".join(rng.choice(palette) for _ in range(rng.randint(0, 40))) for _ in range(500)]
+    vocab = {t: i for i, t in enumerate(["[UNK]", "a", "b", "c", "##a", "##b", "##c", "ab", "x", "##y", "##z",
+                                         "日", "本", "e", "##n", ",", "!"])}
+    for lower in (True, False):
+        ours, ref = tokenization.BasicTokenizer(lower), tfm.BasicTokenizer(lower)
+        wp_ours = tokenization.WordpieceTokenizer(vocab)
+        wp_ref = tfm.WordpieceTokenizer(vocab, max_input_chars_per_word=200)
+        for text in texts:
+            basic = ours.tokenize(text)
+            assert basic == ref.tokenize(text)
+            assert ours.tokenize(text.encode("utf-8")) == basic
+            joined = " ".join(basic)
+            assert wp_ours.tokenize(joined) == wp_ref.tokenize(joined)
+    for text in texts + [b"caf\xc3\xa9 \xff bytes"]:
+        assert tokenization.convert_to_unicode(text) == tfm.convert_to_unicode(text)
+        assert tokenization.printable_text(text) == tfm.printable_text(text)
+        assert tokenization.whitespace_tokenize(tokenization.convert_to_unicode(text)) == tfm.whitespace_tokenize(
+            tfm.convert_to_unicode(text))
+    with pytest.raises(ValueError, match="Unsupported string type"):
+        tokenization.convert_to_unicode(3)
+
+
+def test_tokenization_does_not_import_tf_models(tmp_path):
+    code = ("import sys, albert_tf.tokenization, albert_tf.text_ops, albert_tf.export; "
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('official', 'tf_keras', 'tensorflow_text')); "
+            "assert not bad, bad")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_task_features_follow_the_digit_comma_rule(number_model):
+    """GLUE, RACE and SQuAD features carry the original's ids on number text (their reference is the rule
+    above applied to the processed text, packed as the original scripts do)."""
+    from albert_tf.data import glue, race, squad  # Deferred: only this test needs the task modules.
+
+    sp, path = number_model
+    tok = tokenization.FullTokenizer(spm_model_file=path, do_lower_case=True)
+    lines = ISSUE_TEXTS + ft.number_lines(60, seed=11)
+
+    def ref_ids(text):
+        return [sp.PieceToId(p) for p in ref_encode_pieces(sp, ref_preprocess_text(text, lower=True))]
+
+    processor = glue.get_processor("mrpc", use_spm=True, do_lower_case=True)
+    for i in range(0, len(lines) - 1, 2):
+        a, b = lines[i], lines[i + 1]
+        example = glue.InputExample("g", processor.process_text(a), processor.process_text(b), "1")
+        feature = glue.convert_single_example(9, example, ["0", "1"], 128, tok, "mrpc")
+        ids_a, ids_b = ref_ids(a), ref_ids(b)
+        assert len(ids_a) + len(ids_b) <= 125
+        expected = [2] + ids_a + [3] + ids_b + [3]
+        assert feature.input_ids == expected + [0] * (128 - len(expected))
+
+    process = race.make_process_text(do_lower_case=True)
+    context = " ".join(lines[:2])
+    endings = [process(line) for line in lines[2:6]]
+    example = race.RaceExample("a-0", "a", 0, "high", process(context), endings, 0, "t.json")
+    ids, _, _, _ = race.encode_example(example, tok, max_seq_length=128, max_qa_length=40)
+    for row, ending in zip(ids, lines[2:6]):
+        expected = [2] + ref_ids(context) + [3] + ref_ids(ending)[-40:] + [3]
+        assert len(expected) <= 128 and row == expected + [0] * (128 - len(expected))
+
+    paragraph = "The town was founded in 1801, it is a total area of 21,218 square kilometres (1,680 km2), it"
+    question = "In 1801, what was founded?"
+    example = squad.SquadExample("q1", question, paragraph, "1801", paragraph.index("1801"), None, False)
+    features = []
+    squad.convert_examples_to_features([example], tok, max_seq_length=96, doc_stride=32, max_query_length=24,
+                                       is_training=True, output_fn=features.append, do_lower_case=True)
+    (feature,) = features
+    query, doc = ref_ids(question), ref_ids(paragraph)
+    assert feature.input_ids[:len(query) + len(doc) + 3] == [2] + query + [3] + doc + [3]
+    answer = feature.input_ids[feature.start_position:feature.end_position + 1]
+    assert "".join(sp.IdToPiece(i) for i in answer).replace("▁", "") == "1801"

@@ -1,4 +1,7 @@
-"""The TFRecord schemas of the original release, in one table (original-release §5.4, §8.1, §8.3, §8.6).
+"""The TFRecord schemas of the original release, in one table.
+
+They are those written by the original `create_pretraining_data.py`, `classifier_utils.py`, `squad_utils.py`
+and `race_utils.py`.
 
 Feature names, dtypes and lengths are the original's, so TFRecords written by the original scripts and by
 this package are interchangeable. Every reader parses with these specs and casts int64 to int32.

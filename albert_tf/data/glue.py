@@ -2,7 +2,7 @@
 
 Processors read `data_dir/<DIR>/<file>.tsv` with `csv.reader(delimiter="\\t", quotechar=None)` and take the
 same columns, skip the same header rows and produce the same guids and labels as the original
-(original-release §8.1). tf-models-official's `classifier_data_lib` processors were not reused: they read
+processors. tf-models-official's `classifier_data_lib` processors were not reused: they read
 TFDS, number guids `"<set>-<i>"` where the original takes the file's index column (which the GLUE
 leaderboard files need), and give STS-B test labels 0.0 instead of 0.
 
@@ -24,6 +24,7 @@ from absl import logging
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import fileio, tokenization
 from albert_tf.data import features as features_lib
 
 
@@ -118,9 +119,7 @@ class DataProcessor:
 
     def process_text(self, text):
         if self.use_spm:
-            from albert_tf.tokenization import preprocess_text
-
-            return preprocess_text(text, lower=self.do_lower_case)
+            return tokenization.preprocess_text(text, lower=self.do_lower_case)
         return text if isinstance(text, str) else text.decode("utf-8", "ignore")
 
     # --- helpers ---
@@ -497,23 +496,16 @@ def file_based_convert_examples_to_features(examples, label_list, max_seq_length
     Returns:
         int, the number of records written.
     """
-    tmp_file = f"{output_file}.tmp-{os.getpid()}"
     start = time.time()
-    try:
-        with tf.io.TFRecordWriter(tmp_file) as writer:
-            for ex_index, example in enumerate(examples):
-                if ex_index % 10000 == 0 and ex_index:
-                    rate = ex_index / max(time.time() - start, 1e-9)
-                    logging.info("Writing example %d of %d (%.0f examples/s, ETA %.0f s)", ex_index,
-                                 len(examples), rate, (len(examples) - ex_index) / rate)
-                feature = convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer,
-                                                 task_name)
-                writer.write(feature_to_tf_example(feature, task_name).SerializeToString())
-        tf.io.gfile.rename(tmp_file, output_file, overwrite=True)
-    except BaseException:
-        if tf.io.gfile.exists(tmp_file):
-            tf.io.gfile.remove(tmp_file)
-        raise
+    with fileio.atomic_path(output_file) as tmp_file, tf.io.TFRecordWriter(tmp_file) as writer:
+        for ex_index, example in enumerate(examples):
+            if ex_index % 10000 == 0 and ex_index:
+                rate = ex_index / max(time.time() - start, 1e-9)
+                logging.info("Writing example %d of %d (%.0f examples/s, ETA %.0f s)", ex_index,
+                             len(examples), rate, (len(examples) - ex_index) / rate)
+            feature = convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer,
+                                             task_name)
+            writer.write(feature_to_tf_example(feature, task_name).SerializeToString())
     logging.info("Wrote %d examples to %s in %.1f s.", len(examples), output_file, time.time() - start)
     return len(examples)
 

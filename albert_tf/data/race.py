@@ -1,4 +1,4 @@
-"""RACE reading, 4-choice feature encoding and TFRecords (original `race_utils.py`, original-release §8.6).
+"""RACE reading, 4-choice feature encoding and TFRecords (the original `race_utils.py`).
 
 Layout: `data_dir/RACE/{train,dev,test}/{middle,high}/`. A level directory holds either the concatenated
 `all.txt` the original requires (one JSON object per line) or the per-article `*.txt` files of the public RACE
@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import fileio, tokenization
 from albert_tf.data import features as features_lib
 
 LEVELS = ("middle", "high")
@@ -169,9 +170,7 @@ def make_process_text(do_lower_case=True, use_spm=True):
     """The original `RaceProcessor.process_text`: `preprocess_text(text, lower=do_lower_case)` with spm."""
     if not use_spm:
         return lambda text: text if isinstance(text, str) else text.decode("utf-8")
-    from albert_tf.tokenization import preprocess_text
-
-    return lambda text: preprocess_text(text, lower=do_lower_case)
+    return lambda text: tokenization.preprocess_text(text, lower=do_lower_case)
 
 
 def read_race_examples(data_dir, split, do_lower_case=True, high_only=False, middle_only=False, use_spm=True,
@@ -277,32 +276,26 @@ def write_race_tfrecord(examples, tokenizer, max_seq_length, max_qa_length, outp
     directory = os.path.dirname(output_file)
     if directory:
         tf.io.gfile.makedirs(directory)
-    tmp_file = f"{output_file}.tmp-{os.getpid()}"
     start = time.time()
     cached_context, cached_tokens = None, None
-    try:
-        with tf.io.TFRecordWriter(tmp_file) as writer:
-            for index, example in enumerate(examples):
-                if example.context is not cached_context and example.context != cached_context:
-                    cached_context, cached_tokens = example.context, tokenizer.tokenize(example.context)
-                ids, mask, segments, tokens = encode_example(example, tokenizer, max_seq_length, max_qa_length,
-                                                             cached_tokens)
-                label = NO_LABEL if example.label is None else example.label
-                writer.write(example_to_tf_example(ids, mask, segments, label).SerializeToString())
-                if index < 2:
-                    logging.info("*** Example %s (label %s) ***\n%s", example.example_id, label,
-                                 "\n".join(" ".join(t) for t in tokens))
-                if index and index % 10000 == 0:
-                    rate = index / (time.time() - start)
-                    logging.info("Writing example %d of %d (%.0f examples/s, ETA %.0f s)", index,
-                                 len(examples), rate, (len(examples) - index) / rate)
-            zeros = [[0] * max_seq_length] * NUM_CHOICES
-            for _ in range(num_padding):
-                writer.write(example_to_tf_example(zeros, zeros, zeros, 0, False).SerializeToString())
-        tf.io.gfile.rename(tmp_file, output_file, overwrite=True)
-    finally:
-        if tf.io.gfile.exists(tmp_file):
-            tf.io.gfile.remove(tmp_file)
+    with fileio.atomic_path(output_file) as tmp_file, tf.io.TFRecordWriter(tmp_file) as writer:
+        for index, example in enumerate(examples):
+            if example.context is not cached_context and example.context != cached_context:
+                cached_context, cached_tokens = example.context, tokenizer.tokenize(example.context)
+            ids, mask, segments, tokens = encode_example(example, tokenizer, max_seq_length, max_qa_length,
+                                                         cached_tokens)
+            label = NO_LABEL if example.label is None else example.label
+            writer.write(example_to_tf_example(ids, mask, segments, label).SerializeToString())
+            if index < 2:
+                logging.info("*** Example %s (label %s) ***\n%s", example.example_id, label,
+                             "\n".join(" ".join(t) for t in tokens))
+            if index and index % 10000 == 0:
+                rate = index / (time.time() - start)
+                logging.info("Writing example %d of %d (%.0f examples/s, ETA %.0f s)", index,
+                             len(examples), rate, (len(examples) - index) / rate)
+        zeros = [[0] * max_seq_length] * NUM_CHOICES
+        for _ in range(num_padding):
+            writer.write(example_to_tf_example(zeros, zeros, zeros, 0, False).SerializeToString())
     logging.info("Wrote %d RACE examples (+%d padding) to %s in %.1f s", len(examples), num_padding,
                  output_file, time.time() - start)
     return len(examples) + num_padding

@@ -1,4 +1,23 @@
-"""SQuAD 1.1 / 2.0 reading and feature conversion, exactly as the original `squad_utils` (original-release §8.3).
+# coding=utf-8
+# Copyright 2018 The Google AI Team Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+#
+# Adapted from google-research/ALBERT/squad_utils.py: `_convert_index`, `_check_is_max_context` and the
+# piece-to-character alignment and doc-span windows of `convert_examples_to_features`. Changes: split into
+# functions, Python 3 only, features handed to a callback, eval side-information stored as JSON instead of
+# a pickle, atomic output files.
+"""SQuAD 1.1 / 2.0 reading and feature conversion, exactly as the original `squad_utils.py`.
 
 The paragraph is tokenized with SentencePiece after `preprocess_text` (NFKD, accents dropped, lower-cased), so
 pieces no longer spell the raw text. The original aligns the two by a banded longest-common-subsequence over
@@ -16,12 +35,12 @@ is written here as JSON and never unpickled.
 import collections
 import dataclasses
 import json
-import os
 import time
 
 from absl import logging
 import tensorflow as tf
 
+from albert_tf import fileio, tokenization
 from albert_tf.data import features as feature_schema
 
 SPIECE_UNDERLINE = "\u2581"
@@ -79,12 +98,6 @@ class ConversionStats:
     num_positive: int = 0
     num_negative: int = 0
     num_mismatch: int = 0
-
-
-def _tokenization():
-    from albert_tf import tokenization  # Local import: keeps `albert_tf.data` importable on its own.
-
-    return tokenization
 
 
 def load_squad_json(input_file):
@@ -270,7 +283,7 @@ def align_pieces(paragraph_text, para_tokens, do_lower_case):
         `tok_start_to_orig_index`, `tok_end_to_orig_index` (per piece, raw char offsets),
         `orig_to_chartok_index` (per raw char), `chartok_to_tok_index` (per char of the joined pieces).
     """
-    preprocess_text = _tokenization().preprocess_text
+    preprocess_text = tokenization.preprocess_text
     chartok_to_tok_index = []
     tok_start_to_chartok_index = []
     tok_end_to_chartok_index = []
@@ -384,7 +397,6 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
     check_lengths(max_seq_length, max_query_length)
     if doc_stride <= 0:
         raise ValueError(f"`doc_stride` must be positive. Received: {doc_stride}.")
-    tokenization = _tokenization()
     sp_model = _sp_model(tokenizer)
     cls_id, sep_id = sp_model.PieceToId("[CLS]"), sp_model.PieceToId("[SEP]")
     stats = ConversionStats(num_examples=len(examples))
@@ -525,8 +537,8 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
 class FeatureWriter:
     """Writes `InputFeatures` as tf.Examples with the original names (`squad_utils.FeatureWriter`).
 
-    The records go to `<filename>.tmp-<pid>` and are renamed to `filename` by `close()`; `abort()` removes
-    the temporary file. Usable as a context manager (aborts on an exception).
+    The records go to a temporary file (`fileio.atomic_path`) renamed to `filename` by `close()`; `abort()`
+    removes it. Usable as a context manager (aborts on an exception).
 
     Args:
         filename: output TFRecord path.
@@ -537,8 +549,8 @@ class FeatureWriter:
         self.filename = filename
         self.is_training = is_training
         self.num_features = 0
-        self._tmp_name = f"{filename}.tmp-{os.getpid()}"
-        self._writer = tf.io.TFRecordWriter(self._tmp_name)
+        self._target = fileio.atomic_path(filename)
+        self._writer = tf.io.TFRecordWriter(self._target.__enter__())
 
     def process_feature(self, feature):
         self.num_features += 1
@@ -560,12 +572,15 @@ class FeatureWriter:
 
     def close(self):
         self._writer.close()
-        tf.io.gfile.rename(self._tmp_name, self.filename, overwrite=True)
+        self._target.__exit__(None, None, None)
 
     def abort(self):
         self._writer.close()
-        if tf.io.gfile.exists(self._tmp_name):
-            tf.io.gfile.remove(self._tmp_name)
+        error = RuntimeError(f"Writing `{self.filename}` was aborted.")
+        try:
+            self._target.__exit__(RuntimeError, error, None)  # Removes the temporary file.
+        except RuntimeError:
+            pass
 
     def __enter__(self):
         return self
@@ -577,11 +592,8 @@ class FeatureWriter:
             self.abort()
 
 
-def write_text_atomic(path, text):
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with tf.io.gfile.GFile(tmp, "w") as writer:
-        writer.write(text)
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+# Kept under this module's name for its callers (`albert_tf.training.squad_task`).
+write_text_atomic = fileio.write_text_atomic
 
 
 _EVAL_FIELDS = ("unique_id", "example_index", "doc_span_index", "tok_start_to_orig_index",

@@ -1,4 +1,22 @@
-"""SQuAD post-processing and metrics, as the original `squad_utils` (original-release §8.4, §8.5).
+# coding=utf-8
+# Copyright 2018 The Google AI Team Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+#
+# Adapted from google-research/ALBERT/squad_utils.py (`write_predictions_v1`/`_v2`, `accumulate_predictions_v1`/
+# `_v2`) and the official SQuAD evaluation scripts it copies (`evaluate-v1.1.py`, `evaluate-v2.0.py`).
+# Changes: Python 3 only, functions instead of module-level state, atomic output files.
+"""SQuAD post-processing and metrics, as the original `squad_utils.py`.
 
 v1: per feature the `n_best_size` best start and end logits, valid (start, end) pairs (inside the doc, start at a
 max-context token, `end >= start`, at most `max_answer_length` pieces), scores averaged over duplicate pairs,
@@ -14,12 +32,12 @@ The metric functions are the official SQuAD v1.1 and v2.0 evaluation scripts (`e
 import collections
 import json
 import math
-import os
 import re
 import string
 
 from absl import logging
-import tensorflow as tf
+
+from albert_tf import fileio
 
 RawResult = collections.namedtuple("RawResult", ["unique_id", "start_log_prob", "end_log_prob"])
 RawResultV2 = collections.namedtuple(
@@ -131,10 +149,7 @@ def _nbest_json(nbest):
 
 def write_json(obj, path):
     """`json.dumps(obj, indent=4) + "\\n"` as the original, to a temporary name then renamed."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with tf.io.gfile.GFile(tmp, "w") as writer:
-        writer.write(json.dumps(obj, indent=4) + "\n")
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+    fileio.write_text_atomic(path, json.dumps(obj, indent=4) + "\n")
 
 
 def write_predictions_v1(result_dict, all_examples, all_features, all_results, n_best_size,
