@@ -65,7 +65,7 @@ def quiet_tensorflow_start():
             sys.stderr.flush()
 
 
-def run_app(main, help_text, flag_modules=()):
+def run_app(main, help_text, flag_modules=(), **run_kwargs):
     """`absl.app.run(main)` with `help_text` as the paragraph of `--help` and the flags of `flag_modules`.
 
     Args:
@@ -73,13 +73,17 @@ def run_app(main, help_text, flag_modules=()):
         help_text: str, one paragraph on what the command does, what it reads and writes.
         flag_modules: names of the modules whose flags `--help` lists (those that defined them), besides
             the flags the script itself defines.
+        **run_kwargs: passed on to `absl.app.run` (e.g. `flags_parser`).
     """
     sys.modules["__main__"].__doc__ = help_text.strip() + "\n"
     by_module = flags.FLAGS.flags_by_module_dict()
     for module_name in flag_modules:
         for flag in by_module.get(module_name, []):
             flags.FLAGS.register_key_flag_for_module(sys.argv[0], flag)
-    app.run(main)
+    if any(arg in ("-h", "-help", "--help", "--helpshort") for arg in sys.argv[1:]):
+        # absl answers --help with exit status 1; asking for help is not an error.
+        app.usage(shorthelp=True, writeto_stdout=True, exitcode=0)
+    app.run(main, **run_kwargs)
 
 
 def _command(module_name):

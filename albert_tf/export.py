@@ -44,7 +44,7 @@ import sentencepiece as spm
 import tensorflow as tf
 from absl import app, flags, logging
 
-from albert_tf import text_ops
+from albert_tf import cli, text_ops
 from albert_tf.checkpoints import load_pretrained, resolve_source
 from albert_tf.models.albert_model import AlbertModel, as_config
 from albert_tf.models.classifier import AlbertClassifier
@@ -699,7 +699,7 @@ def _run(argv):
 def main():
     """`albert-export`: a checkpoint -> a TF Serving SavedModel (see `export_from_checkpoint`)."""
     _define_flags()
-    app.run(_run)
+    cli.run_app(_run, CLI_HELP, [__name__])
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from albert_tf import fileio, text_ops
+from albert_tf import cli, fileio, text_ops
 from albert_tf.checkpoints import init_from_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import features
@@ -340,7 +340,7 @@ def _main(argv):
 def main():
     define_flags()
     logging.set_verbosity(logging.INFO)
-    app.run(_main)
+    cli.run_app(_main, CLI_HELP, [__name__])
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ Usage:
 
 from absl import app, flags
 
+from albert_tf import cli
 from albert_tf.data.pretraining_instances import PretrainingOptions
 from albert_tf.data.pretraining_writer import write_pretraining_examples
 
@@ -119,7 +120,7 @@ def main():
     define_flags()
     flags.mark_flag_as_required("input_file")
     flags.mark_flag_as_required("output_file")
-    app.run(_main, flags_parser=_parse_known_flags)
+    cli.run_app(_main, CLI_HELP, [__name__], flags_parser=_parse_known_flags)
 
 
 if __name__ == "__main__":

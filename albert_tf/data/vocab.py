@@ -26,6 +26,8 @@ import sentencepiece as spm
 import tensorflow as tf
 from absl import app, flags, logging
 
+from albert_tf import cli
+
 CLI_HELP = (
     "Trains a SentencePiece vocabulary with the flags of the original ALBERT README's spm_train command "
     "(unigram model, <pad>=0, <unk>=1, control symbols [CLS] [SEP] [MASK], user-defined symbols "
@@ -162,7 +164,7 @@ def _main(argv):
 
 def main():
     define_flags()
-    app.run(_main)
+    cli.run_app(_main, CLI_HELP, [__name__])
 
 
 if __name__ == "__main__":
