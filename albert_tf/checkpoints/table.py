@@ -168,14 +168,21 @@ def resolve_path(root, path):
     return obj
 
 
-def get_encoder(model):
-    """The `AlbertModel` inside `model` (`model` itself for an encoder)."""
-    from albert_tf.models.albert_model import AlbertModel  # Local import: models import this package.
+def _is_encoder(obj):
+    """An `AlbertModel` by its interface (config, embeddings, groups, pooler): the table's encoder paths."""
+    return all(hasattr(obj, attribute) for attribute in ("config", "embeddings", "groups", "pooler"))
 
-    if isinstance(model, AlbertModel):
+
+def get_encoder(model):
+    """The `AlbertModel` inside `model` (`model` itself for an encoder).
+
+    Recognised by the attributes the table reads, so this package does not import the models (which import
+    it for `from_pretrained`).
+    """
+    if _is_encoder(model):
         return model
     encoder = getattr(model, "encoder", None)
-    if not isinstance(encoder, AlbertModel):
+    if not _is_encoder(encoder):
         raise TypeError(f"`model` must be an AlbertModel or have an `encoder` attribute that is one. "
                         f"Received: {type(model).__name__}.")
     return encoder
