@@ -19,6 +19,7 @@ from absl import logging
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from albert_tf.checkpoints import hf, keras_hub, saved_model, table
+from albert_tf.checkpoints.foreign import MappedReader
 from albert_tf.checkpoints.sources import FOREIGN_KINDS, resolve_source
 from albert_tf.config import AlbertConfig
 
@@ -220,14 +221,14 @@ def restore_tf1(model, prefix, allow_missing_heads=True):
 
     Args:
         model: `AlbertModel`, `AlbertPretrainer` or a task model.
-        prefix: str, checkpoint prefix.
+        prefix: str, checkpoint prefix, or a reader (`CheckpointReader`, `MappedReader` of a foreign layout).
         allow_missing_heads: bool, accept a checkpoint without (all of) a head's variables; the head keeps its
             initial values. A head present only in part is always an error.
 
     Returns:
         `LoadResult`.
     """
-    reader = prefix if isinstance(prefix, CheckpointReader) else CheckpointReader(prefix)
+    reader = prefix if isinstance(prefix, (CheckpointReader, MappedReader)) else CheckpointReader(prefix)
     targets, ignored, missing_heads = _check_tf1(model, reader, allow_missing_heads)
     loaded = []
     for name, target in targets.items():

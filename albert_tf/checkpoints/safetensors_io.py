@@ -138,4 +138,5 @@ def write_safetensors(path, entries, metadata=None):
                 value = np.ascontiguousarray(producer(), dtype=np.dtype(dtype).newbyteorder("<"))
                 if value.shape != tuple(shape):
                     raise ValueError(f"`{name}`: produced shape {list(value.shape)}, header says {list(shape)}.")
-                f.write(memoryview(value).cast("B"))
+                if value.size:
+                    f.write(value.reshape(-1).view(np.uint8).data)
