@@ -25,7 +25,14 @@ import numpy_reference as ref
 from keras_hub.src.utils.transformers import convert_albert
 from keras_hub.src.utils.transformers.safetensor_utils import SafetensorLoader
 from albert_tf import AlbertConfig, AlbertModel, AlbertPretrainer
-from albert_tf.checkpoints import convert, init_from_checkpoint, resolve_source, save_tf1_checkpoint, table
+from albert_tf.checkpoints import (
+    convert,
+    init_from_checkpoint,
+    resolve_source,
+    save_tf1_checkpoint,
+    source_num_labels,
+    table,
+)
 from albert_tf.checkpoints.safetensors_io import SafetensorsFile, write_safetensors
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.squad import AlbertSquadV1
@@ -519,3 +526,17 @@ def test_saved_model_without_metadata_asks_for_config(tf_models_saved_models, tm
     model = AlbertModel.from_pretrained(str(copy), config=config)
     assert_outputs_equal(ours(model, ids, mask, seg),
                          (reference["E_ne_H_sequence_output"], reference["E_ne_H_pooled_output"]))
+
+
+def test_sources_resolve_again_from_their_prefix_and_count_labels(tmp_path, tf_models_saved_models):
+    """What the runners and `albert-export` do with a resolved source: resolve `checkpoint_prefix` again."""
+    config = CONFIGS["G1K1"]
+    state, _ = hf_state_dict(config, np.random.default_rng(44), heads=("classifier",), num_labels=3)
+    hf_dir = write_hf_dir(str(tmp_path / "cls"), config, state, "AlbertForSequenceClassification")
+    root = tf_models_saved_models[0]
+    for path, kind, labels in ((hf_dir, "hf_model", 3), (str(root / "E_ne_H"), "tf2_saved_model", None)):
+        with resolve_source(path) as source:
+            assert source.kind == kind
+            with resolve_source(source.checkpoint_prefix) as again:
+                assert again.kind == kind and again.directory == source.directory
+        assert source_num_labels(path) == labels

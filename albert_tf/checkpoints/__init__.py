@@ -7,6 +7,7 @@ Public API:
     init_groups_from_group0(model, path) -> {name: source name}
     resolve_source(path) -> context manager yielding ResolvedSource
     open_reader(source) -> reader with TF1 names (`shapes`, `read`) for any resolved source
+    source_num_labels(path) -> rows of the classifier head in any source, or None
     save_tf1_checkpoint(model, prefix) -> prefix
     convert(input_path, output_dir, output_format="keras", model="auto", config_file=None, **model_kwargs)
 """
@@ -20,7 +21,7 @@ from albert_tf.checkpoints.reader import (
     load_pretrained,
     restore_checkpoint,
 )
-from albert_tf.checkpoints.reader import open_reader, restore_source
+from albert_tf.checkpoints.reader import open_reader, restore_source, source_num_labels
 from albert_tf.checkpoints.sources import ResolvedSource, resolve_source
 from albert_tf.checkpoints.table import TABLE, model_targets
 from albert_tf.checkpoints.writer import save_tf1_checkpoint

@@ -56,7 +56,8 @@ _BLOCK = {
 }
 _BLOCK = {suffix: (PREFIX + "encoder.albert_layer_groups.{g}.albert_layers.{k}." + name, transform)
           for suffix, (name, transform) in _BLOCK.items()}
-_PROJECTION = (PREFIX + "encoder.embedding_hidden_mapping_in.weight", PREFIX + "encoder.embedding_hidden_mapping_in.bias")
+_PROJECTION = (PREFIX + "encoder.embedding_hidden_mapping_in.weight",
+               PREFIX + "encoder.embedding_hidden_mapping_in.bias")
 POOLER = ("bert/pooler/dense/kernel", "bert/pooler/dense/bias")
 # Buffers some transformers versions save with the weights.
 _BUFFERS = (PREFIX + "embeddings.position_ids", PREFIX + "embeddings.token_type_ids")

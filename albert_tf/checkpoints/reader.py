@@ -2,8 +2,12 @@
 
 TF1 checkpoints are read through the table of `table.py`: every name is checked (missing, unexpected, wrong
 shape: one error listing them all, raised before anything is assigned), then each value is read (`RestoreV2`
-straight into a TF tensor), assigned and dropped, so at most one variable is held twice (xxlarge is ~0.9 GB;
-measured in `benchmarks/bench_convert.py`: restoring adds one FFN kernel, 256 MB, to the model's memory).
+straight into a TF tensor), assigned and dropped, so at most one variable is held twice beside the model
+(`benchmarks/bench_convert.py` measures it).
+
+The foreign layouts (TF2 SavedModels of tf-models' AlbertEncoder, keras-hub presets, Hugging Face safetensors)
+are read the same way: `open_reader` gives a `foreign.MappedReader` that shows their variables under the
+original TF1 names, with the transposes and reshapes between the layouts applied one variable at a time.
 
 Our TF2 checkpoints (`tf.train.Checkpoint(model=model, optimizer=...)` written by the training loop) are
 restored object by object: the `encoder` into the encoder of any of our model classes, each head when the
@@ -217,7 +221,7 @@ def _assign(target, reader, name):
 
 
 def restore_tf1(model, prefix, allow_missing_heads=True):
-    """Assigns a Google-format TF1 checkpoint (original names, §4) to `model`, streaming variable by variable.
+    """Assigns a Google-format TF1 checkpoint (the original's variable names) to `model`, variable by variable.
 
     Args:
         model: `AlbertModel`, `AlbertPretrainer` or a task model.
@@ -270,6 +274,19 @@ def restore_source(model, source, allow_missing_heads=True):
     if reader.is_tf2:
         return restore_tf2(model, reader, allow_missing_heads)
     return restore_tf1(model, reader, allow_missing_heads)
+
+
+def source_num_labels(path):
+    """Rows of the classifier head (`output_weights [num_labels, H]`) in any source, None when it has none.
+
+    TF1 checkpoints hold it as the root-scope `output_weights`, ours as `model/classifier_head/output_weights`,
+    Hugging Face sequence classifiers as `classifier.weight`.
+    """
+    with resolve_source(path) as source:
+        reader = open_reader(source)
+        shape = reader.tf2_shape("model/classifier_head/output_weights") if reader.is_tf2 else \
+            reader.shapes.get("output_weights")
+    return int(shape[0]) if shape is not None and len(shape) == 2 else None
 
 
 def _restore_object(prefix, node, description, root_name="model"):
@@ -416,7 +433,7 @@ def load_pretrained(model_cls, path, config=None, allow_missing_heads=True, **mo
 
 
 def init_groups_from_group0(model, path):
-    """`--init_from_group0` (original-release §3.6): every group's variables from `group_0` of a TF1 checkpoint.
+    """`--init_from_group0` of the original `run_pretraining.py`: every group's variables from `group_0`.
 
     As the original `get_assignment_map_from_checkpoint(..., num_of_group)`: a variable whose own name is in
     the checkpoint takes it; otherwise `/group_N/` is replaced by `/group_0/`; variables matched neither way

@@ -1,6 +1,6 @@
 """Finds the checkpoint, `albert_config.json` and `30k-clean.model` of every form a release comes in.
 
-Forms (original-release §9): a checkpoint prefix (`.../model.ckpt-best`; also accepted with a trailing
+Forms (as Google's README distributes them): a checkpoint prefix (`.../model.ckpt-best`; also accepted with a trailing
 `.index`, `.data-*` or `.meta`, with a warning naming the prefix used), a directory with a `checkpoint` state
 file (latest checkpoint), a release directory (`albert_config.json` + `model.ckpt-best.*` + `30k-clean.model`),
 a `.tar.gz` of such a directory, a TF-Hub TF1 module directory (`variables/variables.*`,
@@ -49,8 +49,9 @@ class ResolvedSource:
         path: str, the path the user gave.
         kind: str, one of `checkpoint`, `checkpoint_dir`, `release_dir`, `tfhub_module` (TF1 checkpoints),
             `tf2_saved_model`, `keras_hub_preset`, `hf_model` (`FOREIGN_KINDS`); archives add `archive:` in front.
-        checkpoint_prefix: str or None, prefix for `tf.train.load_checkpoint` (`variables/variables` of a TF2
-            SavedModel; None for keras-hub and Hugging Face directories).
+        checkpoint_prefix: str, prefix for `tf.train.load_checkpoint` (`variables/variables` of a TF2
+            SavedModel). For keras-hub and Hugging Face directories, which hold no TF checkpoint, the directory:
+            `resolve_source` of it finds the same source again; read its weights with `reader.open_reader`.
         config_file: str or None, the `albert_config.json` found next to the checkpoint.
         spm_model_file: str or None, the SentencePiece model found next to the checkpoint.
         vocab_file: str or None, `30k-clean.vocab` (informational) or a WordPiece vocab, when present.
@@ -122,11 +123,12 @@ def _resolve_directory(path, directory, stack):
                         prefix=os.path.join(directory, "variables", "variables"))
     if keras_hub.is_preset_dir(directory):
         return _foreign(path, "keras_hub_preset", directory, keras_hub.config_dict,
-                        os.path.join(directory, keras_hub.SPM), stack)
+                        os.path.join(directory, keras_hub.SPM), stack, prefix=directory)
     if hf.is_hf_dir(directory):
         hf.check_model_type(directory)
         hf.weight_files(directory)   # Refuses pickles before anything else happens.
-        return _foreign(path, "hf_model", directory, hf.config_dict, os.path.join(directory, hf.SPM), stack)
+        return _foreign(path, "hf_model", directory, hf.config_dict, os.path.join(directory, hf.SPM), stack,
+                        prefix=directory)
     hub_prefix = os.path.join(directory, "variables", "variables")
     if _has_checkpoint(hub_prefix):
         return _with_assets(path, "tfhub_module", hub_prefix, [os.path.join(directory, "assets"), directory])
@@ -154,6 +156,10 @@ def _resolve_plain(path, local, stack):
     """Resolves a path that is not an archive; `local` is the filesystem path, `path` the user's (for messages)."""
     if os.path.isdir(local):
         return _resolve_directory(path, local, stack)
+    parent = os.path.dirname(os.path.dirname(local))
+    if os.path.basename(local) == "variables" and os.path.basename(os.path.dirname(local)) == "variables" \
+            and saved_model.is_saved_model(parent):
+        return _resolve_directory(path, parent, stack)   # The `checkpoint_prefix` of a TF2 SavedModel.
     if _has_checkpoint(local):
         return _with_assets(path, "checkpoint", local, [os.path.dirname(local) or "."])
     match = _SUFFIX.search(local)
