@@ -55,7 +55,7 @@ class PeakRss:
 
 def fabricate(config, prefix, optimizer_slots):
     """Child-process step: random weights under the original names, written with `SaveV2`."""
-    import tensorflow as tf
+    import tensorflow as tf  # Deferred: the children import only what they use (see `main`).
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
     import numpy_reference
@@ -74,7 +74,7 @@ def fabricate(config, prefix, optimizer_slots):
 
 def fabricate_saved_model(config, work_dir):
     """Child-process step: tf-models' AlbertEncoder of `config` (random), exported as TF-Hub does."""
-    import tensorflow as tf
+    import tensorflow as tf  # Deferred: this child runs tf_keras and must not load Keras 3 models.
     from official.nlp.configs import encoders
     from official.nlp.tools import export_tfhub_lib
 
@@ -106,6 +106,8 @@ def main():
     parser.add_argument("--saved_model_only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
+    # Imports are deferred throughout: the fabricating children are this file too, and one of them runs tf_keras
+    # (tf-models), which does not mix with the Keras 3 models imported for the measured phases.
     from albert_tf.config import AlbertConfig
 
     config = AlbertConfig.from_preset(args.preset).to_dict()
@@ -147,7 +149,6 @@ def main():
 
     from albert_tf.checkpoints import hf, init_from_checkpoint, keras_hub, save_tf1_checkpoint, table
     from albert_tf.checkpoints.convert import tf1_values
-    from albert_tf.config import AlbertConfig as Config
     from albert_tf.models import AlbertPretrainer
 
     sampler = PeakRss()
@@ -169,7 +170,7 @@ def main():
     phase("write TF1 checkpoint", lambda: save_tf1_checkpoint(model, tf1_prefix))
     os.makedirs(os.path.join(args.work_dir, "keras"), exist_ok=True)
     phase("write .weights.h5", lambda: model.save_weights(os.path.join(args.work_dir, "keras", "model.weights.h5")))
-    albert_config = Config.from_dict(config)
+    albert_config = AlbertConfig.from_dict(config)
     hf_dir, kh_dir = os.path.join(args.work_dir, "hf"), os.path.join(args.work_dir, "keras_hub")
     for directory in (hf_dir, kh_dir):
         os.makedirs(directory, exist_ok=True)

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 
+import h5py
 import keras_hub
 import numpy as np
 import pytest
@@ -117,6 +118,22 @@ def test_keras_hub_preset_matches_keras_hub(key, tmp_path):
         assert source.kind == "keras_hub_preset"
         assert open(source.spm_model_file, "rb").read() == SPM_BYTES
         assert AlbertConfig.from_json_file(source.config_file).num_hidden_groups == config["num_hidden_groups"]
+
+
+def test_keras_hub_weights_without_layer_name_attributes(tmp_path):
+    """Weights files of Keras releases that do not record layer names are read by the functional layout."""
+    config = CONFIGS["G2K2"]
+    backbone = keras_hub_backbone(config, seed=13)
+    preset = save_keras_hub_preset(backbone, str(tmp_path / "preset"))
+    with h5py.File(os.path.join(preset, "model.weights.h5"), "r+") as handle:
+        groups = []
+        handle.visititems(lambda name, obj: groups.append(obj) if name.endswith("vars") else None)
+        for group in groups:
+            if "name" in group.attrs:
+                del group.attrs["name"]
+    model = AlbertModel.from_pretrained(preset)
+    ids, mask, seg = make_inputs()
+    assert_outputs_equal(ours(model, ids, mask, seg), keras_hub_outputs(backbone, ids, mask, seg))
 
 
 def test_keras_hub_projection_when_e_equals_h_must_be_identity(tmp_path):

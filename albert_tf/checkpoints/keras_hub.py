@@ -141,17 +141,24 @@ def backbone_config(config):
 
 # --- reading ----------------------------------------------------------------------------------------------------
 
-def _datasets(path, handle):
-    """`{layer name/relative path: dataset path}` of every variable in a Keras 3 `.weights.h5`."""
+def _datasets(path, handle, config):
+    """`{layer name/relative path: dataset path}` of every variable in a Keras 3 `.weights.h5`.
+
+    Layers are known by the `name` attribute Keras writes on their `vars` group; files without it (written by
+    older Keras 3 releases) are read by the group names of the backbone's functional layout.
+    """
     found = {}
     layers = handle.get("layers")
     if layers is None:
         raise ValueError(f"`{path}` is not a Keras 3 weights file: it has no `layers` group.")
+    by_group = {group: layer for group, layer, _ in _layout(config)}
     for group_name, group in layers.items():
         vars_group = group.get("vars")
         layer_name = vars_group.attrs.get("name") if vars_group is not None else None
+        layer_name = by_group.get(group_name) if layer_name is None else layer_name
         if layer_name is None:
-            raise ValueError(f"`{path}`: layer group `layers/{group_name}` has no `vars` group with a `name`.")
+            raise ValueError(f"`{path}`: layer group `layers/{group_name}` is not a layer of keras-hub's "
+                             "AlbertBackbone (and names no layer).")
         if isinstance(layer_name, bytes):
             layer_name = layer_name.decode("utf-8")
 
@@ -190,7 +197,7 @@ def open_reader(directory, config):
     if not os.path.isfile(path):
         raise FileNotFoundError(f"keras-hub preset `{directory}` has no `{WEIGHTS}`.")
     h5 = _H5(path)
-    paths = _datasets(path, h5.handle)
+    paths = _datasets(path, h5.handle, config)
     shapes = {name: tuple(h5.handle[dataset].shape) for name, dataset in paths.items()}
 
     def read(name):
