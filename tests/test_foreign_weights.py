@@ -136,6 +136,16 @@ def test_keras_hub_weights_without_layer_name_attributes(tmp_path):
     assert_outputs_equal(ours(model, ids, mask, seg), keras_hub_outputs(backbone, ids, mask, seg))
 
 
+def test_truncated_keras_hub_weights_name_the_file(tmp_path):
+    backbone = keras_hub_backbone(CONFIGS["G1K1"], seed=14)
+    preset = save_keras_hub_preset(backbone, str(tmp_path / "preset"))
+    path = os.path.join(preset, "model.weights.h5")
+    data = open(path, "rb").read()
+    open(path, "wb").write(data[: len(data) // 2])
+    with pytest.raises(ValueError, match=r"model\.weights\.h5"):
+        AlbertModel.from_pretrained(preset)
+
+
 def test_keras_hub_projection_when_e_equals_h_must_be_identity(tmp_path):
     backbone = keras_hub_backbone(CONFIGS["E_eq_H"], seed=12)   # A random projection: not the original's.
     preset = save_keras_hub_preset(backbone, str(tmp_path / "preset"))
