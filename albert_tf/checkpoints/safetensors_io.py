@@ -2,10 +2,10 @@
 
 A safetensors file is an 8-byte little-endian header length `n`, `n` bytes of JSON (`{name: {"dtype",
 "shape", "data_offsets": [begin, end]}, "__metadata__": {str: str}}`, offsets relative to the end of the
-header), then the raw little-endian tensor bytes. Reading maps the file (`numpy.memmap`) and checks every
-entry against the file size before any value is used, so a truncated or inconsistent file is an error that
-names it; a value is materialised only when asked for. Writing takes the header from the shapes and streams
-the values in order, so the whole model never exists twice in memory.
+header), then the raw little-endian tensor bytes. Reading checks every entry against the file size before any
+value is used, so a truncated or inconsistent file is an error that names it, then reads one tensor's bytes
+when it is asked for (into one buffer, no mapping of the whole file). Writing takes the header from the shapes
+and streams the values in order, so the whole model never exists twice in memory.
 """
 
 import json
@@ -90,22 +90,19 @@ class SafetensorsFile:
             if begin < position:
                 raise ValueError(f"`{self.path}`: tensor `{name}` overlaps the tensor before it.")
             position = end
-        self._map = None
-
-    def _memmap(self):
-        if self._map is None:
-            self._map = np.memmap(self.path, dtype=np.uint8, mode="r")
-        return self._map
 
     def read(self, name):
-        """The value of `name`: a read-only view of the mapped file (BF16 is converted to float32)."""
+        """The value of `name` as a new numpy array (BF16 is converted to float32)."""
         dtype, shape, begin = DTYPES[self.dtypes[name]], self.shapes[name], self._offsets[name]
-        count = int(np.prod(shape, dtype=np.int64))
-        start = self._data_start + begin
-        raw = self._memmap()[start:start + count * dtype.itemsize].view(dtype).reshape(shape)
+        value = np.empty(shape, dtype)
+        with open(self.path, "rb") as f:
+            f.seek(self._data_start + begin)
+            read = f.readinto(memoryview(value.reshape(-1).view(np.uint8))) if value.size else 0
+        if read != value.nbytes:
+            raise ValueError(f"`{self.path}` is truncated: `{name}` has {read} of {value.nbytes} bytes.")
         if self.dtypes[name] == "BF16":
-            return (raw.astype(np.uint32) << 16).view(np.float32)
-        return raw
+            return (value.astype(np.uint32) << 16).view(np.float32)
+        return value
 
 
 def write_safetensors(path, entries, metadata=None):
