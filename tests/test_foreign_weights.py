@@ -36,7 +36,7 @@ from albert_tf.checkpoints import (
 )
 from albert_tf.checkpoints.safetensors_io import SafetensorsFile, write_safetensors
 from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.models.squad import AlbertSquadV1
+from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
 
 BASE = dict(vocab_size=61, embedding_size=8, hidden_size=16, num_attention_heads=2, intermediate_size=24,
             max_position_embeddings=32, type_vocab_size=2, hidden_act="gelu", hidden_dropout_prob=0.0,
@@ -567,3 +567,52 @@ def test_sources_resolve_again_from_their_prefix_and_count_labels(tmp_path, tf_m
             with resolve_source(source.checkpoint_prefix) as again:
                 assert again.kind == kind and again.directory == source.directory
         assert source_num_labels(path) == labels
+
+
+def test_cli_hf_to_keras_hub_and_pickle_refusal(tmp_path):
+    config = CONFIGS["G2K2"]
+    state, _ = hf_state_dict(config, np.random.default_rng(45))
+    hf_dir = write_hf_dir(str(tmp_path / "hf"), config, state)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    out = tmp_path / "kh"
+    proc = subprocess.run([sys.executable, "-m", "albert_tf.checkpoints", f"--input={hf_dir}",
+                           f"--output_dir={out}", "--format=keras_hub"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert sorted(os.listdir(out)) == ["assets", "config.json", "metadata.json", "model.weights.h5", "tokenizer.json"]
+    backbone = keras_hub.models.AlbertBackbone.from_preset(str(out))
+    ids, mask, seg = make_inputs()
+    assert_outputs_equal(keras_hub_outputs(backbone, ids, mask, seg),
+                         keras_hub_outputs(keras_hub_from_hf(hf_dir), ids, mask, seg))
+    torch_dir = tmp_path / "torch"
+    torch_dir.mkdir()
+    (torch_dir / "config.json").write_text(json.dumps(dict(config, model_type="albert", hidden_act="gelu_new")))
+    (torch_dir / "pytorch_model.bin").write_bytes(pickle.dumps(_Trap(str(tmp_path / "unpickled"))))
+    proc = subprocess.run([sys.executable, "-m", "albert_tf.checkpoints", f"--input={torch_dir}",
+                           f"--output_dir={tmp_path / 'never'}", "--format=hf"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 2 and "pytorch_model.bin" in proc.stderr and "safetensors" in proc.stderr
+    assert not (tmp_path / "unpickled").exists() and not (tmp_path / "never").exists()
+
+
+def test_format_hf_of_task_models(tmp_path):
+    config = CONFIGS["G1K1"]
+    classifier = AlbertClassifier(config, num_labels=3)
+    rng = np.random.default_rng(46)
+    for weight in classifier.weights:
+        weight.assign(rng.normal(scale=0.3, size=weight.shape).astype(np.float32))
+    save_tf1_checkpoint(classifier, str(tmp_path / "cls" / "model.ckpt-best"))
+    _write_release_files(str(tmp_path / "cls"), config)
+    convert(str(tmp_path / "cls"), str(tmp_path / "cls_hf"), output_format="hf")
+    hf_config = json.loads((tmp_path / "cls_hf" / "config.json").read_text())
+    assert hf_config["architectures"] == ["AlbertForSequenceClassification"] and len(hf_config["id2label"]) == 3
+    written = safetensors.numpy.load_file(str(tmp_path / "cls_hf" / "model.safetensors"))
+    np.testing.assert_array_equal(written["classifier.weight"], classifier.classifier_head.output_weights.numpy())
+    again = AlbertClassifier.from_pretrained(str(tmp_path / "cls_hf"), num_labels=3)
+    for a, b in zip(classifier.weights, again.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy())
+    save_tf1_checkpoint(AlbertSquadV2(config), str(tmp_path / "v2" / "model.ckpt-best"))
+    _write_release_files(str(tmp_path / "v2"), config)
+    with pytest.raises(ValueError, match="SQuAD 2.0 head"):
+        convert(str(tmp_path / "v2"), str(tmp_path / "v2_hf"), output_format="hf")
+    assert not (tmp_path / "v2_hf").exists()
