@@ -35,6 +35,11 @@ _COPIED = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "
            "num_attention_heads", "intermediate_size", "inner_group_num", "hidden_dropout_prob",
            "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size", "initializer_range")
 _EXTRA = ("down_scale_factor", "net_structure_type", "gap_size", "num_memory_blocks")
+# transformers' `AlbertConfig` defaults, for keys a `config.json` leaves out.
+_HF_DEFAULTS = dict(vocab_size=30000, embedding_size=128, hidden_size=4096, num_hidden_layers=12, num_hidden_groups=1,
+                    num_attention_heads=64, intermediate_size=16384, inner_group_num=1, hidden_act="gelu_new",
+                    hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0, max_position_embeddings=512,
+                    type_vocab_size=2, initializer_range=0.02, layer_norm_eps=1e-12)
 
 _BLOCK = {
     "attention_1/self/query/kernel": ("attention.query.weight", TRANSPOSE),
@@ -132,11 +137,8 @@ def config_dict(directory):
     """The `AlbertConfig` fields for the HF directory's `config.json`."""
     check_model_type(directory)
     path = os.path.join(directory, CONFIG)
-    hf = _read_json(path)
-    missing = [key for key in _COPIED if key not in hf]
-    if missing:
-        raise ValueError(f"`{path}` lacks {', '.join(missing)}.")
-    act = hf.get("hidden_act", "gelu_new")
+    hf = dict(_HF_DEFAULTS, **_read_json(path))
+    act = hf["hidden_act"]
     if act not in _ACT_FROM_HF:
         raise ValueError(f"`{path}`: `hidden_act={act!r}` has no counterpart in the original ALBERT "
                          f"(supported: {', '.join(_ACT_FROM_HF)}).")
@@ -147,7 +149,7 @@ def config_dict(directory):
     if hf.get("position_embedding_type", "absolute") != "absolute":
         raise ValueError(f"`{path}`: `position_embedding_type={hf['position_embedding_type']!r}`; the original "
                          "ALBERT has absolute position embeddings only.")
-    eps = hf.get("layer_norm_eps", 1e-12)
+    eps = hf["layer_norm_eps"]
     if not np.isclose(eps, 1e-12, rtol=0, atol=1e-13):
         raise ValueError(f"`{path}`: `layer_norm_eps={eps}`; the original ALBERT uses 1e-12.")
     config = {key: hf[key] for key in _COPIED}
