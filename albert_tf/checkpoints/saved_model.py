@@ -57,6 +57,7 @@ _LINKS = (
 )
 # tf-models activation names (`tf_utils.get_activation`; `Text>gelu` is its tanh GELU) -> the original's.
 _ACTIVATIONS = {"Text>gelu": "gelu", "relu": "relu", "tanh": "tanh", "linear": "linear"}
+_ENCODER_CLASSES = ("AlbertEncoder", "AlbertTransformerEncoder")
 
 
 def is_saved_model(directory):
@@ -209,7 +210,8 @@ def _encoder_config(directory):
             data = json.loads(text)
         except json.JSONDecodeError:
             continue
-        if str(data.get("class_name", "")).endswith("AlbertEncoder") and isinstance(data.get("config"), dict):
+        # `AlbertEncoder` today; `AlbertTransformerEncoder` in the tf-models of the first TF-Hub TF2 exports.
+        if str(data.get("class_name", "")).endswith(_ENCODER_CLASSES) and isinstance(data.get("config"), dict):
             return data["config"]
     return None
 
