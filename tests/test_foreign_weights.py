@@ -13,6 +13,7 @@ import pickle
 import shutil
 import subprocess
 import sys
+import tarfile
 import textwrap
 
 import h5py
@@ -132,6 +133,21 @@ def test_keras_hub_weights_without_layer_name_attributes(tmp_path):
             if "name" in group.attrs:
                 del group.attrs["name"]
     model = AlbertModel.from_pretrained(preset)
+    ids, mask, seg = make_inputs()
+    assert_outputs_equal(ours(model, ids, mask, seg), keras_hub_outputs(backbone, ids, mask, seg))
+
+
+def test_keras_hub_preset_archive(tmp_path):
+    """Kaggle serves presets as `.tar.gz` archives with the files at the top."""
+    backbone = keras_hub_backbone(CONFIGS["G1K1"], seed=15)
+    preset = save_keras_hub_preset(backbone, str(tmp_path / "preset"))
+    archive = str(tmp_path / "preset.tar.gz")
+    with tarfile.open(archive, "w:gz") as tar:
+        for name in os.listdir(preset):
+            tar.add(os.path.join(preset, name), arcname=name)
+    with resolve_source(archive) as source:
+        assert source.kind == "archive:keras_hub_preset"
+    model = AlbertModel.from_pretrained(archive)
     ids, mask, seg = make_inputs()
     assert_outputs_equal(ours(model, ids, mask, seg), keras_hub_outputs(backbone, ids, mask, seg))
 
