@@ -342,6 +342,28 @@ def test_hf_task_heads_and_unprefixed_names(tmp_path):
                                   tf1["bert/encoder/transformer/group_0/inner_group_0/ffn_1/intermediate/dense/kernel"])
 
 
+def test_hf_masked_lm_without_pooler_into_pretrainer(tmp_path):
+    """transformers' AlbertForMaskedLM has no pooler and no SOP head: both keep their initial values."""
+    config = CONFIGS["G2K2"]
+    state, tf1 = hf_state_dict(config, np.random.default_rng(47), heads=("mlm",))
+    del state["albert.pooler.weight"], state["albert.pooler.bias"], state["predictions.decoder.bias"]
+    directory = write_hf_dir(str(tmp_path / "mlm"), config, state, "AlbertForMaskedLM")
+    model = AlbertPretrainer.from_pretrained(directory)
+    ids, mask, seg = make_inputs()
+    positions = np.array([[1, 3, 6], [0, 2, 4]], np.int32)
+    out = model({"input_ids": tf.constant(ids), "input_mask": tf.constant(mask), "segment_ids": tf.constant(seg),
+                 "masked_lm_positions": tf.constant(positions)}, training=False)
+    reference = ref.albert_forward(tf1, config, ids, mask, seg)
+    tf1_with_sop = dict(tf1, **{"cls/seq_relationship/output_weights": model.sop_head.output_weights.numpy(),
+                                "cls/seq_relationship/output_bias": model.sop_head.output_bias.numpy()})
+    mlm, _ = ref.pretraining_heads(tf1_with_sop, config, reference["sequence_output"],
+                                   reference["sequence_output"][:, 0], positions)
+    np.testing.assert_allclose(out["mlm_logits"], mlm, atol=1e-4)
+    with pytest.raises(ValueError, match="(?s)missing from the checkpoint.*cls/seq_relationship/output_weights"):
+        convert(directory, str(tmp_path / "out"), model="pretrainer")
+    assert convert(directory, str(tmp_path / "out"), output_format="hf")["model"] == "AlbertModel"
+
+
 def test_hf_sharded_index(tmp_path):
     config = CONFIGS["G2K2"]
     state, tf1 = hf_state_dict(config, np.random.default_rng(51), heads=())

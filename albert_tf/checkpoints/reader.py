@@ -193,8 +193,8 @@ def _check_tf1(model, reader, allow_missing_heads):
     unexpected = [name for name in extra if not table.is_head_name(name)]
     lacking = [name for name in targets if name in may_lack and name not in present]
     if lacking:
-        logging.info("`%s` has no %s (the layout leaves them out); they keep their initial values.",
-                     reader.prefix, ", ".join(lacking))
+        logging.warning("`%s` has no %s (its layout leaves them out); they keep their initial values.",
+                        reader.prefix, ", ".join(lacking))
     if missing or unexpected or mismatched:
         parts = [f"Checkpoint `{reader.prefix}` does not match {type(model).__name__} "
                  f"(config: {table.get_encoder(model).config.to_dict()}):"]
