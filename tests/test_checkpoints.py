@@ -1,8 +1,9 @@
-"""Checkpoint reading/writing against fabricated Google-format checkpoints (original-release §4, §9, §10.1).
+"""Checkpoint reading/writing against fabricated Google-format checkpoints (the original's names and layouts).
 
 References are independent of `albert_tf.checkpoints`: checkpoints are written with `tf.compat.v1` variables and
 `Saver` under the original names; outputs are checked against `tests/numpy_reference.py` (a NumPy transcription
-of §3) and, for G=K=1, against tf-models-official's converter + `AlbertEncoder` run in a subprocess (tf_keras).
+of the original forward pass) and, for G=K=1, against tf-models-official's converter + `AlbertEncoder` run in a
+subprocess (tf_keras).
 """
 
 import json
@@ -62,7 +63,7 @@ def write_google_checkpoint(weights, prefix, name_prefix="", optimizer_slots=Tru
             sess.run(tf.compat.v1.global_variables_initializer())
             sess.run(global_step.assign(1234))
             saver.save(sess, prefix, write_meta_graph=False)
-    if not state_file:  # Google's tarballs ship no `checkpoint` file (original-release §9.1).
+    if not state_file:  # Google's tarballs ship no `checkpoint` file (the README's download list).
         os.remove(os.path.join(os.path.dirname(prefix), "checkpoint"))
     return prefix
 
@@ -159,7 +160,7 @@ TF_MODELS_SCRIPT = textwrap.dedent("""
     results = {}
     for tag, ckpt in zip(sys.argv[4::2], sys.argv[5::2]):
         out_dir = os.path.join(os.path.dirname(result_file), "tf_models_" + tag)
-        os.makedirs(os.path.join(out_dir, "temp_v1"))  # The converter fails without it (architecture.md 1).
+        os.makedirs(os.path.join(out_dir, "temp_v1"))  # The converter fails without it .
         conv.convert_checkpoint(cfg, os.path.join(out_dir, "encoder"), ckpt, "encoder", converted_model="encoder")
         encoder = conv._create_albert_model(cfg)
         tf.train.Checkpoint(encoder=encoder).read(
@@ -343,7 +344,7 @@ def test_heads_missing_ignored_and_partial(releases, tmp_path):
         init_from_checkpoint(AlbertPretrainer(config), prefix)
 
 
-# --- task heads (original-release §4.2) -----------------------------------------------------------------------
+# --- task heads (the original task scripts' variables) ------------------------------------------------------
 
 def _task_head_weights(kind, hidden, rng):
     def n(*shape):

@@ -1,10 +1,13 @@
-"""Google's ALBERT checkpoints (TF1 releases, tarballs, TF-Hub TF1 modules) and ours, in and out of Keras.
+"""ALBERT weights in every published form (TF1 releases, tarballs, TF-Hub TF1 modules, TF2 SavedModels of
+tf-models' AlbertEncoder, keras-hub presets, Hugging Face directories) and ours, in and out of Keras.
 
 Public API:
     load_pretrained(model_cls, path, config=None, allow_missing_heads=True, **model_kwargs) -> model
     init_from_checkpoint(model, path, allow_missing_heads=True) -> LoadResult
     init_groups_from_group0(model, path) -> {name: source name}
     resolve_source(path) -> context manager yielding ResolvedSource
+    open_reader(source) -> reader with TF1 names (`shapes`, `read`) for any resolved source
+    source_num_labels(path) -> rows of the classifier head in any source, or None
     save_tf1_checkpoint(model, prefix) -> prefix
     convert(input_path, output_dir, output_format="keras", model="auto", config_file=None, **model_kwargs)
 """
@@ -18,6 +21,7 @@ from albert_tf.checkpoints.reader import (
     load_pretrained,
     restore_checkpoint,
 )
+from albert_tf.checkpoints.reader import open_reader, restore_source, source_num_labels
 from albert_tf.checkpoints.sources import ResolvedSource, resolve_source
 from albert_tf.checkpoints.table import TABLE, model_targets
 from albert_tf.checkpoints.writer import save_tf1_checkpoint

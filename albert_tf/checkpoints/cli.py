@@ -1,8 +1,10 @@
-"""`albert-convert`: any ALBERT checkpoint source -> Keras weights or a TF1 checkpoint with the original names.
+"""`albert-convert`: any ALBERT weights source -> Keras weights, a TF1 release, a Hugging Face or keras-hub dir.
 
     albert-convert --input=albert_base_v2.tar.gz --output_dir=out --format=keras
     albert-convert --input=model_dir/model.ckpt-12000 --output_dir=release --format=tf1 \
         --albert_config_file=albert_config.json
+    albert-convert --input=albert_en_base_3/ --output_dir=hf_base --format=hf
+    albert-convert --input=hf_base/ --output_dir=kh_base --format=keras_hub
 """
 
 import sys
@@ -13,16 +15,31 @@ from albert_tf.checkpoints.convert import FORMATS, MODELS, convert
 
 FLAGS = flags.FLAGS
 
+CLI_HELP = (
+    "Converts ALBERT weights between the forms they are published and used in. --input is read from its files, "
+    "whatever it is: a TF1 checkpoint prefix, a Google release directory or .tar.gz, a TF-Hub TF1 module, a "
+    "TF2 SavedModel of tf-models' AlbertEncoder (TF-Hub/Kaggle albert_en_*), a keras-hub AlbertBackbone preset, "
+    "a Hugging Face directory (config.json + model.safetensors; pickled pytorch_model.bin files are refused), "
+    "or an albert_tf training checkpoint. --output_dir receives, per --format: keras (albert_config.json, "
+    "model.weights.h5), tf1 (a release directory with model.ckpt-best under the original variable names), hf "
+    "(config.json, model.safetensors, spiece.model for transformers) or keras_hub (a preset for "
+    "keras_hub.models.AlbertBackbone.from_preset), plus the SentencePiece model when the source has one. The "
+    "output is assembled in a temporary directory beside --output_dir and moved there when complete."
+)
+
 
 def define_flags():
     flags.DEFINE_string("input", None, "Checkpoint prefix, release directory, .tar.gz, TF-Hub TF1 module "
+                        "directory, TF2 SavedModel (tf-models AlbertEncoder), keras-hub preset, Hugging Face "
                         "directory, or an albert_tf TF2 checkpoint.")
     flags.DEFINE_string("output_dir", None, "Directory for albert_config.json, the weights and 30k-clean.model.")
     flags.DEFINE_enum("format", "keras", list(FORMATS),
-                      "keras: model.weights.h5; tf1: model.ckpt-best with the original variable names.")
+                      "keras: model.weights.h5; tf1: model.ckpt-best with the original variable names; hf: "
+                      "transformers directory (safetensors); keras_hub: keras-hub AlbertBackbone preset.")
     flags.DEFINE_enum("model", "auto", list(MODELS),
                       "Model whose variables to convert; auto picks from the heads in the checkpoint.")
-    flags.DEFINE_string("albert_config_file", None, "Config to use when the source has no albert_config.json.")
+    flags.DEFINE_string("albert_config_file", None, "Config to use instead of the source's (needed when the "
+                        "source has none, e.g. a SavedModel without Keras metadata).")
     flags.mark_flags_as_required(["input", "output_dir"])
 
 

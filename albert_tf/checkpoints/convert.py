@@ -1,23 +1,38 @@
-"""Converts any checkpoint source to a Keras weights file or a TF1 checkpoint with the original names.
+"""Converts any checkpoint source to Keras weights, a TF1 checkpoint, a Hugging Face or a keras-hub directory.
 
-Output directory layout (both formats): `albert_config.json`, the weights, and `30k-clean.model` (plus
-`30k-clean.vocab` / a WordPiece vocab) when the source has them. Weights: `model.weights.h5` for `keras`
-(load with `model.load_weights(...)` into the class logged by the conversion), `model.ckpt-best.index` /
-`model.ckpt-best.data-00000-of-00001` for `tf1` (so the output directory is itself a release directory).
+Output directory layout:
+* `keras`: `albert_config.json`, `model.weights.h5` (load with `model.load_weights(...)` into the class logged by
+  the conversion), `30k-clean.model`;
+* `tf1`: `albert_config.json`, `model.ckpt-best.index` / `.data-00000-of-00001` with the original names,
+  `30k-clean.model` (the output directory is itself a release directory);
+* `hf`: `config.json`, `model.safetensors` (transformers' names for the model's class: `AlbertModel`,
+  `AlbertForPreTraining`, `AlbertForSequenceClassification`, `AlbertForQuestionAnswering`,
+  `AlbertForMultipleChoice`), `spiece.model`;
+* `keras_hub`: a keras-hub `AlbertBackbone` preset (`config.json`, `model.weights.h5`, `metadata.json`,
+  `tokenizer.json`, `assets/tokenizer/vocabulary.spm`); it holds the encoder only.
+
+Everything is written into a temporary directory beside `output_dir` and moved into place at the end, so an
+error leaves no half-written output.
 """
 
+import collections
 import importlib
 import os
 import shutil
 import time
+import uuid
 
+import numpy as np
 from absl import logging
 
+from albert_tf import fileio
+from albert_tf.checkpoints import hf, keras_hub, table
 from albert_tf.checkpoints import reader as reader_lib
-from albert_tf.checkpoints.sources import CONFIG_NAME, RELEASE_CHECKPOINT, resolve_source
+from albert_tf.checkpoints.sources import CONFIG_NAME, RELEASE_CHECKPOINT, SPM_MODEL_NAME, resolve_source
 from albert_tf.checkpoints.writer import save_tf1_checkpoint
+from albert_tf.config import AlbertConfig
 
-FORMATS = ("keras", "tf1")
+FORMATS = ("keras", "tf1", "hf", "keras_hub")
 KERAS_WEIGHTS_NAME = "model.weights.h5"
 MODEL_CLASSES = {
     "encoder": ("albert_tf.models.albert_model", "AlbertModel"),
@@ -28,6 +43,8 @@ MODEL_CLASSES = {
     "race": ("albert_tf.models.race", "AlbertRace"),
 }
 MODELS = ("auto",) + tuple(MODEL_CLASSES)
+# The classes are looked up by module name when a conversion runs: `albert_tf.models` imports this package
+# (`from_pretrained`), so importing the models here would make a cycle.
 
 
 def model_class(kind):
@@ -69,65 +86,117 @@ def detect_model(reader):
     return "encoder", {}
 
 
-def _copy_atomic(src, dst):
-    tmp = dst + ".tmp"
-    shutil.copyfile(src, tmp)
-    os.replace(tmp, dst)
+def tf1_values(model, components=None):
+    """`OrderedDict` TF1 name -> `(shape, producer)` of `model`'s variables (of `components` only, if given);
+    `producer()` returns the float32 value in the original layout."""
+    values = collections.OrderedDict()
+    for name, target in table.model_targets(model).items():
+        if components is not None and target.component not in components:
+            continue
+        values[name] = (target.tf1_shape(), _value_of(target))
+    return values
+
+
+def _value_of(target):
+    return lambda: np.asarray(target.transform.to_tf1(target.variable.numpy()), np.float32)
+
+
+def _publish(tmp, output_dir):
+    """Moves the finished files of `tmp` to `output_dir` (a rename when `output_dir` does not exist yet)."""
+    if not os.path.exists(output_dir):
+        os.replace(tmp, output_dir)
+        return
+    for root, _, files in os.walk(tmp):
+        target_root = os.path.join(output_dir, os.path.relpath(root, tmp))
+        os.makedirs(target_root, exist_ok=True)
+        for name in files:
+            os.replace(os.path.join(root, name), os.path.join(target_root, name))
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write(built, config, output_format, out, source):
+    """Writes `built` in `output_format` into the directory `out`; returns the weights path."""
+    components = table.model_components(built)
+    spm = source.spm_model_file
+    if output_format == "hf":
+        num_labels = getattr(built, "num_labels", None) if "classifier" in components else None
+        arch = hf.write(tf1_values(built), config, components, out, num_labels=num_labels)
+        logging.info("Hugging Face class: %s", arch)
+        if spm:
+            fileio.copy_atomic(spm, os.path.join(out, hf.SPM))
+        return os.path.join(out, hf.WEIGHTS)
+    if output_format == "keras_hub":
+        dropped = [c for c in components if c != table.ENCODER]
+        if dropped:
+            logging.warning("A keras-hub AlbertBackbone preset holds the encoder only; not written: %s heads.",
+                            ", ".join(dropped))
+        keras_hub.write(tf1_values(built, {table.ENCODER}), config, out, spm_model_file=spm)
+        return os.path.join(out, keras_hub.WEIGHTS)
+    config.to_json_file(os.path.join(out, CONFIG_NAME))
+    if output_format == "keras":
+        weights = os.path.join(out, KERAS_WEIGHTS_NAME)   # `out` is the temporary directory: no partial file.
+        built.save_weights(weights)
+    else:
+        weights = save_tf1_checkpoint(built, os.path.join(out, RELEASE_CHECKPOINT))
+    if spm:
+        fileio.copy_atomic(spm, os.path.join(out, SPM_MODEL_NAME))
+    if source.vocab_file:
+        fileio.copy_atomic(source.vocab_file, os.path.join(out, os.path.basename(source.vocab_file)))
+    return weights
 
 
 def convert(input_path, output_dir, output_format="keras", model="auto", config_file=None, **model_kwargs):
     """Reads `input_path` (any source form) and writes config, weights and SentencePiece model to `output_dir`.
 
     Args:
-        input_path: str, checkpoint prefix, release dir, `.tar.gz`, TF-Hub TF1 module dir, or our TF2 checkpoint.
-        output_dir: str, created if needed.
-        output_format: `keras` (a `.weights.h5`) or `tf1` (a checkpoint with the original names).
+        input_path: str, checkpoint prefix, release dir, `.tar.gz`, TF-Hub TF1 module dir, our TF2 checkpoint,
+            a TF2 SavedModel of tf-models' AlbertEncoder, a keras-hub preset or a Hugging Face directory.
+        output_dir: str, created if needed; files already there with other names are kept.
+        output_format: `keras`, `tf1`, `hf` or `keras_hub` (see the module docstring).
         model: `auto` (from the heads in the checkpoint) or one of `MODEL_CLASSES`; every variable the chosen
             model has must be in the source.
-        config_file: str or None, `albert_config.json` to use when the source has none.
+        config_file: str or None, `albert_config.json` to use instead of the source's.
         **model_kwargs: constructor arguments of the model (e.g. `num_labels`); `auto` infers `num_labels`.
 
     Returns:
-        dict with `model` (the class name), `weights` (path written), `config_file`, `spm_model_file` (or None).
+        dict with `model` (the class name), `weights` (path written), `config_file` (None for `hf` and
+        `keras_hub`, whose configs are `config.json`), `spm_model_file` (or None).
     """
-    from albert_tf.models.albert_model import as_config  # Local import: models import this package.
-
     if output_format not in FORMATS:
         raise ValueError(f"`output_format` must be one of {', '.join(FORMATS)}. Received: `{output_format!r}`.")
     if model not in MODELS:
         raise ValueError(f"`model` must be one of {', '.join(MODELS)}. Received: `model={model!r}`.")
     start = time.time()
+    output_dir = os.path.abspath(os.fspath(output_dir))
     with resolve_source(input_path) as source:
         config_path = config_file or source.config_file
         if config_path is None:
-            raise ValueError(f"No `{CONFIG_NAME}` found with `{input_path}`; pass `config_file` "
-                             "(`--albert_config_file`).")
-        config = as_config(config_path)
-        reader = reader_lib.CheckpointReader(source.checkpoint_prefix)
+            reason = source.config_note or f"no `{CONFIG_NAME}` found with `{input_path}`."
+            raise ValueError(f"No config for `{input_path}`: {reason} Pass `config_file` (`--albert_config_file`).")
+        config = AlbertConfig.from_json_file(config_path)
+        reader = reader_lib.open_reader(source)
         kind, detected_kwargs = detect_model(reader) if model == "auto" else (model, {})
         cls = model_class(kind)
         built = cls(config, **dict(detected_kwargs, **model_kwargs))
         logging.info("Converting `%s` (%s) as %s.", input_path, source.kind, cls.__name__)
-        result = reader_lib.restore_checkpoint(built, source.checkpoint_prefix, allow_missing_heads=False)
+        if reader.is_tf2:
+            result = reader_lib.restore_tf2(built, reader, allow_missing_heads=False)
+        else:
+            result = reader_lib.restore_tf1(built, reader, allow_missing_heads=False)
         if result.ignored:
             logging.warning("Not converted (no place in %s): %s", cls.__name__, ", ".join(result.ignored))
-
-        os.makedirs(output_dir, exist_ok=True)
-        config.to_json_file(os.path.join(output_dir, CONFIG_NAME))
-        if output_format == "keras":
-            weights = os.path.join(output_dir, KERAS_WEIGHTS_NAME)
-            tmp = os.path.join(output_dir, ".tmp-" + KERAS_WEIGHTS_NAME)
-            built.save_weights(tmp)
-            os.replace(tmp, weights)
-        else:
-            weights = save_tf1_checkpoint(built, os.path.join(output_dir, RELEASE_CHECKPOINT))
-        spm_out = None
-        for path in (source.spm_model_file, source.vocab_file):
-            if path is not None:
-                out = os.path.join(output_dir, os.path.basename(path))
-                _copy_atomic(path, out)
-                spm_out = out if path == source.spm_model_file else spm_out
+        os.makedirs(os.path.dirname(output_dir), exist_ok=True)
+        tmp = f"{output_dir}.tmp-{uuid.uuid4().hex[:8]}"
+        os.makedirs(tmp)
+        try:
+            weights = _write(built, config, output_format, tmp, source)
+            _publish(tmp, output_dir)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    weights = os.path.join(output_dir, os.path.relpath(weights, tmp))
+    spm_name = {"hf": hf.SPM, "keras_hub": keras_hub.SPM}.get(output_format, SPM_MODEL_NAME)
+    spm_out = os.path.join(output_dir, spm_name) if source.spm_model_file else None
     logging.info("Wrote %s weights of %s (%d parameters) to `%s` in %.1f s.", output_format, cls.__name__,
                  built.count_params(), output_dir, time.time() - start)
-    return {"model": cls.__name__, "weights": weights, "config_file": os.path.join(output_dir, CONFIG_NAME),
-            "spm_model_file": spm_out}
+    config_out = None if output_format in ("hf", "keras_hub") else os.path.join(output_dir, CONFIG_NAME)
+    return {"model": cls.__name__, "weights": weights, "config_file": config_out, "spm_model_file": spm_out}

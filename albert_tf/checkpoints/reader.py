@@ -2,8 +2,12 @@
 
 TF1 checkpoints are read through the table of `table.py`: every name is checked (missing, unexpected, wrong
 shape: one error listing them all, raised before anything is assigned), then each value is read (`RestoreV2`
-straight into a TF tensor), assigned and dropped, so at most one variable is held twice (xxlarge is ~0.9 GB;
-measured in `benchmarks/bench_convert.py`: restoring adds one FFN kernel, 256 MB, to the model's memory).
+straight into a TF tensor), assigned and dropped, so at most one variable is held twice beside the model
+(`benchmarks/bench_convert.py` measures it).
+
+The foreign layouts (TF2 SavedModels of tf-models' AlbertEncoder, keras-hub presets, Hugging Face safetensors)
+are read the same way: `open_reader` gives a `foreign.MappedReader` that shows their variables under the
+original TF1 names, with the transposes and reshapes between the layouts applied one variable at a time.
 
 Our TF2 checkpoints (`tf.train.Checkpoint(model=model, optimizer=...)` written by the training loop) are
 restored object by object: the `encoder` into the encoder of any of our model classes, each head when the
@@ -18,8 +22,10 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
-from albert_tf.checkpoints import table
-from albert_tf.checkpoints.sources import resolve_source
+from albert_tf.checkpoints import hf, keras_hub, saved_model, table
+from albert_tf.checkpoints.foreign import MappedReader
+from albert_tf.checkpoints.sources import FOREIGN_KINDS, resolve_source
+from albert_tf.config import AlbertConfig
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 MODEL_VARIABLES = "model_variables"      # Root entry of `albert_tf.training.loop.checkpoint_objects`.
@@ -77,15 +83,25 @@ class CheckpointReader:
             self._raw_names[name] = raw
             self.shapes[name] = tuple(shapes[raw])
 
+    def _damaged(self, name, error):
+        return ValueError(f"Checkpoint `{self.prefix}` is damaged (truncated or corrupt `.data-*` file?): reading "
+                          f"`{self._raw_names[name]}` failed: {error.message if hasattr(error, 'message') else error}")
+
     def read(self, name):
         """The value of `name` (as listed in `shapes`) as a numpy array."""
-        return self._reader.get_tensor(self._raw_names[name])
+        try:
+            return self._reader.get_tensor(self._raw_names[name])
+        except (tf.errors.OpError, ValueError) as e:
+            raise self._damaged(name, e) from None
 
     def read_tensor(self, name):
         """The value of `name` as an eager tensor, read straight into TF memory (no numpy copy)."""
         raw = self._raw_names[name]
-        return tf.raw_ops.RestoreV2(prefix=self.prefix, tensor_names=[raw], shape_and_slices=[""],
-                                    dtypes=[self._raw_dtypes[raw]])[0]
+        try:
+            return tf.raw_ops.RestoreV2(prefix=self.prefix, tensor_names=[raw], shape_and_slices=[""],
+                                        dtypes=[self._raw_dtypes[raw]])[0]
+        except tf.errors.OpError as e:
+            raise self._damaged(name, e) from None
 
     # --- TF2 object-graph checkpoints ---------------------------------------------------------------
     # A variable reachable by several paths (e.g. also through `optimizer/_trainable_variables/N`) is stored
@@ -162,8 +178,9 @@ def _check_tf1(model, reader, allow_missing_heads):
     by_component = collections.OrderedDict()
     for name, target in targets.items():
         by_component.setdefault(target.component, []).append(name)
+    may_lack = getattr(reader, "may_lack", set())
     for component, names in by_component.items():
-        absent = [name for name in names if name not in present]
+        absent = [name for name in names if name not in present and name not in may_lack]
         if component != table.ENCODER and allow_missing_heads and len(absent) == len(names):
             missing_heads.append(component)
             continue
@@ -174,6 +191,10 @@ def _check_tf1(model, reader, allow_missing_heads):
     extra = [name for name in present if name not in targets]
     ignored = [name for name in extra if table.is_head_name(name)]
     unexpected = [name for name in extra if not table.is_head_name(name)]
+    lacking = [name for name in targets if name in may_lack and name not in present]
+    if lacking:
+        logging.warning("`%s` has no %s (its layout leaves them out); they keep their initial values.",
+                        reader.prefix, ", ".join(lacking))
     if missing or unexpected or mismatched:
         parts = [f"Checkpoint `{reader.prefix}` does not match {type(model).__name__} "
                  f"(config: {table.get_encoder(model).config.to_dict()}):"]
@@ -200,18 +221,18 @@ def _assign(target, reader, name):
 
 
 def restore_tf1(model, prefix, allow_missing_heads=True):
-    """Assigns a Google-format TF1 checkpoint (original names, §4) to `model`, streaming variable by variable.
+    """Assigns a Google-format TF1 checkpoint (the original's variable names) to `model`, variable by variable.
 
     Args:
         model: `AlbertModel`, `AlbertPretrainer` or a task model.
-        prefix: str, checkpoint prefix.
+        prefix: str, checkpoint prefix, or a reader (`CheckpointReader`, `MappedReader` of a foreign layout).
         allow_missing_heads: bool, accept a checkpoint without (all of) a head's variables; the head keeps its
             initial values. A head present only in part is always an error.
 
     Returns:
         `LoadResult`.
     """
-    reader = prefix if isinstance(prefix, CheckpointReader) else CheckpointReader(prefix)
+    reader = prefix if isinstance(prefix, (CheckpointReader, MappedReader)) else CheckpointReader(prefix)
     targets, ignored, missing_heads = _check_tf1(model, reader, allow_missing_heads)
     loaded = []
     for name, target in targets.items():
@@ -226,6 +247,46 @@ def restore_tf1(model, prefix, allow_missing_heads=True):
     if missing_heads:
         logging.info("Heads not in the checkpoint, left initialised: %s", ", ".join(missing_heads))
     return LoadResult("tf1", loaded, ignored, missing_heads, len(reader.skipped))
+
+
+def open_reader(source):
+    """The reader of a `ResolvedSource`: a `CheckpointReader`, or for a foreign layout a `MappedReader` that shows
+    its weights under the original TF1 names."""
+    if source.layout not in FOREIGN_KINDS:
+        return CheckpointReader(source.checkpoint_prefix)
+    if source.layout == "tf2_saved_model":
+        return saved_model.open_reader(source.directory)
+    if source.config_file is None:
+        raise ValueError(f"No config for `{source.path}`: {source.config_note}")
+    config = AlbertConfig.from_json_file(source.config_file)
+    if source.layout == "keras_hub_preset":
+        return keras_hub.open_reader(source.directory, config)
+    return hf.open_reader(source.directory, config)
+
+
+def restore_source(model, source, allow_missing_heads=True):
+    """Restores `model` from a `ResolvedSource` of any kind (TF1 names, our TF2 object graph, foreign layouts).
+
+    Returns:
+        `LoadResult`.
+    """
+    reader = open_reader(source)
+    if reader.is_tf2:
+        return restore_tf2(model, reader, allow_missing_heads)
+    return restore_tf1(model, reader, allow_missing_heads)
+
+
+def source_num_labels(path):
+    """Rows of the classifier head (`output_weights [num_labels, H]`) in any source, None when it has none.
+
+    TF1 checkpoints hold it as the root-scope `output_weights`, ours as `model/classifier_head/output_weights`,
+    Hugging Face sequence classifiers as `classifier.weight`.
+    """
+    with resolve_source(path) as source:
+        reader = open_reader(source)
+        shape = reader.tf2_shape("model/classifier_head/output_weights") if reader.is_tf2 else \
+            reader.shapes.get("output_weights")
+    return int(shape[0]) if shape is not None and len(shape) == 2 else None
 
 
 def _restore_object(prefix, node, description, root_name="model"):
@@ -329,7 +390,8 @@ def restore_checkpoint(model, prefix, allow_missing_heads=True):
 
 
 def init_from_checkpoint(model, path, allow_missing_heads=True):
-    """Restores `model` from any source: TF1 prefix, release dir, `.tar.gz`, TF-Hub TF1 module, our TF2 ckpt.
+    """Restores `model` from any source: TF1 prefix, release dir, `.tar.gz`, TF-Hub TF1 module, our TF2 ckpt,
+    a TF2 SavedModel of tf-models' AlbertEncoder, a keras-hub preset or a Hugging Face directory.
 
     Args:
         model: `AlbertModel`, `AlbertPretrainer` or a task model (anything with an `encoder`).
@@ -342,7 +404,7 @@ def init_from_checkpoint(model, path, allow_missing_heads=True):
         `LoadResult`.
     """
     with resolve_source(path) as source:
-        return restore_checkpoint(model, source.checkpoint_prefix, allow_missing_heads)
+        return restore_source(model, source, allow_missing_heads)
 
 
 def load_pretrained(model_cls, path, config=None, allow_missing_heads=True, **model_kwargs):
@@ -358,21 +420,20 @@ def load_pretrained(model_cls, path, config=None, allow_missing_heads=True, **mo
     Returns:
         The model, with weights.
     """
-    from albert_tf.models.albert_model import as_config  # Local import: models import this package.
-
     with resolve_source(path) as source:
         if config is None:
             if source.config_file is None:
-                raise ValueError(f"No `albert_config.json` found with checkpoint source `{path}` "
-                                 f"(checkpoint `{source.checkpoint_prefix}`). Pass `config=`.")
+                reason = source.config_note or (f"no `albert_config.json` found with checkpoint source `{path}` "
+                                                f"(checkpoint `{source.checkpoint_prefix}`).")
+                raise ValueError(f"No config for `{path}`: {reason} Pass `config=`.")
             config = source.config_file
-        model = model_cls(as_config(config), **model_kwargs)
-        restore_checkpoint(model, source.checkpoint_prefix, allow_missing_heads)
+        model = model_cls(config, **model_kwargs)   # Every model class accepts a config, dict or JSON path.
+        restore_source(model, source, allow_missing_heads)
     return model
 
 
 def init_groups_from_group0(model, path):
-    """`--init_from_group0` (original-release §3.6): every group's variables from `group_0` of a TF1 checkpoint.
+    """`--init_from_group0` of the original `run_pretraining.py`: every group's variables from `group_0`.
 
     As the original `get_assignment_map_from_checkpoint(..., num_of_group)`: a variable whose own name is in
     the checkpoint takes it; otherwise `/group_N/` is replaced by `/group_0/`; variables matched neither way
@@ -388,7 +449,7 @@ def init_groups_from_group0(model, path):
         dict, model TF1 name -> checkpoint name it was read from.
     """
     with resolve_source(path) as source:
-        reader = CheckpointReader(source.checkpoint_prefix)
+        reader = open_reader(source)
         if reader.is_tf2:
             raise ValueError(f"`init_from_group0` reads TF1 checkpoints with the original names; `{path}` is a "
                              "TF2 object-graph checkpoint.")

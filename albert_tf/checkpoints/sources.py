@@ -1,10 +1,22 @@
 """Finds the checkpoint, `albert_config.json` and `30k-clean.model` of every form a release comes in.
 
-Forms (original-release §9): a checkpoint prefix (`.../model.ckpt-best`; also accepted with a trailing
+Forms (as Google's README distributes them): a checkpoint prefix (`.../model.ckpt-best`; also accepted with a trailing
 `.index`, `.data-*` or `.meta`, with a warning naming the prefix used), a directory with a `checkpoint` state
 file (latest checkpoint), a release directory (`albert_config.json` + `model.ckpt-best.*` + `30k-clean.model`),
-a `.tar.gz` of such a directory, and a TF-Hub TF1 module directory (`variables/variables.*`,
-`assets/albert_config.json`, `assets/30k-clean.model`) or its `.tar.gz`.
+a `.tar.gz` of such a directory, a TF-Hub TF1 module directory (`variables/variables.*`,
+`assets/albert_config.json`, `assets/30k-clean.model`) or its `.tar.gz`, and the layouts ALBERT's weights are
+published in today, told apart by their files:
+
+* a TF2 SavedModel of tf-models-official's `AlbertEncoder` (TF-Hub / Kaggle `albert_en_*`): `saved_model.pb`,
+  `variables/`, `assets/30k-clean.model`;
+* a keras-hub preset: `config.json` naming `keras_hub>AlbertBackbone`, `model.weights.h5`,
+  `assets/tokenizer/vocabulary.spm`;
+* a Hugging Face directory: `config.json` with `model_type: albert`, `model.safetensors` (or shards and
+  `model.safetensors.index.json`), `spiece.model`. Pickled PyTorch files (`pytorch_model.bin`, `*.pt`, ...) are
+  refused without being opened.
+
+For these three, the config is translated to an `albert_config.json` in a temporary directory that lives as
+long as the `resolve_source` context, so every caller finds `config_file` and `spm_model_file` as for a release.
 """
 
 import contextlib
@@ -12,12 +24,14 @@ import dataclasses
 import glob
 import os
 import re
-import shutil
 import tarfile
 import tempfile
 
 import tensorflow as tf
 from absl import logging
+
+from albert_tf.checkpoints import hf, keras_hub, saved_model
+from albert_tf.config import AlbertConfig
 
 CONFIG_NAME = "albert_config.json"
 SPM_MODEL_NAME = "30k-clean.model"
@@ -33,12 +47,16 @@ class ResolvedSource:
 
     Attributes:
         path: str, the path the user gave.
-        kind: str, one of `checkpoint`, `checkpoint_dir`, `release_dir`, `tfhub_module`; archives add
-            `archive:` in front.
-        checkpoint_prefix: str, prefix for `tf.train.load_checkpoint`.
+        kind: str, one of `checkpoint`, `checkpoint_dir`, `release_dir`, `tfhub_module` (TF1 checkpoints),
+            `tf2_saved_model`, `keras_hub_preset`, `hf_model` (`FOREIGN_KINDS`); archives add `archive:` in front.
+        checkpoint_prefix: str, prefix for `tf.train.load_checkpoint` (`variables/variables` of a TF2
+            SavedModel). For keras-hub and Hugging Face directories, which hold no TF checkpoint, the directory:
+            `resolve_source` of it finds the same source again; read its weights with `reader.open_reader`.
         config_file: str or None, the `albert_config.json` found next to the checkpoint.
         spm_model_file: str or None, the SentencePiece model found next to the checkpoint.
         vocab_file: str or None, `30k-clean.vocab` (informational) or a WordPiece vocab, when present.
+        directory: str or None, the directory of a foreign layout (`FOREIGN_KINDS`).
+        config_note: str or None, why no config could be taken from a foreign layout (the caller must pass one).
     """
 
     path: str
@@ -47,6 +65,16 @@ class ResolvedSource:
     config_file: str = None
     spm_model_file: str = None
     vocab_file: str = None
+    directory: str = None
+    config_note: str = None
+
+    @property
+    def layout(self):
+        """`kind` without the `archive:` marker."""
+        return self.kind.split(":")[-1]
+
+
+FOREIGN_KINDS = ("tf2_saved_model", "keras_hub_preset", "hf_model")
 
 
 def _first_existing(directories, names):
@@ -70,7 +98,37 @@ def _has_checkpoint(prefix):
     return tf.io.gfile.exists(prefix + ".index")
 
 
-def _resolve_directory(path, directory):
+def _foreign(path, kind, directory, config_fn, spm_file, stack, prefix=None):
+    """A foreign layout: its config translated into a temporary `albert_config.json` (or a note why not)."""
+    config_file, note = None, None
+    try:
+        config = AlbertConfig.from_dict(config_fn(directory))
+        config.validate()
+    except ValueError as e:
+        note = str(e)
+        logging.warning("No config taken from `%s`: %s", path, note)
+    else:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="albert_tf_config_"))
+        config_file = os.path.join(tmp, CONFIG_NAME)
+        config.to_json_file(config_file)
+    spm = spm_file if spm_file and os.path.isfile(spm_file) else None
+    return ResolvedSource(path=path, kind=kind, checkpoint_prefix=prefix, config_file=config_file,
+                          spm_model_file=spm, directory=directory, config_note=note)
+
+
+def _resolve_directory(path, directory, stack):
+    if saved_model.is_saved_model(directory):
+        return _foreign(path, "tf2_saved_model", directory, saved_model.config_dict,
+                        saved_model.spm_model_file(directory), stack,
+                        prefix=os.path.join(directory, "variables", "variables"))
+    if keras_hub.is_preset_dir(directory):
+        return _foreign(path, "keras_hub_preset", directory, keras_hub.config_dict,
+                        os.path.join(directory, keras_hub.SPM), stack, prefix=directory)
+    if hf.is_hf_dir(directory):
+        hf.check_model_type(directory)
+        hf.weight_files(directory)   # Refuses pickles before anything else happens.
+        return _foreign(path, "hf_model", directory, hf.config_dict, os.path.join(directory, hf.SPM), stack,
+                        prefix=directory)
     hub_prefix = os.path.join(directory, "variables", "variables")
     if _has_checkpoint(hub_prefix):
         return _with_assets(path, "tfhub_module", hub_prefix, [os.path.join(directory, "assets"), directory])
@@ -90,13 +148,18 @@ def _resolve_directory(path, directory):
             f"and no `{RELEASE_CHECKPOINT}` or `checkpoint` file saying which to use. Pass a checkpoint prefix.")
     raise FileNotFoundError(
         f"No checkpoint in directory `{path}`. Expected one of: a release directory (`{RELEASE_CHECKPOINT}.index`), "
-        "a TF-Hub TF1 module (`variables/variables.index`), a `checkpoint` state file, or one `*.index` file.")
+        "a TF-Hub TF1 module (`variables/variables.index`), a `checkpoint` state file, one `*.index` file, a TF2 "
+        "SavedModel (`saved_model.pb`), a keras-hub preset or a Hugging Face directory (`config.json`).")
 
 
-def _resolve_plain(path, local):
+def _resolve_plain(path, local, stack):
     """Resolves a path that is not an archive; `local` is the filesystem path, `path` the user's (for messages)."""
     if os.path.isdir(local):
-        return _resolve_directory(path, local)
+        return _resolve_directory(path, local, stack)
+    parent = os.path.dirname(os.path.dirname(local))
+    if os.path.basename(local) == "variables" and os.path.basename(os.path.dirname(local)) == "variables" \
+            and saved_model.is_saved_model(parent):
+        return _resolve_directory(path, parent, stack)   # The `checkpoint_prefix` of a TF2 SavedModel.
     if _has_checkpoint(local):
         return _with_assets(path, "checkpoint", local, [os.path.dirname(local) or "."])
     match = _SUFFIX.search(local)
@@ -106,6 +169,17 @@ def _resolve_plain(path, local):
             logging.warning("`%s` is a file of a checkpoint; using its prefix `%s` (pass the prefix, as the "
                             "original's --init_checkpoint expects).", path, prefix)
             return _with_assets(path, "checkpoint", prefix, [os.path.dirname(prefix) or "."])
+    base = os.path.basename(local)
+    if os.path.isfile(local) and (base in hf.PICKLE_NAMES or base.endswith(hf.PICKLE_SUFFIXES)):
+        hf.refuse_pickle(path)
+    if os.path.isfile(local) and base.endswith(".safetensors"):
+        directory = os.path.dirname(local) or "."
+        if hf.is_hf_dir(directory):
+            return _resolve_directory(path, directory, stack)
+        raise ValueError(f"`{path}` is a safetensors file without a Hugging Face `config.json` beside it; pass the "
+                         "model directory.")
+    if os.path.isfile(local) and base in (keras_hub.WEIGHTS, saved_model.SAVED_MODEL, "config.json"):
+        return _resolve_directory(path, os.path.dirname(local) or ".", stack)
     raise FileNotFoundError(
         f"Checkpoint source `{path}` not found. Expected a checkpoint prefix (with `{os.path.basename(local)}.index` "
         "beside it), a release directory, a TF-Hub TF1 module directory, or a `.tar.gz` of one.")
@@ -133,17 +207,15 @@ def resolve_source(path):
     """
     path = os.fspath(path)
     local = os.path.expanduser(path)
-    if os.path.isfile(local) and local.endswith(_ARCHIVE_SUFFIXES):
-        tmp = tempfile.mkdtemp(prefix="albert_tf_source_")
-        try:
+    with contextlib.ExitStack() as stack:
+        if os.path.isfile(local) and local.endswith(_ARCHIVE_SUFFIXES):
+            tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="albert_tf_source_"))
             try:
                 with tarfile.open(local, "r:*") as archive:
                     archive.extractall(tmp, filter="data")
             except (tarfile.TarError, OSError) as e:
                 raise ValueError(f"Cannot extract archive `{path}`: {e}") from None
-            source = _resolve_plain(path, _archive_root(tmp))
+            source = _resolve_plain(path, _archive_root(tmp), stack)
             yield dataclasses.replace(source, kind="archive:" + source.kind)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        return
-    yield _resolve_plain(path, local)
+            return
+        yield _resolve_plain(path, local, stack)

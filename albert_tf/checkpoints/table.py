@@ -1,4 +1,6 @@
-"""The one table from original TF1 variable names (original-release §4.1, §4.2) to Keras weights of our models.
+"""The one table from original TF1 variable names to Keras weights of our models.
+
+The names are those the original `modeling.py`, `run_pretraining.py` and task scripts create.
 
 Every row is `(component, TF1 name pattern, attribute path, transform)`:
 
@@ -6,8 +8,9 @@ Every row is `(component, TF1 name pattern, attribute path, transform)`:
   encoder (the model itself for an `AlbertModel`, `model.encoder` otherwise); head rows are resolved on the
   model and apply only when the model has the head's attributes (an `AlbertClassifier` has
   `classifier_head`, an `AlbertRace` has `race_head`, ...).
-* `{g}` and `{k}` in a pattern stand for the group and inner-group index (original-release §3.6): a row with
-  them expands to `num_hidden_groups * inner_group_num` variables.
+* `{g}` and `{k}` in a pattern stand for the group and inner-group index (the `group_{g}/inner_group_{k}`
+  scopes of the original `transformer_model`): a row with them expands to `num_hidden_groups * inner_group_num`
+  variables.
 * The attribute path walks attributes and `[i]` indexes from the root to a Keras variable. A path through an
   attribute that is None (e.g. `embedding_projection` when `embedding_size == hidden_size`) drops the row: the
   original creates no variable there either.
@@ -85,7 +88,7 @@ def _output_projection(component, tf1_scope, path):
 
 
 TABLE = tuple(
-    # --- encoder (original-release §4.1 rows 1-25) ---
+    # --- encoder (`modeling.AlbertModel`) ---
     [Row(ENCODER, "bert/embeddings/word_embeddings", "embeddings.word_embeddings"),
      Row(ENCODER, "bert/embeddings/token_type_embeddings", "embeddings.token_type_embeddings"),
      Row(ENCODER, "bert/embeddings/position_embeddings", "embeddings.position_embeddings")]
@@ -100,12 +103,14 @@ TABLE = tuple(
     + _dense(ENCODER, f"{_BLOCK}/ffn_1/intermediate/output/dense", f"{_BLOCK_PATH}.ffn_output")
     + _layer_norm(ENCODER, f"{_BLOCK}/LayerNorm_1", f"{_BLOCK_PATH}.output_layer_norm")
     + _dense(ENCODER, "bert/pooler/dense", "pooler")
-    # --- pretraining heads (§4.1 rows 26-32); the MLM output matrix is the tied word_embeddings ---
+    # --- pretraining heads (`run_pretraining.py`: `get_masked_lm_output`, `get_sentence_order_output`); the MLM
+    # output matrix is the tied word_embeddings ---
     + _dense(MLM, "cls/predictions/transform/dense", "mlm_head.dense")
     + _layer_norm(MLM, "cls/predictions/transform/LayerNorm", "mlm_head.layer_norm")
     + [Row(MLM, "cls/predictions/output_bias", "mlm_head.output_bias")]
     + _output_projection(SOP, "cls/seq_relationship", "sop_head")
-    # --- fine-tuning heads (§4.2) ---
+    # --- fine-tuning heads (`classifier_utils.create_model`, `squad_utils.create_v{1,2}_model`,
+    # `race_utils.create_model`) ---
     + _output_projection(CLASSIFIER, "", "classifier_head")
     + _output_projection(SQUAD_V1, "cls/squad", "squad_head")
     + _dense(SQUAD_V2, "start_logits/dense", "start_dense")
@@ -117,7 +122,8 @@ TABLE = tuple(
     + _output_projection(RACE, "", "race_head")
 )
 
-# Variables of training checkpoints that are not model weights (original-release §4.1): skipped on reading.
+# Variables of training checkpoints that are not model weights (slots of `optimization.py`, `lamb_optimizer.py`):
+# skipped on reading.
 _SKIPPED = re.compile(
     r"(^|/)global_step$"
     r"|/(adam_m|adam_v|lamb_m|lamb_v)$"
@@ -168,14 +174,21 @@ def resolve_path(root, path):
     return obj
 
 
-def get_encoder(model):
-    """The `AlbertModel` inside `model` (`model` itself for an encoder)."""
-    from albert_tf.models.albert_model import AlbertModel  # Local import: models import this package.
+def _is_encoder(obj):
+    """An `AlbertModel` by its interface (config, embeddings, groups, pooler): the table's encoder paths."""
+    return all(hasattr(obj, attribute) for attribute in ("config", "embeddings", "groups", "pooler"))
 
-    if isinstance(model, AlbertModel):
+
+def get_encoder(model):
+    """The `AlbertModel` inside `model` (`model` itself for an encoder).
+
+    Recognised by the attributes the table reads, so this package does not import the models (which import
+    it for `from_pretrained`).
+    """
+    if _is_encoder(model):
         return model
     encoder = getattr(model, "encoder", None)
-    if not isinstance(encoder, AlbertModel):
+    if not _is_encoder(encoder):
         raise TypeError(f"`model` must be an AlbertModel or have an `encoder` attribute that is one. "
                         f"Received: {type(model).__name__}.")
     return encoder
@@ -237,5 +250,6 @@ def model_targets(model):
 
 
 def group0_source_name(name):
-    """The name `--init_from_group0` reads for `name`: any `/group_N/` replaced by `/group_0/` (§3.6)."""
+    """The name `--init_from_group0` reads for `name`: any `/group_N/` replaced by `/group_0/` (as the original
+    `modeling.get_assignment_map_from_checkpoint`)."""
     return re.sub(r"/group_\d+/", "/group_0/", name)

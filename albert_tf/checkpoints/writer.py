@@ -1,4 +1,4 @@
-"""Writes a model's weights as a TF1-format checkpoint under the original variable names (original-release §4).
+"""Writes a model's weights as a TF1-format checkpoint under the original variable names (the original's scopes).
 
 The result reads like Google's releases: `tf.train.load_checkpoint`, the original `init_from_checkpoint`,
 tf-models' `tf2_albert_encoder_checkpoint_converter` and HF's `load_tf_weights_in_albert` all accept it.

@@ -1,5 +1,7 @@
 """`PretrainedMixin`: the Keras config round trip and `from_pretrained` shared by the models on an encoder."""
 
+from albert_tf.checkpoints import load_pretrained
+
 
 class PretrainedMixin:
     """`get_config`, `from_config` and `from_pretrained` of a `keras.Model` holding an `AlbertModel` encoder.
@@ -29,7 +31,8 @@ class PretrainedMixin:
         """The model with its weights from any source `albert_tf.checkpoints.load_pretrained` reads.
 
         The encoder, and the heads of this class when the source has them (a fresh head otherwise), from a
-        release dir, `.tar.gz`, TF1 checkpoint prefix, TF-Hub TF1 module dir or one of our checkpoints.
+        release dir, `.tar.gz`, TF1 checkpoint prefix, TF-Hub TF1 module dir, one of our checkpoints, a TF2
+        SavedModel of tf-models' AlbertEncoder, a keras-hub preset or a Hugging Face directory (safetensors).
 
         Args:
             path: str, the checkpoint source.
@@ -39,6 +42,4 @@ class PretrainedMixin:
         Returns:
             the built model.
         """
-        from albert_tf.checkpoints import load_pretrained  # Local import: checkpoints imports models.
-
         return load_pretrained(cls, path, config=config, **model_kwargs)
