@@ -11,6 +11,7 @@ import sys
 
 from absl import app, flags, logging
 
+from albert_tf import cli
 from albert_tf.checkpoints.convert import FORMATS, MODELS, convert
 
 FLAGS = flags.FLAGS
@@ -57,7 +58,7 @@ def _run(argv):
 
 def main():
     define_flags()
-    app.run(_run)
+    cli.run_app(_run, CLI_HELP, [__name__])
 
 
 if __name__ == "__main__":
