@@ -173,25 +173,6 @@ class PretrainingStats:
 # Tokenization to ids, with the start-piece flag of every token.
 
 
-def encode_pieces_python3(sp_model, text):
-    """The pieces of the original's `encode_pieces(sp_model, text)` (`tokenization.py`) run under Python 3.
-
-    A piece that ends in "<digit>," is re-encoded without its `▁` and followed by ",". The original then
-    tests `cur_pieces[0][0] == SPIECE_UNDERLINE` to drop the `▁` SentencePiece puts in front of the
-    re-encoded digits, but `SPIECE_UNDERLINE` is `u"▁".encode("utf-8")`, a `bytes` object that a `str`
-    character never equals, so the `▁` stays: "founded in 1801, it" -> `▁in ▁ 180 ▁1 , ▁it`.
-    """
-    pieces = []
-    for piece in sp_model.EncodeAsPieces(text):
-        if len(piece) > 1 and piece[-1] == "," and piece[-2].isdigit():
-            pieces.extend(sp_model.EncodeAsPieces(piece[:-1].replace("▁", "")))
-            pieces.append(piece[-1])
-        else:
-            pieces.append(piece)
-    return pieces
-
-
-
 class TokenSpace:
     """Tokenizes lines to int32 ids and knows, per id, whether it starts a word.
 
@@ -229,7 +210,7 @@ class TokenSpace:
             self.needs_pieces = np.zeros(self.vocab_size, dtype=bool)
             self.needs_pieces[self.unk_id] = True
             for token, i in vocab.items():
-                if len(token) > 1 and token[-1] == "," and token[-2].isdigit():
+                if tokenization.is_digit_comma_piece(token):
                     self.needs_pieces[i] = True
         else:
             self.unk_id = vocab.get("[UNK]", 0)
@@ -243,7 +224,7 @@ class TokenSpace:
     def _exact_spm_ids(self, line):
         sp = self.tokenizer.sp_model
         out = []
-        for piece in encode_pieces_python3(sp, line):
+        for piece in tokenization.encode_pieces(sp, line):
             i = sp.PieceToId(piece)
             if i == self.unk_id and not is_start_piece_sp(piece):
                 i = self.vocab_size
