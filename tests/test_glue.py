@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import glue
 from albert_tf.models.classifier import AlbertClassifier, classifier_loss
@@ -584,7 +585,7 @@ def test_hparams_presets_are_run_glue_sh():
 def test_cli_mnli_then_rte_and_ax_from_the_mnli_run(glue_root, model_files, tmp_path):
     """The CLI (MNLI, 3 labels) with a preset overridden by explicit flags; RTE (2 labels) initialised from the
     MNLI run (encoder loaded, head skipped); the AX diagnostic predicted with the MNLI model."""
-    from albert_tf.training import classifier_task, loop
+    from albert_tf.training import classifier_task
 
     mnli_out = tmp_path / "mnli"
     cmd = [sys.executable, os.path.join(REPO, "run_classifier.py"), "--task_name=MNLI", f"--data_dir={glue_root}",
@@ -606,7 +607,7 @@ def test_cli_mnli_then_rte_and_ax_from_the_mnli_run(glue_root, model_files, tmp_
     best = str(mnli_out / "model.ckpt-best")
     assert classifier_task.checkpoint_num_labels(best) == 3
     mnli_model = AlbertClassifier(model_files["config"], num_labels=3)
-    loop.restore_checkpoint(mnli_model, best)
+    restore_checkpoint(mnli_model, best)
     rte_model = AlbertClassifier(model_files["config"], num_labels=2)
     head_before = rte_model.classifier_head.output_weights.numpy()
     classifier_task.init_classifier(rte_model, best)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import features as features_lib
 from albert_tf.data import race as race_data
@@ -487,12 +488,11 @@ def test_release_dir_with_tf1_names_evaluates_and_predicts_the_same(trained, wor
     import shutil
 
     from albert_tf.checkpoints import save_tf1_checkpoint
-    from albert_tf.training import loop
     from albert_tf.training.race_task import run_race
 
     out, results = trained
     model = AlbertRace(workdir["config"])
-    loop.restore_checkpoint(model, os.path.join(out, "model.ckpt-best"))
+    restore_checkpoint(model, os.path.join(out, "model.ckpt-best"))
     release = tmp_path / "albert_race_release"
     release.mkdir()
     save_tf1_checkpoint(model, str(release / "model.ckpt-best"))

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
+from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.data import features as features_lib
 from albert_tf.data.pretraining_input import expand_input_files, pretraining_dataset
 from albert_tf.training import loop
@@ -189,7 +190,7 @@ def google_checkpoint(tmp_path_factory):
 
 def _restored(prefix, config):
     model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig.from_dict(config))
-    loop.restore_checkpoint(model, prefix)
+    restore_checkpoint(model, prefix)
     return model
 
 

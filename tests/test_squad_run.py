@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import squad
 from albert_tf.models.squad import AlbertSquadV1
@@ -97,7 +98,7 @@ def test_v1_export_saved_model(env, v1_run):
     served = loaded.signatures["serving_default"](
         input_ids=features["input_ids"], input_mask=features["input_mask"], segment_ids=features["segment_ids"])
     model = AlbertSquadV1(AlbertConfig.from_json_file(config_file))
-    loop.restore_checkpoint(model, os.path.join(out, "model.ckpt-best"))
+    restore_checkpoint(model, os.path.join(out, "model.ckpt-best"))
     expected = model({k: features[k] for k in ("input_ids", "input_mask", "segment_ids")})
     np.testing.assert_allclose(served["start_logits"].numpy(), expected["start_logits"].numpy(), atol=1e-5)
     # And the original's albert_model.tflite, with the TFLite output names start_logits / end_logits.

@@ -16,7 +16,6 @@ from albert_tf.checkpoints.reader import (
     init_from_checkpoint,
     init_groups_from_group0,
     load_pretrained,
-    restore_checkpoint,
 )
 from albert_tf.checkpoints.sources import ResolvedSource, resolve_source
 from albert_tf.checkpoints.table import TABLE, model_targets

@@ -14,6 +14,7 @@ import time
 from absl import logging
 
 from albert_tf.checkpoints import reader as reader_lib
+from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.checkpoints.sources import CONFIG_NAME, RELEASE_CHECKPOINT, resolve_source
 from albert_tf.checkpoints.writer import save_tf1_checkpoint
 
@@ -108,7 +109,7 @@ def convert(input_path, output_dir, output_format="keras", model="auto", config_
         cls = model_class(kind)
         built = cls(config, **dict(detected_kwargs, **model_kwargs))
         logging.info("Converting `%s` (%s) as %s.", input_path, source.kind, cls.__name__)
-        result = reader_lib.restore_checkpoint(built, source.checkpoint_prefix, allow_missing_heads=False)
+        result = restore_checkpoint(built, source.checkpoint_prefix, allow_missing_heads=False)
         if result.ignored:
             logging.warning("Not converted (no place in %s): %s", cls.__name__, ", ".join(result.ignored))
 

@@ -320,14 +320,6 @@ def restore_tf2(model, prefix, allow_missing_heads=True):
     return LoadResult("tf2", loaded, ignored, missing_heads, 0)
 
 
-def restore_checkpoint(model, prefix, allow_missing_heads=True):
-    """Restores a checkpoint prefix of either format (TF1 original names or our TF2 object graph)."""
-    reader = CheckpointReader(prefix)
-    if reader.is_tf2:
-        return restore_tf2(model, reader, allow_missing_heads)
-    return restore_tf1(model, reader, allow_missing_heads)
-
-
 def init_from_checkpoint(model, path, allow_missing_heads=True):
     """Restores `model` from any source: TF1 prefix, release dir, `.tar.gz`, TF-Hub TF1 module, our TF2 ckpt.
 
@@ -341,6 +333,9 @@ def init_from_checkpoint(model, path, allow_missing_heads=True):
     Returns:
         `LoadResult`.
     """
+    # Local import: `restore.py` builds on this module.
+    from albert_tf.checkpoints.restore import restore_checkpoint
+
     with resolve_source(path) as source:
         return restore_checkpoint(model, source.checkpoint_prefix, allow_missing_heads)
 
@@ -359,6 +354,7 @@ def load_pretrained(model_cls, path, config=None, allow_missing_heads=True, **mo
         The model, with weights.
     """
     from albert_tf.models.albert_model import as_config  # Local import: models import this package.
+    from albert_tf.checkpoints.restore import restore_checkpoint  # Local import: `restore.py` builds on this module.
 
     with resolve_source(path) as source:
         if config is None:

@@ -1,4 +1,4 @@
-"""`tf.distribute` strategies and mixed precision from the runners' flags (architecture.md §5).
+"""`tf.distribute` strategies and mixed precision from the runners' flags.
 
 The original used `TPUEstimator` (one device, or a TPU via `--use_tpu --tpu_name`); here the same flags
 select a `TPUStrategy`, and `--strategy` adds one device, all local GPUs (or logical CPUs) and multi-worker

@@ -1,4 +1,4 @@
-"""MLM + SOP pretraining, the library side of `run_pretraining.py` (original-release §2.1, §4.1, §5.4, §7).
+"""MLM + SOP pretraining, the library side of `run_pretraining.py`.
 
 `run_pretraining(...)` takes the original flags as arguments (plus the TF2 runtime ones), trains
 `AlbertPretrainer` with the original LAMB/AdamW and schedule in the custom loop (`loop.run_training`), and
@@ -10,14 +10,15 @@ with `do_eval` evaluates every checkpoint on `max_eval_steps` batches: `masked_l
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import checkpoints
 from albert_tf.config import AlbertConfig
 from albert_tf.data.pretraining_input import check_record_lengths, expand_input_files, pretraining_dataset
 from albert_tf.models.pretrainer import AlbertPretrainer, pretraining_loss
-from albert_tf.training import distribution, loop, optimization
+from albert_tf.training import distribution, driver, loop, optimization
 
 
 def pretraining_loss_fn(model, features, training):
-    """`loop.run_training` loss: the original `total_loss` and its two parts (original-release §4.1)."""
+    """`loop.run_training` loss: the original `total_loss` and its two parts (`model_fn` of `run_pretraining.py`)."""
     total_loss, masked_lm_loss, sentence_order_loss = pretraining_loss(model(features, training=training),
                                                                        features)
     return total_loss, {"masked_lm_loss": masked_lm_loss, "sentence_order_loss": sentence_order_loss}
@@ -69,8 +70,6 @@ def pretraining_metrics(model, dataset, num_steps):
 
 
 def _init_model(model, init_checkpoint, init_from_group0):
-    from albert_tf import checkpoints  # Local import: the checkpoints package imports the models.
-
     if init_from_group0:
         mapping = checkpoints.init_groups_from_group0(model, init_checkpoint)
         logging.info("Initialised %d variables from %s (groups from group_0).", len(mapping), init_checkpoint)
@@ -86,11 +85,14 @@ def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=
                     save_checkpoints_steps=5000, keep_checkpoint_max=5, iterations_per_loop=1000,
                     max_eval_steps=100, use_tpu=False, init_from_group0=False, tpu_name=None, tpu_zone=None,
                     gcp_project=None, master=None, num_tpu_cores=8, masked_lm_budget=0, strategy="one_device",
-                    mixed_precision="float32", jit_compile=False, gradient_accumulation_steps=1, seed=None):
+                    mixed_precision="float32", jit_compile=False, gradient_accumulation_steps=1, seed=None,
+                    recompute=False):
     """Pretrains ALBERT (MLM + SOP) as the original `run_pretraining.py`; arguments are its flags.
 
     Beyond the original flags: `strategy`, `mixed_precision`, `jit_compile`, `gradient_accumulation_steps`
-    (see `flags.define_runtime_flags`) and `seed` (deterministic input order and initialisation).
+    (see `flags.define_runtime_flags`), `seed` (`--random_seed`: deterministic input order and initialisation;
+    None: unseeded, as the original) and `recompute` (recompute each transformer layer's activations in the
+    backward pass).
     `train_batch_size` is the global batch: it must divide by replicas x `gradient_accumulation_steps`.
     A job restarted with the same `output_dir` resumes from its latest checkpoint; `init_checkpoint` (ours,
     or Google's TF1 checkpoint / release / TF-Hub module) is read only when `output_dir` has none.
@@ -107,12 +109,14 @@ def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=
     if max_seq_length > config.max_position_embeddings:
         raise ValueError(f"`max_seq_length={max_seq_length}` exceeds `max_position_embeddings="
                          f"{config.max_position_embeddings}` of {albert_config_file}.")
-    tf.io.gfile.makedirs(output_dir)
+    if do_eval:
+        driver.check_checkpoints(output_dir, do_eval=True, do_inference=False)
     input_files = expand_input_files(input_file)
     logging.info("*** Input Files ***")
     for path in input_files:
         logging.info("  %s", path)
     check_record_lengths(input_files, max_seq_length, max_predictions_per_seq)
+    tf.io.gfile.makedirs(output_dir)
     if seed is not None:
         tf.keras.utils.set_random_seed(seed)
 
@@ -120,7 +124,7 @@ def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=
                                                 gcp_project=gcp_project, master=master,
                                                 num_tpu_cores=num_tpu_cores, mixed_precision=mixed_precision)
     with strategy_obj.scope():
-        model = AlbertPretrainer(config)
+        model = AlbertPretrainer(config, **driver.model_kwargs(recompute))
     results = {"train": None, "eval": None}
 
     if do_train:
