@@ -17,6 +17,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.data import glue
 from albert_tf.models.classifier import AlbertClassifier, classifier_loss
 from albert_tf.training import metrics
+import original_checkpoints as oc
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_SEQ = 32
@@ -672,3 +673,79 @@ def test_hub_module_and_google_format_checkpoints_as_init(glue_root, model_files
     classifier_task.init_classifier(same, prefix)
     np.testing.assert_array_equal(same.classifier_head.output_weights.numpy(),
                                   mnli_like.classifier_head.output_weights.numpy())
+
+
+# --- checkpoints the original code left in output_dir; bad inputs stopped before any work ---------------------
+
+
+def _built(model, seq=8):
+    ids = tf.ones([1, seq], tf.int32)
+    model({"input_ids": ids, "input_mask": ids, "segment_ids": tf.zeros_like(ids)}, training=False)
+    return model
+
+
+def test_original_checkpoints_in_output_dir_evaluate_and_predict_the_same(glue_root, model_files, tmp_path):
+    tf.keras.utils.set_random_seed(7)
+    model = _built(AlbertClassifier(model_files["config"], num_labels=2))
+    ours, original = tmp_path / "ours", tmp_path / "original"
+    oc.save_our_checkpoint(model, str(ours / "model.ckpt-300"))
+    oc.save_original_checkpoint(model, str(original / "model.ckpt-300"))
+    assert "output_weights/adam_m" in dict(tf.train.list_variables(str(original / "model.ckpt-300")))
+    for out in (ours, original):
+        _run("rte", glue_root, model_files, out, do_eval=True, do_predict=True)
+    expected = oc.files_with_text(str(ours))
+    assert set(expected) >= {"eval_results.txt", "best_trial.txt", "test_results.tsv", "submit_results.tsv",
+                             "RTE.tsv"}
+    assert oc.files_with_text(str(original)) == expected
+    assert (original / "model.ckpt-best.index").exists()
+
+    # A model.ckpt-best of the original's LAMB run, predicted alone.
+    best_only = tmp_path / "best_only"
+    oc.save_original_checkpoint(model, str(best_only / "model.ckpt-best"), slots=("lamb_m", "lamb_v"))
+    _run("rte", glue_root, model_files, best_only, do_predict=True)
+    for name in ("test_results.tsv", "submit_results.tsv", "RTE.tsv"):
+        assert (best_only / name).read_text() == expected[name]
+
+
+def test_checkpoint_of_another_model_gives_a_short_error(glue_root, model_files, tmp_path):
+    from albert_tf.models.squad import AlbertSquadV1
+
+    squad_dir = tmp_path / "squad"
+    prefix = oc.save_original_checkpoint(_built(AlbertSquadV1(model_files["config"])),
+                                         str(squad_dir / "model.ckpt-best"))
+    with pytest.raises(ValueError) as error:
+        _run("rte", glue_root, model_files, squad_dir, do_predict=True)
+    oc.assert_short_error(str(error.value), prefix)
+    assert "missing from the checkpoint" in str(error.value) and "output_weights" in str(error.value)
+
+    three = tmp_path / "three_labels"
+    prefix = oc.save_our_checkpoint(_built(AlbertClassifier(model_files["config"], num_labels=3)),
+                                    str(three / "model.ckpt-best"))
+    with pytest.raises(ValueError) as error:
+        _run("rte", glue_root, model_files, three, do_predict=True)
+    oc.assert_short_error(str(error.value), prefix)
+
+
+def test_vocab_mismatch_and_damaged_checkpoint_stop_before_any_work(glue_root, model_files, tmp_path):
+    import sentencepiece as spm
+
+    pieces = spm.SentencePieceProcessor(model_file=model_files["spm"]).get_piece_size()
+    config_file = tmp_path / "big_albert_config.json"
+    AlbertConfig.from_dict(dict(model_files["config"].to_dict(), vocab_size=1000)).to_json_file(str(config_file))
+    out = tmp_path / "out"
+    with pytest.raises(ValueError) as error:
+        _run("rte", glue_root, model_files, out, albert_config_file=str(config_file), do_train=True, do_eval=True)
+    message = str(error.value)
+    assert model_files["spm"] in message and str(config_file) in message
+    assert f"{pieces} pieces" in message and "is 1000" in message
+    assert not out.exists()
+
+    damaged = tmp_path / "damaged"
+    prefix = oc.save_original_checkpoint(_built(AlbertClassifier(model_files["config"], num_labels=2)),
+                                         str(damaged / "model.ckpt-best"))
+    oc.truncate_data(prefix)
+    before = sorted(os.listdir(damaged))
+    with pytest.raises(ValueError, match="is damaged") as error:
+        _run("rte", glue_root, model_files, damaged, do_predict=True)
+    assert prefix in str(error.value) and "optimizer slots" in str(error.value)
+    assert sorted(os.listdir(damaged)) == before

@@ -14,6 +14,7 @@ from albert_tf.data import features as features_lib
 from albert_tf.data import race as race_data
 from albert_tf.models.albert_model import AlbertModel
 from albert_tf.models.race import AlbertRace, race_loss
+import original_checkpoints as oc
 
 MAX_SEQ = 32
 MAX_QA = 12
@@ -512,3 +513,54 @@ def test_release_dir_with_tf1_names_evaluates_and_predicts_the_same(trained, wor
     assert [r.split("\t")[:4] for r in open(tmp_path / "rel" / "predictions.tsv").read().splitlines()] == expected
     reloaded = AlbertRace.from_pretrained(str(release))
     np.testing.assert_allclose(reloaded.race_head.output_weights.numpy(), model.race_head.output_weights.numpy())
+
+
+def test_original_checkpoints_in_output_dir_evaluate_and_predict_the_same(workdir, tmp_path):
+    from albert_tf.training.race_task import run_race
+
+    tf.keras.utils.set_random_seed(11)
+    model = AlbertRace(workdir["config"])
+    ours, original = tmp_path / "ours", tmp_path / "original"
+    oc.save_our_checkpoint(model, str(ours / "model.ckpt-200"))
+    oc.save_original_checkpoint(model, str(original / "model.ckpt-200"), global_step=200)
+    common = dict(data_dir=str(workdir["root"] / "all_form"), albert_config_file=workdir["config_file"],
+                  spm_model_file=workdir["spm"], max_seq_length=MAX_SEQ, max_qa_length=MAX_QA, do_train=False,
+                  do_eval=True, do_predict=True, eval_batch_size=4, predict_batch_size=4)
+    results = [run_race(output_dir=str(out), **common) for out in (ours, original)]
+    assert results[0] == results[1]
+    expected = oc.files_with_text(str(ours))
+    assert set(expected) >= {"eval_results.txt", "best_trial.txt", "predict_results.txt", "predictions.tsv"}
+    assert oc.files_with_text(str(original)) == expected
+
+    # A checkpoint of another model: the file and the first names, short.
+    foreign = tmp_path / "foreign"
+    prefix = oc.save_original_checkpoint(AlbertModel(workdir["config"]), str(foreign / "model.ckpt-best"))
+    with pytest.raises(ValueError) as error:
+        run_race(output_dir=str(foreign), **dict(common, do_eval=False))
+    oc.assert_short_error(str(error.value), prefix)
+    assert "output_weights" in str(error.value)
+
+
+def test_vocab_mismatch_and_damaged_checkpoint_stop_before_any_work(workdir, tmp_path):
+    from albert_tf.training.race_task import run_race
+
+    config_file = tmp_path / "albert_config.json"
+    AlbertConfig.from_dict(dict(workdir["config"].to_dict(), vocab_size=8000)).to_json_file(str(config_file))
+    common = dict(data_dir=str(workdir["root"] / "all_form"), spm_model_file=workdir["spm"],
+                  max_seq_length=MAX_SEQ, max_qa_length=MAX_QA, do_train=True, do_eval=True, do_predict=True)
+    out = tmp_path / "out"
+    with pytest.raises(ValueError) as error:
+        run_race(output_dir=str(out), albert_config_file=str(config_file), **common)
+    assert workdir["spm"] in str(error.value) and str(config_file) in str(error.value)
+    assert f"{workdir['config'].vocab_size} pieces" in str(error.value) and "is 8000" in str(error.value)
+    assert not out.exists()
+
+    damaged = tmp_path / "damaged"
+    prefix = oc.save_our_checkpoint(AlbertRace(workdir["config"]), str(damaged / "model.ckpt-best"))
+    oc.truncate_data(prefix)
+    before = sorted(os.listdir(damaged))
+    with pytest.raises(ValueError, match="is damaged") as error:
+        run_race(output_dir=str(damaged), albert_config_file=workdir["config_file"],
+                 **dict(common, do_train=False, do_eval=False))
+    assert prefix in str(error.value) and "optimizer slots" in str(error.value)
+    assert sorted(os.listdir(damaged)) == before

@@ -13,9 +13,10 @@ import tensorflow as tf
 from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import squad
-from albert_tf.models.squad import AlbertSquadV1
+from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
 from albert_tf.training import loop
 from albert_tf.training import squad_task
+import original_checkpoints as oc
 import squad_fixtures as fx
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -177,3 +178,58 @@ def test_run_squad_argument_errors(env, tmp_path):
         squad_task.run_squad(output_dir=str(tmp_path), albert_config_file=config_file, spm_model_file=spm_file,
                              predict_file=fx.write_toy(str(tmp_path / "t.json"), False), do_predict=True,
                              max_seq_length=48, max_query_length=12)
+
+
+@pytest.mark.parametrize("version_2", [False, True])
+def test_original_checkpoints_in_output_dir_predict_the_same(env, tmp_path, version_2):
+    """An output dir of the original `run_squad_v1.py` / `run_squad_v2.py` (TF1 names with the v1 `cls/squad`
+    or the v2 `start_logits`/`end_logits`/`answer_class` heads, Adam slots, global_step) predicts and scores as
+    our checkpoint of the same weights; a truncated copy stops before any work."""
+    d, spm_file, config_file = env
+    config = AlbertConfig.from_json_file(config_file)
+    tf.keras.utils.set_random_seed(5)
+    model = AlbertSquadV2(config) if version_2 else AlbertSquadV1(config)
+    data = fx.write_toy(str(tmp_path / "toy.json"), with_negative=version_2)
+    ours, original = tmp_path / "ours", tmp_path / "original"
+    oc.save_our_checkpoint(model, str(ours / "model.ckpt-100"))
+    oc.save_original_checkpoint(model, str(original / "model.ckpt-100"), global_step=100)
+    common = dict(albert_config_file=config_file, spm_model_file=spm_file, predict_file=data, do_predict=True,
+                  max_seq_length=48, doc_stride=32, max_query_length=12, version_2_with_negative=version_2)
+    results = [squad_task.run_squad(output_dir=str(out), **common) for out in (ours, original)]
+    assert results[0] == results[1] and results[0]["eval"]["best_step"] == 100
+    expected = oc.files_with_text(str(ours))
+    assert {"predictions.json", "nbest_predictions.json", "eval_results.txt", "best_trial.txt"} <= set(expected)
+    assert ("null_odds.json" in expected) == version_2
+    assert oc.files_with_text(str(original)) == expected
+
+    damaged = tmp_path / "damaged"
+    prefix = oc.save_original_checkpoint(model, str(damaged / "model.ckpt-best"))
+    oc.truncate_data(prefix)
+    before = sorted(os.listdir(damaged))
+    with pytest.raises(ValueError, match="is damaged") as error:
+        squad_task.run_squad(output_dir=str(damaged), **common)
+    assert prefix in str(error.value)
+    assert sorted(os.listdir(damaged)) == before
+
+
+def test_wrong_model_checkpoint_and_vocab_mismatch(env, tmp_path):
+    d, spm_file, config_file = env
+    config = AlbertConfig.from_json_file(config_file)
+    data = fx.write_toy(str(tmp_path / "toy.json"), with_negative=False)
+    common = dict(spm_model_file=spm_file, predict_file=data, do_predict=True, max_seq_length=48, doc_stride=32,
+                  max_query_length=12)
+    v2_out = tmp_path / "v2_out"
+    prefix = oc.save_original_checkpoint(AlbertSquadV2(config), str(v2_out / "model.ckpt-best"))
+    with pytest.raises(ValueError) as error:
+        squad_task.run_squad(output_dir=str(v2_out), albert_config_file=config_file, **common)
+    oc.assert_short_error(str(error.value), prefix)
+    assert "cls/squad/output_weights" in str(error.value)
+
+    big = tmp_path / "albert_config.json"
+    AlbertConfig.from_dict(dict(config.to_dict(), vocab_size=1000)).to_json_file(str(big))
+    out = tmp_path / "out"
+    with pytest.raises(ValueError) as error:
+        squad_task.run_squad(output_dir=str(out), albert_config_file=str(big), **common)
+    assert spm_file in str(error.value) and str(big) in str(error.value) and "is 1000" in str(error.value)
+    assert f"{config.vocab_size} pieces" in str(error.value)
+    assert not out.exists()

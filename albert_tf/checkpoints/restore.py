@@ -107,7 +107,7 @@ def _short_tf2_error(model, prefix, error):
     text = str(error)
     names = list(dict.fromkeys(_VARIABLE_NAME.findall(text)))
     head = re.split(r"<|numpy=|\[\s*-?\d", text.splitlines()[0] if text else "", maxsplit=1)[0].strip()
-    head = head[:300].rstrip(":, ")
+    head = head[:300].rstrip(":,. ")
     detail = _listing("variables not restored", names) if names else ""
     return ValueError(f"Checkpoint `{prefix}` (object-based) does not fit {type(model).__name__}: {head}."
                       + detail)
