@@ -749,3 +749,15 @@ def test_vocab_mismatch_and_damaged_checkpoint_stop_before_any_work(glue_root, m
         _run("rte", glue_root, model_files, damaged, do_predict=True)
     assert prefix in str(error.value) and "optimizer slots" in str(error.value)
     assert sorted(os.listdir(damaged)) == before
+
+
+def test_random_seed_repeats_a_run(glue_root, model_files, tmp_path):
+    """`random_seed` fixes the initialisation, dropout and the shuffle: two runs write the same predictions."""
+    texts = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        tf.keras.utils.set_random_seed(len(texts) + 100)   # other global state before each run
+        _run("rte", glue_root, model_files, out, do_train=True, do_predict=True, train_step=4,
+             save_checkpoints_steps=4, random_seed=1234)
+        texts.append((out / "test_results.tsv").read_text())
+    assert texts[0] == texts[1]
