@@ -10,13 +10,20 @@ import sys
 
 import numpy as np
 import pytest
+import sentencepiece as spm
 import tensorflow as tf
 
+from albert_tf.checkpoints import save_tf1_checkpoint
 from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import glue
+from albert_tf.data.vocab import train_sentencepiece
+from albert_tf.models.albert_model import AlbertModel
 from albert_tf.models.classifier import AlbertClassifier, classifier_loss
-from albert_tf.training import metrics
+from albert_tf.models.squad import AlbertSquadV1
+from albert_tf.tokenization import FullTokenizer
+from albert_tf.training import classifier_task, metrics
+from albert_tf.training.classifier_task import hparams_preset, run_classifier
 import original_checkpoints as oc
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -160,8 +167,6 @@ def glue_root(tmp_path_factory):
 @pytest.fixture(scope="module")
 def model_files(tmp_path_factory):
     """A tiny SentencePiece model (original spm_train flags) and a tiny ALBERT config."""
-    from albert_tf.data.vocab import train_sentencepiece
-
     root = tmp_path_factory.mktemp("model")
     corpus = str(root / "corpus.txt")
     rng = random.Random(0)
@@ -171,7 +176,6 @@ def model_files(tmp_path_factory):
         f.write("premise number hypothesis here dev matched mismatched test the cat sat a kitten\n")
     spm_model = train_sentencepiece(corpus, str(root / "spm"), vocab_size=80, hard_vocab_limit=False,
                                     character_coverage=1.0, minloglevel=2)
-    import sentencepiece as spm
 
     vocab_size = spm.SentencePieceProcessor(model_file=spm_model).get_piece_size()
     config = AlbertConfig(vocab_size=vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
@@ -184,8 +188,6 @@ def model_files(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tokenizer(model_files):
-    from albert_tf.tokenization import FullTokenizer
-
     return FullTokenizer(spm_model_file=model_files["spm"])
 
 
@@ -471,8 +473,6 @@ def _read_key_values(path):
 
 
 def _run(task, glue_root, model_files, output_dir, **kwargs):
-    from albert_tf.training.classifier_task import run_classifier
-
     args = dict(albert_config_file=model_files["config_file"], spm_model_file=model_files["spm"],
                 max_seq_length=MAX_SEQ, train_batch_size=16, eval_batch_size=16, predict_batch_size=4,
                 learning_rate=1e-3, warmup_step=10)
@@ -546,8 +546,6 @@ def test_stsb_regression_runs(glue_root, model_files, tmp_path):
 
 
 def test_bad_input_gives_clear_errors_and_leaves_no_cache(glue_root, model_files, tmp_path):
-    from albert_tf.training.classifier_task import run_classifier
-
     cache = tmp_path / "cache"
     with pytest.raises(ValueError, match="sequence length 128 .* up to sequence length 64"):
         _run("sst-2", glue_root, model_files, tmp_path / "o1", cached_dir=str(cache), do_train=True,
@@ -571,8 +569,6 @@ def test_bad_input_gives_clear_errors_and_leaves_no_cache(glue_root, model_files
 
 
 def test_hparams_presets_are_run_glue_sh():
-    from albert_tf.training.classifier_task import hparams_preset
-
     assert hparams_preset("albert", "RTE") == dict(learning_rate=3e-5, train_batch_size=32, train_step=800,
                                                    warmup_step=200, save_checkpoints_steps=100,
                                                    max_seq_length=512, optimizer="adamw", do_lower_case=True)
@@ -586,7 +582,6 @@ def test_hparams_presets_are_run_glue_sh():
 def test_cli_mnli_then_rte_and_ax_from_the_mnli_run(glue_root, model_files, tmp_path):
     """The CLI (MNLI, 3 labels) with a preset overridden by explicit flags; RTE (2 labels) initialised from the
     MNLI run (encoder loaded, head skipped); the AX diagnostic predicted with the MNLI model."""
-    from albert_tf.training import classifier_task
 
     mnli_out = tmp_path / "mnli"
     cmd = [sys.executable, os.path.join(REPO, "run_classifier.py"), "--task_name=MNLI", f"--data_dir={glue_root}",
@@ -632,9 +627,6 @@ def test_hub_module_and_google_format_checkpoints_as_init(glue_root, model_files
     """A local TF-Hub TF1 module (config and spm model from its assets, `--spm_model_file=from_tf_hub`), and a
     Google-format (TF1 names) fine-tuned 3-label classifier used for a 2-label task: encoder loaded, head
     skipped."""
-    from albert_tf.checkpoints import save_tf1_checkpoint
-    from albert_tf.models.albert_model import AlbertModel
-    from albert_tf.training import classifier_task
 
     config = model_files["config"]
     encoder = AlbertModel(config)
@@ -651,7 +643,6 @@ def test_hub_module_and_google_format_checkpoints_as_init(glue_root, model_files
     for a, b in zip(encoder.weights, model.encoder.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     out = tmp_path / "out"
-    from albert_tf.training.classifier_task import run_classifier
 
     with caplog.at_level("WARNING"):
         run_classifier("rte", glue_root, str(out), albert_hub_module_handle=str(hub), spm_model_file="from_tf_hub",
@@ -708,8 +699,6 @@ def test_original_checkpoints_in_output_dir_evaluate_and_predict_the_same(glue_r
 
 
 def test_checkpoint_of_another_model_gives_a_short_error(glue_root, model_files, tmp_path):
-    from albert_tf.models.squad import AlbertSquadV1
-
     squad_dir = tmp_path / "squad"
     prefix = oc.save_original_checkpoint(_built(AlbertSquadV1(model_files["config"])),
                                          str(squad_dir / "model.ckpt-best"))
@@ -727,8 +716,6 @@ def test_checkpoint_of_another_model_gives_a_short_error(glue_root, model_files,
 
 
 def test_vocab_mismatch_and_damaged_checkpoint_stop_before_any_work(glue_root, model_files, tmp_path):
-    import sentencepiece as spm
-
     pieces = spm.SentencePieceProcessor(model_file=model_files["spm"]).get_piece_size()
     config_file = tmp_path / "big_albert_config.json"
     AlbertConfig.from_dict(dict(model_files["config"].to_dict(), vocab_size=1000)).to_json_file(str(config_file))

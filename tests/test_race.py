@@ -3,17 +3,23 @@
 import json
 import os
 import random
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+import sentencepiece as spm
 import tensorflow as tf
 
+from albert_tf.checkpoints import save_tf1_checkpoint
 from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import features as features_lib
 from albert_tf.data import race as race_data
 from albert_tf.models.albert_model import AlbertModel
 from albert_tf.models.race import AlbertRace, race_loss
+from albert_tf.training.race_task import run_race
 import original_checkpoints as oc
 
 MAX_SEQ = 32
@@ -81,8 +87,6 @@ def write_tree(root, form):
 
 
 def train_spm(directory):
-    import sentencepiece as spm
-
     corpus = os.path.join(directory, "corpus.txt")
     with open(corpus, "w") as f:
         for split, levels in SPLITS.items():
@@ -106,7 +110,6 @@ def workdir(tmp_path_factory):
     write_tree(str(root / "all_form"), "all")
     write_tree(str(root / "article_form"), "articles")
     spm_model = train_spm(str(root))
-    import sentencepiece as spm
 
     vocab_size = spm.SentencePieceProcessor(model_file=spm_model).get_piece_size()
     config = AlbertConfig(vocab_size=vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
@@ -358,8 +361,6 @@ def _read_blocks(path):
 
 @pytest.fixture(scope="module")
 def trained(workdir):
-    from albert_tf.training.race_task import run_race
-
     tf.keras.utils.set_random_seed(1)
     out = str(workdir["root"] / "out")
     results = run_race(
@@ -406,8 +407,6 @@ def test_run_race_trains_evaluates_and_predicts(trained):
 
 
 def test_cached_features_must_match_the_request(trained, workdir):
-    from albert_tf.training.race_task import run_race
-
     out, _ = trained
     common = dict(data_dir=str(workdir["root"] / "all_form"), output_dir=out,
                   albert_config_file=workdir["config_file"], spm_model_file=workdir["spm"], max_qa_length=MAX_QA,
@@ -441,9 +440,6 @@ run_race.main(None)
 
 
 def test_cli_predicts_from_a_checkpoint_and_exports(trained, workdir, tmp_path):
-    import subprocess
-    import sys
-
     out, _ = trained
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     args = [f"--data_dir={workdir['root'] / 'all_form'}", f"--albert_config_file={workdir['config_file']}",
@@ -486,10 +482,7 @@ def test_cli_predicts_from_a_checkpoint_and_exports(trained, workdir, tmp_path):
 
 
 def test_release_dir_with_tf1_names_evaluates_and_predicts_the_same(trained, workdir, tmp_path):
-    import shutil
 
-    from albert_tf.checkpoints import save_tf1_checkpoint
-    from albert_tf.training.race_task import run_race
 
     out, results = trained
     model = AlbertRace(workdir["config"])
@@ -516,8 +509,6 @@ def test_release_dir_with_tf1_names_evaluates_and_predicts_the_same(trained, wor
 
 
 def test_original_checkpoints_in_output_dir_evaluate_and_predict_the_same(workdir, tmp_path):
-    from albert_tf.training.race_task import run_race
-
     tf.keras.utils.set_random_seed(11)
     model = AlbertRace(workdir["config"])
     ours, original = tmp_path / "ours", tmp_path / "original"
@@ -542,8 +533,6 @@ def test_original_checkpoints_in_output_dir_evaluate_and_predict_the_same(workdi
 
 
 def test_vocab_mismatch_and_damaged_checkpoint_stop_before_any_work(workdir, tmp_path):
-    from albert_tf.training.race_task import run_race
-
     config_file = tmp_path / "albert_config.json"
     AlbertConfig.from_dict(dict(workdir["config"].to_dict(), vocab_size=8000)).to_json_file(str(config_file))
     common = dict(data_dir=str(workdir["root"] / "all_form"), spm_model_file=workdir["spm"],

@@ -14,7 +14,6 @@ from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import squad
 from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
-from albert_tf.training import loop
 from albert_tf.training import squad_task
 import original_checkpoints as oc
 import squad_fixtures as fx
