@@ -4,6 +4,8 @@ import importlib.util
 import os
 import random
 import re
+import subprocess
+import sys
 
 import pytest
 import sentencepiece as spm
@@ -107,3 +109,22 @@ def test_the_checks_before_any_work(example, tmp_path):
     assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError, match=r"is not a checkpoint: .*model\.ckpt-best\.index does not exist"):
         check_readable(str(tmp_path / "model.ckpt-best"))
+
+
+@pytest.mark.parametrize("script", ["run_classifier", "run_squad", "run_race", "run_pretraining"])
+def test_cli_seed_and_recompute_flags_and_help_paragraph(script):
+    code = (f"import sys; sys.argv = ['{script}.py']; import {script}; from absl import flags; "
+            "print(repr((flags.FLAGS['random_seed'].default, flags.FLAGS['recompute'].default))); "
+            f"print({script}.CLI_HELP)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES=""))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    first, help_text = proc.stdout.split("\n", 1)
+    assert first == "(None, False)"
+    assert help_text.startswith(("Fine-tunes", "Pretrains")) and "--output_dir" in help_text
+    assert "\n\n" not in help_text.strip()
+
+
+def test_model_kwargs_pass_recompute_only_when_set():
+    assert driver.model_kwargs(False) == {}
+    assert driver.model_kwargs(True) == {"recompute": True}
