@@ -354,7 +354,8 @@ def load_pretrained(model_cls, path, config=None, allow_missing_heads=True, **mo
         The model, with weights.
     """
     from albert_tf.models.albert_model import as_config  # Local import: models import this package.
-    from albert_tf.checkpoints.restore import restore_checkpoint  # Local import: `restore.py` builds on this module.
+    # Local import: `restore.py` builds on this module.
+    from albert_tf.checkpoints.restore import restore_checkpoint
 
     with resolve_source(path) as source:
         if config is None:

@@ -27,7 +27,7 @@ import keras
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.checkpoints.restore import restore_checkpoint
+from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
 from albert_tf.fileio import copy_atomic, write_text_atomic
 from albert_tf.training.distribution import worker_info
 from albert_tf.training.optimization import inner_optimizer
@@ -191,6 +191,7 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
                                          checkpoint_name=CHECKPOINT_NAME)
     latest = tf.train.latest_checkpoint(model_dir)
     if latest:
+        check_readable(latest)
         logging.info("Resuming from %s.", latest)
         checkpoint.restore(latest).expect_partial()
     step = int(optimizer.iterations.numpy())

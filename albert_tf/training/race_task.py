@@ -1,9 +1,10 @@
 """RACE fine-tuning, evaluation and prediction: the RACE task of the driver and the library behind `run_race.py`.
 
 `run_race(...)` does what the original `run_race.py` does, with a TF2 custom training loop instead of a
-TPUEstimator (`albert_tf.training.driver` runs the stages): train for `train_step` steps (AdamW, warm-up then linear decay), evaluate every saved checkpoint
-on the dev set (`eval_results.txt`, `best_trial.txt`, best copied to `model.ckpt-best`), and on `do_predict`
-score the test set with the best checkpoint (`predict_results.txt`, plus per-question `predictions.tsv`).
+TPUEstimator (`albert_tf.training.driver` runs the stages): train for `train_step` steps (AdamW, warm-up then
+linear decay), evaluate every saved checkpoint on the dev set (`eval_results.txt`, `best_trial.txt`, best
+copied to `model.ckpt-best`), and on `do_predict` score the test set with the best checkpoint
+(`predict_results.txt`, plus per-question `predictions.tsv`).
 Accuracy is reported overall and per level (`middle`, `high`).
 """
 
