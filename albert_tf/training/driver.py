@@ -2,8 +2,9 @@
 
 In the spirit of Model Garden's `base_task.Task` + `train_lib.run_experiment`: a task module subclasses
 `Task` and says only what differs (its model, training data and loss, how it scores a model on its
-evaluation data, what its predictions files are, how it exports); `run` does the rest the same way for every
-task, as the original `run_classifier.py`, `run_squad_v*.py` and `run_race.py` mains do:
+evaluation data, what its predictions files are, how it exports); `train`, `evaluate`,
+`restore_for_inference` and `run` do the rest the same way for every task (pretraining, GLUE, SQuAD, RACE),
+as the original `run_pretraining.py`, `run_classifier.py`, `run_squad_v*.py` and `run_race.py` mains do:
 
 * `do_train`: initial weights from `init_checkpoint` / the TF-Hub module unless `output_dir` already has a
   `model.ckpt-<step>` (then training resumes), the original optimizer and schedule, a checkpoint every
@@ -199,9 +200,13 @@ def check_checkpoints(output_dir, do_eval, do_inference):
 
 def train(task, model, strategy, output_dir, init_path, learning_rate, train_batch_size, optimizer="adamw",
           save_checkpoints_steps=1000, iterations_per_loop=1000, jit_compile=False, gradient_accumulation_steps=1,
-          **optimizer_kwargs):
+          keep_checkpoint_max=None, **optimizer_kwargs):
     """Trains `model` on `task` in `output_dir` (resuming from its latest checkpoint); returns the loop's result
-    with `num_train_steps`."""
+    with `num_train_steps`.
+
+    `keep_checkpoint_max` None keeps every checkpoint, as the fine-tuning scripts of the original do so that
+    each one is evaluated; `optimizer_kwargs` go to `optimization.create_optimizer` (`poly_power`, ...).
+    """
     num_train_steps, num_warmup_steps = task.prepare_training()
     replicas = strategy.num_replicas_in_sync
     micro_batches = replicas * int(gradient_accumulation_steps)
@@ -219,13 +224,13 @@ def train(task, model, strategy, output_dir, init_path, learning_rate, train_bat
     def train_dataset_fn(input_context=None):
         return task.train_dataset(input_context, per_replica)
 
-    every = save_checkpoints_steps or num_train_steps
+    if keep_checkpoint_max is None:
+        # The original keeps every checkpoint (RunConfig keep_checkpoint_max=0) so that each one is evaluated.
+        keep_checkpoint_max = num_train_steps // max(save_checkpoints_steps or num_train_steps, 1) + 2
     result = loop.run_training(
         model, opt, task.loss, train_dataset_fn, strategy, output_dir, num_train_steps,
         iterations_per_loop=int(min(iterations_per_loop, save_checkpoints_steps or iterations_per_loop)),
-        save_checkpoints_steps=save_checkpoints_steps,
-        # The original keeps every checkpoint (RunConfig keep_checkpoint_max=0) so that each one is evaluated.
-        keep_checkpoint_max=num_train_steps // max(every, 1) + 2,
+        save_checkpoints_steps=save_checkpoints_steps, keep_checkpoint_max=keep_checkpoint_max,
         gradient_accumulation_steps=gradient_accumulation_steps, jit_compile=jit_compile,
         checkpoint_iterator=task.checkpoint_iterator)
     return dict(result, num_train_steps=num_train_steps)

@@ -1,8 +1,8 @@
-"""MLM + SOP pretraining, the library side of `run_pretraining.py`.
+"""MLM + SOP pretraining: the pretraining task of the driver and the library side of `run_pretraining.py`.
 
 `run_pretraining(...)` takes the original flags as arguments (plus the TF2 runtime ones), trains
-`AlbertPretrainer` with the original LAMB/AdamW and schedule in the custom loop (`loop.run_training`), and
-with `do_eval` evaluates every checkpoint on `max_eval_steps` batches: `masked_lm_accuracy`,
+`AlbertPretrainer` with the original LAMB/AdamW and schedule through `albert_tf.training.driver` (the custom
+loop `loop.run_training`), and with `do_eval` evaluates every checkpoint (ours or the original's) on `max_eval_steps` batches: `masked_lm_accuracy`,
 `masked_lm_loss`, `sentence_order_accuracy`, `sentence_order_loss` (and `loss`, `global_step`) in
 `eval_results.txt`, the best `masked_lm_accuracy` checkpoint copied to `model.ckpt-best`.
 """
@@ -14,7 +14,7 @@ from albert_tf import checkpoints
 from albert_tf.config import AlbertConfig
 from albert_tf.data.pretraining_input import check_record_lengths, expand_input_files, pretraining_dataset
 from albert_tf.models.pretrainer import AlbertPretrainer, pretraining_loss
-from albert_tf.training import distribution, driver, loop, optimization
+from albert_tf.training import driver, loop, optimization
 
 
 def pretraining_loss_fn(model, features, training):
@@ -78,6 +78,51 @@ def _init_model(model, init_checkpoint, init_from_group0):
         logging.info("Initialised %s from %s (%s).", ", ".join(result.loaded), init_checkpoint, result.format)
 
 
+class PretrainingTask(driver.Task):
+    """MLM + SOP pretraining on the TFRecords of `create_pretraining_data.py`, scored by `masked_lm_accuracy`."""
+
+    name = "pretraining"
+    metric_key = "masked_lm_accuracy"
+    checkpoint_iterator = True
+    delete_non_best = False
+
+    def __init__(self, input_files, max_seq_length, max_predictions_per_seq, num_train_steps=125000,
+                 num_warmup_steps=3125, eval_batch_size=64, max_eval_steps=100, masked_lm_budget=0, seed=None,
+                 init_from_group0=False):
+        self.input_files, self.max_seq_length = input_files, max_seq_length
+        self.max_predictions_per_seq, self.masked_lm_budget, self.seed = max_predictions_per_seq, masked_lm_budget, seed
+        self.num_train_steps, self.num_warmup_steps = num_train_steps, num_warmup_steps
+        self.eval_batch_size, self.max_eval_steps = eval_batch_size, max_eval_steps
+        self.init_from_group0 = init_from_group0
+
+    def build_model(self, config, **model_kwargs):
+        return AlbertPretrainer(config, **model_kwargs)
+
+    def init_weights(self, model, path):
+        _init_model(model, path, self.init_from_group0)
+
+    def prepare_training(self):
+        return self.num_train_steps, self.num_warmup_steps
+
+    def train_dataset(self, input_context, batch_size):
+        return pretraining_dataset(self.input_files, self.max_seq_length, self.max_predictions_per_seq, batch_size,
+                                   is_training=True, input_context=input_context,
+                                   masked_lm_budget=self.masked_lm_budget, seed=self.seed)
+
+    def loss(self, model, features, training):
+        return pretraining_loss_fn(model, features, training)
+
+    def prepare_evaluation(self):
+        logging.info("***** Running evaluation *****")
+        logging.info("  Batch size = %d", self.eval_batch_size)
+        self.eval_dataset = pretraining_dataset(self.input_files, self.max_seq_length, self.max_predictions_per_seq,
+                                                self.eval_batch_size, is_training=False,
+                                                masked_lm_budget=self.masked_lm_budget)
+
+    def evaluate(self, model):
+        return pretraining_metrics(model, self.eval_dataset, self.max_eval_steps)
+
+
 def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=None, max_seq_length=512,
                     max_predictions_per_seq=20, do_train=True, do_eval=False, train_batch_size=4096,
                     eval_batch_size=64, optimizer="lamb", learning_rate=0.00176, poly_power=1.0,
@@ -117,54 +162,33 @@ def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=
         logging.info("  %s", path)
     check_record_lengths(input_files, max_seq_length, max_predictions_per_seq)
     tf.io.gfile.makedirs(output_dir)
-    if seed is not None:
-        tf.keras.utils.set_random_seed(seed)
 
-    strategy_obj = distribution.prepare_runtime(strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
-                                                gcp_project=gcp_project, master=master,
-                                                num_tpu_cores=num_tpu_cores, mixed_precision=mixed_precision)
+    strategy_obj = driver.prepare_runtime(strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
+                                          gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores,
+                                          mixed_precision=mixed_precision, random_seed=seed)
+    task = PretrainingTask(input_files, max_seq_length, max_predictions_per_seq, num_train_steps=num_train_steps,
+                           num_warmup_steps=num_warmup_steps, eval_batch_size=eval_batch_size,
+                           max_eval_steps=max_eval_steps, masked_lm_budget=masked_lm_budget, seed=seed,
+                           init_from_group0=init_from_group0)
     with strategy_obj.scope():
-        model = AlbertPretrainer(config, **driver.model_kwargs(recompute))
+        model = task.build_model(config, **driver.model_kwargs(recompute))
     results = {"train": None, "eval": None}
-
     if do_train:
-        replicas = strategy_obj.num_replicas_in_sync
-        if train_batch_size % (replicas * gradient_accumulation_steps):
-            raise ValueError(f"`train_batch_size={train_batch_size}` must divide by the {replicas} replica(s) x "
-                             f"`gradient_accumulation_steps={gradient_accumulation_steps}`.")
-        if init_checkpoint and not loop.list_checkpoints(output_dir):
-            _init_model(model, init_checkpoint, init_from_group0)
-        elif init_checkpoint:
+        if init_checkpoint and loop.list_checkpoints(output_dir):
             logging.info("%s has checkpoints: resuming, `init_checkpoint` not read.", output_dir)
-        with strategy_obj.scope():
-            opt = optimization.create_optimizer(learning_rate, num_train_steps, num_warmup_steps,
-                                                optimizer=optimizer, poly_power=poly_power,
-                                                start_warmup_step=start_warmup_step)
-
-        def train_dataset_fn(input_context):
-            per_replica = input_context.get_per_replica_batch_size(train_batch_size) // gradient_accumulation_steps
-            return pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, per_replica,
-                                       is_training=True, input_context=input_context,
-                                       masked_lm_budget=masked_lm_budget, seed=seed)
-
         logging.info("***** Running training *****")
         logging.info("  Batch size = %d", train_batch_size)
-        results["train"] = loop.run_training(
-            model, opt, pretraining_loss_fn, train_dataset_fn, strategy_obj, output_dir, num_train_steps,
-            iterations_per_loop=iterations_per_loop, save_checkpoints_steps=save_checkpoints_steps,
-            keep_checkpoint_max=keep_checkpoint_max, gradient_accumulation_steps=gradient_accumulation_steps,
-            jit_compile=jit_compile)
-
+        results["train"] = driver.train(
+            task, model, strategy_obj, output_dir, init_checkpoint, learning_rate, train_batch_size,
+            optimizer=optimizer, save_checkpoints_steps=save_checkpoints_steps,
+            iterations_per_loop=iterations_per_loop, jit_compile=jit_compile,
+            gradient_accumulation_steps=gradient_accumulation_steps, keep_checkpoint_max=keep_checkpoint_max,
+            poly_power=poly_power, start_warmup_step=start_warmup_step)
+        results["train"].pop("num_train_steps")
     if do_eval:
-        logging.info("***** Running evaluation *****")
-        logging.info("  Batch size = %d", eval_batch_size)
-        eval_dataset = pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, eval_batch_size,
-                                           is_training=False, masked_lm_budget=masked_lm_budget)
-        _, best = loop.evaluate_checkpoints(
-            model, output_dir, lambda m: pretraining_metrics(m, eval_dataset, max_eval_steps),
-            "masked_lm_accuracy", output_dir, higher_is_better=True)
-        results["eval"] = best
-        if best is None:
+        if loop.list_checkpoints(output_dir):
+            results["eval"] = driver.evaluate(task, model, output_dir, None)
+            results["eval"].pop("best_step")
+        else:
             logging.warning("No checkpoint in %s to evaluate.", output_dir)
     return results
-
