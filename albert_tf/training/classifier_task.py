@@ -377,10 +377,7 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
         export_dir: str, SavedModel export of `model.ckpt-best`.
         threshold_to_export: float, NaN = none; else a constant `threshold` output of the serving signature.
         strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
-            jit_compile: runtime options (see `albert_tf.training.flags`).
-        random_seed: int or None, seeds weight initialisation, dropout and the input shuffle (None: unseeded,
-            as the original).
-        recompute: bool, recompute each transformer layer's activations in the backward pass.
+            jit_compile, random_seed, recompute: runtime options (see `albert_tf.training.flags`).
 
     Returns:
         dict: `eval` (best metrics, with `best_step`) when `do_eval`, `predict_files` when `do_predict`,

@@ -18,7 +18,7 @@ as the original `run_pretraining.py`, `run_classifier.py`, `run_squad_v*.py` and
 
 Checkpoints in `output_dir` may be our own (object-based) or written by the original code (TF1 names):
 `albert_tf.checkpoints.restore.restore_checkpoint` reads either. Bad inputs (a SentencePiece model whose
-size differs from the config's `vocab_size`, a damaged checkpoint) are found by `prepare` and
+size differs from the config's `vocab_size`, a damaged checkpoint) are found by `resolve_sources` and
 `check_checkpoints` before anything is written to `output_dir`.
 """
 

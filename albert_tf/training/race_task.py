@@ -175,10 +175,8 @@ def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None,
         delete_non_best: bool, after evaluation delete the checkpoints other than the best and the latest (the
             original deletes them while evaluating).
         strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
-            jit_compile, gradient_accumulation_steps: runtime options (see `albert_tf.training.flags`).
-        random_seed: int or None, seeds weight initialisation, dropout and the input shuffle (None: unseeded,
-            as the original).
-        recompute: bool, recompute each transformer layer's activations in the backward pass.
+            jit_compile, gradient_accumulation_steps, random_seed, recompute: runtime options (see
+            `albert_tf.training.flags`).
 
     Returns:
         dict with `eval` (best dev metrics, with `best_step`), `predict` (test metrics) and `export_path`, for

@@ -376,10 +376,7 @@ def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_fi
         use_einsum: bool, accepted for the original's v1 flag (TFLite); the Keras layers need no switch.
         export_dir: str, SavedModel export of `model.ckpt-best` (else the latest checkpoint).
         strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
-            jit_compile: runtime options (see `albert_tf.training.flags`).
-        random_seed: int or None, seeds weight initialisation, dropout and the input shuffle (None: unseeded,
-            as the original).
-        recompute: bool, recompute each transformer layer's activations in the backward pass.
+            jit_compile, random_seed, recompute: runtime options (see `albert_tf.training.flags`).
 
     Returns:
         dict: `num_train_steps` and `train` (last loop scalars) when training; `eval` (the best checkpoint's
