@@ -91,7 +91,7 @@ def main(argv):
         for name, value in classifier_task.hparams_preset(FLAGS.hparams_preset, FLAGS.task_name).items():
             if not FLAGS[name].present:
                 kwargs[name] = value
-    kwargs.update(runtime_flags.runtime_kwargs(FLAGS), random_seed=FLAGS.random_seed, recompute=FLAGS.recompute)
+    kwargs.update(runtime_flags.runtime_kwargs(FLAGS))
     classifier_task.run_classifier(**kwargs)
 
 

@@ -61,6 +61,8 @@ runtime_flags.define_seed_and_memory_flags()
 
 def main(argv):
     del argv
+    runtime = runtime_flags.runtime_kwargs(FLAGS)
+    runtime["seed"] = runtime.pop("random_seed")
     run_pretraining(
         albert_config_file=FLAGS.albert_config_file, input_file=FLAGS.input_file, output_dir=FLAGS.output_dir,
         init_checkpoint=FLAGS.init_checkpoint, max_seq_length=FLAGS.max_seq_length,
@@ -71,8 +73,7 @@ def main(argv):
         start_warmup_step=FLAGS.start_warmup_step, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         keep_checkpoint_max=FLAGS.keep_checkpoint_max, iterations_per_loop=FLAGS.iterations_per_loop,
         max_eval_steps=FLAGS.max_eval_steps, init_from_group0=FLAGS.init_from_group0,
-        masked_lm_budget=FLAGS.masked_lm_budget, seed=FLAGS.random_seed,
-        recompute=FLAGS.recompute, **runtime_flags.runtime_kwargs(FLAGS))
+        masked_lm_budget=FLAGS.masked_lm_budget, **runtime)
 
 
 if __name__ == "__main__":

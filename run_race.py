@@ -82,8 +82,7 @@ def main(_):
         eval_batch_size=FLAGS.eval_batch_size, predict_batch_size=FLAGS.predict_batch_size,
         learning_rate=FLAGS.learning_rate, train_step=FLAGS.train_step, warmup_step=FLAGS.warmup_step,
         save_checkpoints_steps=FLAGS.save_checkpoints_steps, iterations_per_loop=FLAGS.iterations_per_loop,
-        export_dir=FLAGS.export_dir, random_seed=FLAGS.random_seed,
-        recompute=FLAGS.recompute, **runtime_flags.runtime_kwargs(FLAGS))
+        export_dir=FLAGS.export_dir, **runtime_flags.runtime_kwargs(FLAGS))
 
 
 if __name__ == "__main__":

@@ -112,8 +112,7 @@ def main(argv):
         max_answer_length=FLAGS.max_answer_length, version_2_with_negative=FLAGS.version_2_with_negative,
         null_score_diff_threshold=FLAGS.null_score_diff_threshold, start_n_top=FLAGS.start_n_top,
         end_n_top=FLAGS.end_n_top, dropout_prob=FLAGS.dropout_prob, use_einsum=FLAGS.use_einsum,
-        export_dir=FLAGS.export_dir, random_seed=FLAGS.random_seed,
-        recompute=FLAGS.recompute, **runtime_flags.runtime_kwargs(FLAGS))
+        export_dir=FLAGS.export_dir, **runtime_flags.runtime_kwargs(FLAGS))
 
 
 if __name__ == "__main__":

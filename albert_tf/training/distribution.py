@@ -70,17 +70,6 @@ def set_mixed_precision(policy):
     return keras.mixed_precision.global_policy()
 
 
-def prepare_runtime(strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None,
-                    master=None, num_tpu_cores=None, mixed_precision="float32", **unused):
-    """`set_mixed_precision` + `get_strategy` from the `flags.runtime_kwargs(FLAGS)` dict; returns the strategy.
-
-    Keys that are not about the runtime setup (`jit_compile`, `gradient_accumulation_steps`) are ignored.
-    """
-    set_mixed_precision(mixed_precision)
-    return get_strategy(strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
-                        gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores)
-
-
 def worker_info(strategy):
     """`(task_type, task_id, is_chief)` of this process (chief: `chief` or `worker` 0 without a chief)."""
     resolver = getattr(strategy, "cluster_resolver", None)

@@ -69,9 +69,8 @@ def define_seed_and_memory_flags(flag_values=flags.FLAGS):
 
 
 def runtime_kwargs(flag_values=flags.FLAGS):
-    """The runtime flags as a dict (`strategy`, `use_tpu`, ..., `jit_compile`, and
-    `gradient_accumulation_steps` when defined), for `distribution.prepare_runtime` and the run_* functions."""
+    """The runtime flags as a dict (`strategy`, `use_tpu`, ..., `jit_compile`, and `gradient_accumulation_steps`,
+    `random_seed`, `recompute` when defined), for the run_* functions."""
     names = list(_RUNTIME_FLAGS)
-    if "gradient_accumulation_steps" in flag_values:
-        names.append("gradient_accumulation_steps")
+    names += [name for name in ("gradient_accumulation_steps", "random_seed", "recompute") if name in flag_values]
     return {name: flag_values[name].value for name in names}
