@@ -1,4 +1,11 @@
-"""GLUE fine-tuning, evaluation and prediction with ALBERT: the original `run_classifier.py` flags.
+"""Fine-tunes, evaluates and predicts a GLUE task with ALBERT, as the original `run_classifier.py`: it reads the
+task's TSV files under `--data_dir`, the model's `--albert_config_file` and `--spm_model_file`, and the
+initial weights of `--init_checkpoint` (or `--albert_hub_module_handle`); `--do_train` writes cached
+`<task>_{train,eval,predict}.tf_record` features (in `--cached_dir`, default `--output_dir`) and
+`model.ckpt-<step>` checkpoints in `--output_dir`, `--do_eval` scores every checkpoint on the dev set and keeps
+the best as `model.ckpt-best` with `eval_results.txt` and `best_trial.txt`, `--do_predict` writes
+`test_results.tsv`, `submit_results.tsv` and the GLUE leaderboard file there, and `--export_dir` receives a
+SavedModel; checkpoints written by the original code in `--output_dir` are read as well.
 
 Example (the paper's RTE setup from `run_glue.sh`, starting from an MNLI run):
 
@@ -14,6 +21,7 @@ from albert_tf.training import classifier_task
 from albert_tf.training import flags as runtime_flags
 
 FLAGS = flags.FLAGS
+CLI_HELP = __doc__.split("\n\n")[0]
 
 ## Required parameters
 flags.DEFINE_string("data_dir", None,
@@ -62,6 +70,7 @@ flags.DEFINE_enum("hparams_preset", None, ["albert"], "Optional: 'albert' sets t
                     "train_batch_size, train_step, warmup_step, save_checkpoints_steps, max_seq_length, "
                     "optimizer and do_lower_case of the original run_glue.sh (flags given explicitly win).")
 runtime_flags.define_runtime_flags()
+runtime_flags.define_seed_and_memory_flags()
 
 
 def main(argv):

@@ -1,4 +1,9 @@
-"""Masked-LM + sentence-order pretraining of ALBERT: the original `run_pretraining.py` flags.
+"""Pretrains ALBERT with the masked-LM and sentence-order losses, as the original `run_pretraining.py`: it reads
+the TFRecords of `create_pretraining_data.py` (`--input_file`), the model's `--albert_config_file` and
+optionally the initial weights of `--init_checkpoint`; `--do_train` writes `model.ckpt-<step>` checkpoints and
+TensorBoard summaries in `--output_dir` (a restarted job resumes from the latest), and `--do_eval` scores
+every checkpoint there (ours or the original's) and writes `eval_results.txt`, `best_trial.txt` and
+`model.ckpt-best`.
 
 Example (the README command, on a v3-512 TPU pod; any strategy works the same way):
 
@@ -7,8 +12,6 @@ Example (the README command, on a v3-512 TPU pod; any strategy works the same wa
       --train_batch_size=4096 --max_seq_length=512 --max_predictions_per_seq=20 --optimizer=lamb \\
       --learning_rate=0.00176 --num_train_steps=125000 --num_warmup_steps=3125 --save_checkpoints_steps=5000 \\
       --use_tpu --tpu_name=my-tpu
-
-A restarted job resumes from the latest `output_dir/model.ckpt-<step>`.
 """
 
 from absl import app
@@ -18,6 +21,7 @@ from albert_tf.training import flags as runtime_flags
 from albert_tf.training.pretraining import run_pretraining
 
 FLAGS = flags.FLAGS
+CLI_HELP = __doc__.split("\n\n")[0]
 
 ## Required parameters
 flags.DEFINE_string("albert_config_file", None,
@@ -52,10 +56,13 @@ flags.DEFINE_bool("init_from_group0", False, "Whether to initialize parameters o
 flags.DEFINE_float("masked_lm_budget", 0, "If >0, the ratio of masked ngrams to unmasked ngrams. Default 0, "
                    "for offline masking")
 runtime_flags.define_runtime_flags(gradient_accumulation=True)
+runtime_flags.define_seed_and_memory_flags()
 
 
 def main(argv):
     del argv
+    runtime = runtime_flags.runtime_kwargs(FLAGS)
+    runtime["seed"] = runtime.pop("random_seed")
     run_pretraining(
         albert_config_file=FLAGS.albert_config_file, input_file=FLAGS.input_file, output_dir=FLAGS.output_dir,
         init_checkpoint=FLAGS.init_checkpoint, max_seq_length=FLAGS.max_seq_length,
@@ -66,7 +73,7 @@ def main(argv):
         start_warmup_step=FLAGS.start_warmup_step, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
         keep_checkpoint_max=FLAGS.keep_checkpoint_max, iterations_per_loop=FLAGS.iterations_per_loop,
         max_eval_steps=FLAGS.max_eval_steps, init_from_group0=FLAGS.init_from_group0,
-        masked_lm_budget=FLAGS.masked_lm_budget, **runtime_flags.runtime_kwargs(FLAGS))
+        masked_lm_budget=FLAGS.masked_lm_budget, **runtime)
 
 
 if __name__ == "__main__":

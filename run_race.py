@@ -1,10 +1,17 @@
-"""ALBERT fine-tuning on RACE with SentencePiece tokenization: the original `run_race.py` flags, TF2 underneath.
+"""Fine-tunes, evaluates and predicts RACE with ALBERT, as the original `run_race.py`: it reads the
+`RACE/{train,dev,test}/{middle,high}` files under `--data_dir`, the model's `--albert_config_file` and
+`--spm_model_file` (or those of a release directory given as `--init_checkpoint`), and the initial weights;
+it writes cached `{train,eval,predict}.tf_record` features and `model.ckpt-<step>` checkpoints in
+`--output_dir`, scores every checkpoint on the dev set (`eval_results.txt`, `best_trial.txt`,
+`model.ckpt-best`), writes `predict_results.txt` and `predictions.tsv` for the test set with `--do_predict`,
+and a SavedModel in `--export_dir`; checkpoints written by the original code in `--output_dir` are read as
+well.
 
 Example (the README's command):
 
-    python run_race.py --data_dir=$DATA --albert_config_file=$ALBERT/albert_config.json \
-      --spm_model_file=$ALBERT/30k-clean.model --init_checkpoint=$ALBERT/model.ckpt-best \
-      --output_dir=$OUT --max_seq_length=512 --max_qa_length=128 --train_batch_size=32 \
+    python run_race.py --data_dir=$DATA --albert_config_file=$ALBERT/albert_config.json \\
+      --spm_model_file=$ALBERT/30k-clean.model --init_checkpoint=$ALBERT/model.ckpt-best \\
+      --output_dir=$OUT --max_seq_length=512 --max_qa_length=128 --train_batch_size=32 \\
       --learning_rate=1e-5 --train_step=12000 --warmup_step=1000 --save_checkpoints_steps=100
 """
 
@@ -14,6 +21,7 @@ from albert_tf.training import flags as runtime_flags
 from albert_tf.training.race_task import run_race
 
 FLAGS = flags.FLAGS
+CLI_HELP = __doc__.split("\n\n")[0]
 
 ## Required parameters
 flags.DEFINE_string("data_dir", None, "The input data dir. Should contain `RACE/{train,dev,test}/{middle,high}` "
@@ -58,6 +66,7 @@ flags.DEFINE_integer("save_checkpoints_steps", 100, "How often to save the model
 flags.DEFINE_integer("iterations_per_loop", 1000, "How many steps to make in each estimator call.")
 flags.DEFINE_string("export_dir", None, "If set, export a SavedModel of the best model to this directory.")
 runtime_flags.define_runtime_flags(gradient_accumulation=True)
+runtime_flags.define_seed_and_memory_flags()
 
 
 def main(_):

@@ -1,9 +1,14 @@
-"""SQuAD 1.1 and 2.0 with ALBERT: the union of the original `run_squad_v1.py` and `run_squad_v2.py` flags.
+"""Fine-tunes and predicts SQuAD 1.1 or, with `--version_2_with_negative`, SQuAD 2.0 with ALBERT, as the original
+`run_squad_v1.py` / `run_squad_v2.py`: it reads the SQuAD JSON `--train_file` and `--predict_file`, the
+model's `--albert_config_file` and `--spm_model_file`, and the initial weights of `--init_checkpoint`; it
+writes the feature files (`--train_feature_file`, `--predict_feature_file`, `--predict_feature_left_file`,
+default in `--output_dir`), `model.ckpt-<step>` checkpoints in `--output_dir`, and with `--do_predict` scores
+every checkpoint (`eval_results.txt`, `best_trial.txt`, `model.ckpt-best`) and writes `predictions.json`,
+`nbest_predictions.json` (v2: `null_odds.json`) from the best; `--export_dir` receives a SavedModel (v1 also
+`albert_model.tflite`); checkpoints written by the original code in `--output_dir` are read as well.
 
-`--version_2_with_negative` selects SQuAD 2.0 (the XLNet-style head with `--start_n_top`, `--end_n_top`,
-`--dropout_prob` and the null-score threshold); without it, SQuAD 1.1 as `run_squad_v1.py`.
-
-Example (the README's SQuAD command):
+SQuAD 2.0 uses the XLNet-style head with `--start_n_top`, `--end_n_top`, `--dropout_prob` and the null-score
+threshold. Example (the README's SQuAD command):
 
     python run_squad.py --albert_config_file=albert_base/albert_config.json \\
       --spm_model_file=albert_base/30k-clean.model --init_checkpoint=albert_base/model.ckpt-best \\
@@ -21,6 +26,7 @@ from albert_tf.training import flags as runtime_flags
 from albert_tf.training import squad_task
 
 FLAGS = flags.FLAGS
+CLI_HELP = __doc__.split("\n\n")[0]
 
 ## Required parameters
 flags.DEFINE_string("albert_config_file", None,
@@ -86,6 +92,7 @@ flags.DEFINE_integer("start_n_top", 5, "beam size for the start positions.")
 flags.DEFINE_integer("end_n_top", 5, "beam size for the end positions.")
 flags.DEFINE_float("dropout_prob", 0.1, "dropout probability.")
 runtime_flags.define_runtime_flags()
+runtime_flags.define_seed_and_memory_flags()
 
 
 def main(argv):

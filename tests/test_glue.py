@@ -10,12 +10,21 @@ import sys
 
 import numpy as np
 import pytest
+import sentencepiece as spm
 import tensorflow as tf
 
+from albert_tf.checkpoints import save_tf1_checkpoint, source_num_labels
+from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import glue
+from albert_tf.data.vocab import train_sentencepiece
+from albert_tf.models.albert_model import AlbertModel
 from albert_tf.models.classifier import AlbertClassifier, classifier_loss
-from albert_tf.training import metrics
+from albert_tf.models.squad import AlbertSquadV1
+from albert_tf.tokenization import FullTokenizer
+from albert_tf.training import classifier_task, metrics
+from albert_tf.training.classifier_task import hparams_preset, run_classifier
+import original_checkpoints as oc
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_SEQ = 32
@@ -158,8 +167,6 @@ def glue_root(tmp_path_factory):
 @pytest.fixture(scope="module")
 def model_files(tmp_path_factory):
     """A tiny SentencePiece model (original spm_train flags) and a tiny ALBERT config."""
-    from albert_tf.data.vocab import train_sentencepiece
-
     root = tmp_path_factory.mktemp("model")
     corpus = str(root / "corpus.txt")
     rng = random.Random(0)
@@ -169,7 +176,6 @@ def model_files(tmp_path_factory):
         f.write("premise number hypothesis here dev matched mismatched test the cat sat a kitten\n")
     spm_model = train_sentencepiece(corpus, str(root / "spm"), vocab_size=80, hard_vocab_limit=False,
                                     character_coverage=1.0, minloglevel=2)
-    import sentencepiece as spm
 
     vocab_size = spm.SentencePieceProcessor(model_file=spm_model).get_piece_size()
     config = AlbertConfig(vocab_size=vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
@@ -182,8 +188,6 @@ def model_files(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tokenizer(model_files):
-    from albert_tf.tokenization import FullTokenizer
-
     return FullTokenizer(spm_model_file=model_files["spm"])
 
 
@@ -469,8 +473,6 @@ def _read_key_values(path):
 
 
 def _run(task, glue_root, model_files, output_dir, **kwargs):
-    from albert_tf.training.classifier_task import run_classifier
-
     args = dict(albert_config_file=model_files["config_file"], spm_model_file=model_files["spm"],
                 max_seq_length=MAX_SEQ, train_batch_size=16, eval_batch_size=16, predict_batch_size=4,
                 learning_rate=1e-3, warmup_step=10)
@@ -544,8 +546,6 @@ def test_stsb_regression_runs(glue_root, model_files, tmp_path):
 
 
 def test_bad_input_gives_clear_errors_and_leaves_no_cache(glue_root, model_files, tmp_path):
-    from albert_tf.training.classifier_task import run_classifier
-
     cache = tmp_path / "cache"
     with pytest.raises(ValueError, match="sequence length 128 .* up to sequence length 64"):
         _run("sst-2", glue_root, model_files, tmp_path / "o1", cached_dir=str(cache), do_train=True,
@@ -569,8 +569,6 @@ def test_bad_input_gives_clear_errors_and_leaves_no_cache(glue_root, model_files
 
 
 def test_hparams_presets_are_run_glue_sh():
-    from albert_tf.training.classifier_task import hparams_preset
-
     assert hparams_preset("albert", "RTE") == dict(learning_rate=3e-5, train_batch_size=32, train_step=800,
                                                    warmup_step=200, save_checkpoints_steps=100,
                                                    max_seq_length=512, optimizer="adamw", do_lower_case=True)
@@ -584,7 +582,6 @@ def test_hparams_presets_are_run_glue_sh():
 def test_cli_mnli_then_rte_and_ax_from_the_mnli_run(glue_root, model_files, tmp_path):
     """The CLI (MNLI, 3 labels) with a preset overridden by explicit flags; RTE (2 labels) initialised from the
     MNLI run (encoder loaded, head skipped); the AX diagnostic predicted with the MNLI model."""
-    from albert_tf.training import classifier_task, loop
 
     mnli_out = tmp_path / "mnli"
     cmd = [sys.executable, os.path.join(REPO, "run_classifier.py"), "--task_name=MNLI", f"--data_dir={glue_root}",
@@ -604,9 +601,9 @@ def test_cli_mnli_then_rte_and_ax_from_the_mnli_run(glue_root, model_files, tmp_
     assert _read_key_values(mnli_out / "eval_results.txt")[0]["global_step"] == 2
 
     best = str(mnli_out / "model.ckpt-best")
-    assert classifier_task.checkpoint_num_labels(best) == 3
+    assert source_num_labels(best) == 3
     mnli_model = AlbertClassifier(model_files["config"], num_labels=3)
-    loop.restore_checkpoint(mnli_model, best)
+    restore_checkpoint(mnli_model, best)
     rte_model = AlbertClassifier(model_files["config"], num_labels=2)
     head_before = rte_model.classifier_head.output_weights.numpy()
     classifier_task.init_classifier(rte_model, best)
@@ -630,9 +627,6 @@ def test_hub_module_and_google_format_checkpoints_as_init(glue_root, model_files
     """A local TF-Hub TF1 module (config and spm model from its assets, `--spm_model_file=from_tf_hub`), and a
     Google-format (TF1 names) fine-tuned 3-label classifier used for a 2-label task: encoder loaded, head
     skipped."""
-    from albert_tf.checkpoints import save_tf1_checkpoint
-    from albert_tf.models.albert_model import AlbertModel
-    from albert_tf.training import classifier_task
 
     config = model_files["config"]
     encoder = AlbertModel(config)
@@ -649,7 +643,6 @@ def test_hub_module_and_google_format_checkpoints_as_init(glue_root, model_files
     for a, b in zip(encoder.weights, model.encoder.weights):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     out = tmp_path / "out"
-    from albert_tf.training.classifier_task import run_classifier
 
     with caplog.at_level("WARNING"):
         run_classifier("rte", glue_root, str(out), albert_hub_module_handle=str(hub), spm_model_file="from_tf_hub",
@@ -660,7 +653,7 @@ def test_hub_module_and_google_format_checkpoints_as_init(glue_root, model_files
 
     mnli_like = AlbertClassifier(encoder=encoder, num_labels=3)
     prefix = save_tf1_checkpoint(mnli_like, str(tmp_path / "google" / "model.ckpt-best"))
-    assert classifier_task.checkpoint_num_labels(prefix) == 3
+    assert source_num_labels(prefix) == 3
     target = AlbertClassifier(config, num_labels=2)
     head = target.classifier_head.output_weights.numpy()
     classifier_task.init_classifier(target, prefix)
@@ -671,3 +664,111 @@ def test_hub_module_and_google_format_checkpoints_as_init(glue_root, model_files
     classifier_task.init_classifier(same, prefix)
     np.testing.assert_array_equal(same.classifier_head.output_weights.numpy(),
                                   mnli_like.classifier_head.output_weights.numpy())
+
+
+# --- checkpoints the original code left in output_dir; bad inputs stopped before any work ---------------------
+
+
+def _built(model, seq=8):
+    ids = tf.ones([1, seq], tf.int32)
+    model({"input_ids": ids, "input_mask": ids, "segment_ids": tf.zeros_like(ids)}, training=False)
+    return model
+
+
+def test_original_checkpoints_in_output_dir_evaluate_and_predict_the_same(glue_root, model_files, tmp_path):
+    tf.keras.utils.set_random_seed(7)
+    model = _built(AlbertClassifier(model_files["config"], num_labels=2))
+    ours, original = tmp_path / "ours", tmp_path / "original"
+    oc.save_our_checkpoint(model, str(ours / "model.ckpt-300"))
+    oc.save_original_checkpoint(model, str(original / "model.ckpt-300"))
+    assert "output_weights/adam_m" in dict(tf.train.list_variables(str(original / "model.ckpt-300")))
+    for out in (ours, original):
+        _run("rte", glue_root, model_files, out, do_eval=True, do_predict=True)
+    expected = oc.files_with_text(str(ours))
+    assert set(expected) >= {"eval_results.txt", "best_trial.txt", "test_results.tsv", "submit_results.tsv",
+                             "RTE.tsv"}
+    assert oc.files_with_text(str(original)) == expected
+    assert (original / "model.ckpt-best.index").exists()
+
+    # A model.ckpt-best of the original's LAMB run, predicted alone.
+    best_only = tmp_path / "best_only"
+    oc.save_original_checkpoint(model, str(best_only / "model.ckpt-best"), slots=("lamb_m", "lamb_v"))
+    _run("rte", glue_root, model_files, best_only, do_predict=True)
+    for name in ("test_results.tsv", "submit_results.tsv", "RTE.tsv"):
+        assert (best_only / name).read_text() == expected[name]
+
+
+def test_checkpoint_of_another_model_gives_a_short_error(glue_root, model_files, tmp_path):
+    squad_dir = tmp_path / "squad"
+    prefix = oc.save_original_checkpoint(_built(AlbertSquadV1(model_files["config"])),
+                                         str(squad_dir / "model.ckpt-best"))
+    with pytest.raises(ValueError) as error:
+        _run("rte", glue_root, model_files, squad_dir, do_predict=True)
+    oc.assert_short_error(str(error.value), prefix)
+    assert "missing from the checkpoint" in str(error.value) and "output_weights" in str(error.value)
+
+    three = tmp_path / "three_labels"
+    prefix = oc.save_our_checkpoint(_built(AlbertClassifier(model_files["config"], num_labels=3)),
+                                    str(three / "model.ckpt-best"))
+    with pytest.raises(ValueError) as error:
+        _run("rte", glue_root, model_files, three, do_predict=True)
+    oc.assert_short_error(str(error.value), prefix)
+
+
+def test_vocab_mismatch_and_damaged_checkpoint_stop_before_any_work(glue_root, model_files, tmp_path):
+    pieces = spm.SentencePieceProcessor(model_file=model_files["spm"]).get_piece_size()
+    config_file = tmp_path / "big_albert_config.json"
+    AlbertConfig.from_dict(dict(model_files["config"].to_dict(), vocab_size=1000)).to_json_file(str(config_file))
+    out = tmp_path / "out"
+    with pytest.raises(ValueError) as error:
+        _run("rte", glue_root, model_files, out, albert_config_file=str(config_file), do_train=True, do_eval=True)
+    message = str(error.value)
+    assert model_files["spm"] in message and str(config_file) in message
+    assert f"{pieces} pieces" in message and "is 1000" in message
+    assert not out.exists()
+
+    damaged = tmp_path / "damaged"
+    prefix = oc.save_original_checkpoint(_built(AlbertClassifier(model_files["config"], num_labels=2)),
+                                         str(damaged / "model.ckpt-best"))
+    oc.truncate_data(prefix)
+    before = sorted(os.listdir(damaged))
+    with pytest.raises(ValueError, match="is damaged") as error:
+        _run("rte", glue_root, model_files, damaged, do_predict=True)
+    assert prefix in str(error.value) and "optimizer slots" in str(error.value)
+    assert sorted(os.listdir(damaged)) == before
+
+
+def test_random_seed_repeats_a_run(glue_root, model_files, tmp_path):
+    """`random_seed` fixes the initialisation, dropout and the shuffle: two runs write the same predictions."""
+    texts = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        tf.keras.utils.set_random_seed(len(texts) + 100)   # other global state before each run
+        _run("rte", glue_root, model_files, out, do_train=True, do_predict=True, train_step=4,
+             save_checkpoints_steps=4, random_seed=1234)
+        texts.append((out / "test_results.tsv").read_text())
+    assert texts[0] == texts[1]
+
+
+class _Built(Exception):
+    """Raised by a recording model class once the runner has built its model."""
+
+
+def _recording(monkeypatch, module, name):
+    """Replaces `module.name` by a class that records its keyword arguments and stops the run."""
+    seen = []
+
+    def record(*args, **kwargs):
+        seen.append(kwargs)
+        raise _Built()
+
+    monkeypatch.setattr(module, name, record)
+    return seen
+
+
+@pytest.mark.parametrize("recompute", [False, True])
+def test_recompute_reaches_the_model_only_when_set(glue_root, model_files, tmp_path, monkeypatch, recompute):
+    seen = _recording(monkeypatch, classifier_task, "AlbertClassifier")
+    with pytest.raises(_Built):
+        _run("rte", glue_root, model_files, tmp_path / "out", do_train=True, recompute=recompute)
+    assert ("recompute" in seen[0]) == recompute and seen[0].get("recompute", True) is True

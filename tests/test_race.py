@@ -3,16 +3,25 @@
 import json
 import os
 import random
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
+import sentencepiece as spm
 import tensorflow as tf
 
+from albert_tf.checkpoints import save_tf1_checkpoint
+from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import features as features_lib
 from albert_tf.data import race as race_data
 from albert_tf.models.albert_model import AlbertModel
 from albert_tf.models.race import AlbertRace, race_loss
+from albert_tf.training import race_task
+from albert_tf.training.race_task import run_race
+import original_checkpoints as oc
 
 MAX_SEQ = 32
 MAX_QA = 12
@@ -79,8 +88,6 @@ def write_tree(root, form):
 
 
 def train_spm(directory):
-    import sentencepiece as spm
-
     corpus = os.path.join(directory, "corpus.txt")
     with open(corpus, "w") as f:
         for split, levels in SPLITS.items():
@@ -104,7 +111,6 @@ def workdir(tmp_path_factory):
     write_tree(str(root / "all_form"), "all")
     write_tree(str(root / "article_form"), "articles")
     spm_model = train_spm(str(root))
-    import sentencepiece as spm
 
     vocab_size = spm.SentencePieceProcessor(model_file=spm_model).get_piece_size()
     config = AlbertConfig(vocab_size=vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
@@ -356,8 +362,6 @@ def _read_blocks(path):
 
 @pytest.fixture(scope="module")
 def trained(workdir):
-    from albert_tf.training.race_task import run_race
-
     tf.keras.utils.set_random_seed(1)
     out = str(workdir["root"] / "out")
     results = run_race(
@@ -404,8 +408,6 @@ def test_run_race_trains_evaluates_and_predicts(trained):
 
 
 def test_cached_features_must_match_the_request(trained, workdir):
-    from albert_tf.training.race_task import run_race
-
     out, _ = trained
     common = dict(data_dir=str(workdir["root"] / "all_form"), output_dir=out,
                   albert_config_file=workdir["config_file"], spm_model_file=workdir["spm"], max_qa_length=MAX_QA,
@@ -439,9 +441,6 @@ run_race.main(None)
 
 
 def test_cli_predicts_from_a_checkpoint_and_exports(trained, workdir, tmp_path):
-    import subprocess
-    import sys
-
     out, _ = trained
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     args = [f"--data_dir={workdir['root'] / 'all_form'}", f"--albert_config_file={workdir['config_file']}",
@@ -484,15 +483,11 @@ def test_cli_predicts_from_a_checkpoint_and_exports(trained, workdir, tmp_path):
 
 
 def test_release_dir_with_tf1_names_evaluates_and_predicts_the_same(trained, workdir, tmp_path):
-    import shutil
 
-    from albert_tf.checkpoints import save_tf1_checkpoint
-    from albert_tf.training import loop
-    from albert_tf.training.race_task import run_race
 
     out, results = trained
     model = AlbertRace(workdir["config"])
-    loop.restore_checkpoint(model, os.path.join(out, "model.ckpt-best"))
+    restore_checkpoint(model, os.path.join(out, "model.ckpt-best"))
     release = tmp_path / "albert_race_release"
     release.mkdir()
     save_tf1_checkpoint(model, str(release / "model.ckpt-best"))
@@ -512,3 +507,76 @@ def test_release_dir_with_tf1_names_evaluates_and_predicts_the_same(trained, wor
     assert [r.split("\t")[:4] for r in open(tmp_path / "rel" / "predictions.tsv").read().splitlines()] == expected
     reloaded = AlbertRace.from_pretrained(str(release))
     np.testing.assert_allclose(reloaded.race_head.output_weights.numpy(), model.race_head.output_weights.numpy())
+
+
+def test_original_checkpoints_in_output_dir_evaluate_and_predict_the_same(workdir, tmp_path):
+    tf.keras.utils.set_random_seed(11)
+    model = AlbertRace(workdir["config"])
+    ours, original = tmp_path / "ours", tmp_path / "original"
+    oc.save_our_checkpoint(model, str(ours / "model.ckpt-200"))
+    oc.save_original_checkpoint(model, str(original / "model.ckpt-200"), global_step=200)
+    common = dict(data_dir=str(workdir["root"] / "all_form"), albert_config_file=workdir["config_file"],
+                  spm_model_file=workdir["spm"], max_seq_length=MAX_SEQ, max_qa_length=MAX_QA, do_train=False,
+                  do_eval=True, do_predict=True, eval_batch_size=4, predict_batch_size=4)
+    results = [run_race(output_dir=str(out), **common) for out in (ours, original)]
+    assert results[0] == results[1]
+    expected = oc.files_with_text(str(ours))
+    assert set(expected) >= {"eval_results.txt", "best_trial.txt", "predict_results.txt", "predictions.tsv"}
+    assert oc.files_with_text(str(original)) == expected
+
+    # A checkpoint of another model: the file and the first names, short.
+    foreign = tmp_path / "foreign"
+    prefix = oc.save_original_checkpoint(AlbertModel(workdir["config"]), str(foreign / "model.ckpt-best"))
+    with pytest.raises(ValueError) as error:
+        run_race(output_dir=str(foreign), **dict(common, do_eval=False))
+    oc.assert_short_error(str(error.value), prefix)
+    assert "output_weights" in str(error.value)
+
+
+def test_vocab_mismatch_and_damaged_checkpoint_stop_before_any_work(workdir, tmp_path):
+    config_file = tmp_path / "albert_config.json"
+    AlbertConfig.from_dict(dict(workdir["config"].to_dict(), vocab_size=8000)).to_json_file(str(config_file))
+    common = dict(data_dir=str(workdir["root"] / "all_form"), spm_model_file=workdir["spm"],
+                  max_seq_length=MAX_SEQ, max_qa_length=MAX_QA, do_train=True, do_eval=True, do_predict=True)
+    out = tmp_path / "out"
+    with pytest.raises(ValueError) as error:
+        run_race(output_dir=str(out), albert_config_file=str(config_file), **common)
+    assert workdir["spm"] in str(error.value) and str(config_file) in str(error.value)
+    assert f"{workdir['config'].vocab_size} pieces" in str(error.value) and "is 8000" in str(error.value)
+    assert not out.exists()
+
+    damaged = tmp_path / "damaged"
+    prefix = oc.save_our_checkpoint(AlbertRace(workdir["config"]), str(damaged / "model.ckpt-best"))
+    oc.truncate_data(prefix)
+    before = sorted(os.listdir(damaged))
+    with pytest.raises(ValueError, match="is damaged") as error:
+        run_race(output_dir=str(damaged), albert_config_file=workdir["config_file"],
+                 **dict(common, do_train=False, do_eval=False))
+    assert prefix in str(error.value) and "optimizer slots" in str(error.value)
+    assert sorted(os.listdir(damaged)) == before
+
+
+class _Built(Exception):
+    """Raised by a recording model class once the runner has built its model."""
+
+
+def _recording(monkeypatch, module, name):
+    """Replaces `module.name` by a class that records its keyword arguments and stops the run."""
+    seen = []
+
+    def record(*args, **kwargs):
+        seen.append(kwargs)
+        raise _Built()
+
+    monkeypatch.setattr(module, name, record)
+    return seen
+
+
+@pytest.mark.parametrize("recompute", [False, True])
+def test_recompute_reaches_the_model_only_when_set(workdir, tmp_path, monkeypatch, recompute):
+    seen = _recording(monkeypatch, race_task, "AlbertRace")
+    with pytest.raises(_Built):
+        run_race(data_dir=str(workdir["root"] / "all_form"), output_dir=str(tmp_path / "out"),
+                 albert_config_file=workdir["config_file"], spm_model_file=workdir["spm"], max_seq_length=MAX_SEQ,
+                 max_qa_length=MAX_QA, recompute=recompute)
+    assert ("recompute" in seen[0]) == recompute and seen[0].get("recompute", True) is True

@@ -10,10 +10,13 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
+from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.data import features as features_lib
 from albert_tf.data.pretraining_input import expand_input_files, pretraining_dataset
 from albert_tf.training import loop
+from albert_tf.training import pretraining
 from albert_tf.training.pretraining import run_pretraining
+import original_checkpoints as oc
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PRED, VOCAB = 16, 4, 40
@@ -189,7 +192,7 @@ def google_checkpoint(tmp_path_factory):
 
 def _restored(prefix, config):
     model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig.from_dict(config))
-    loop.restore_checkpoint(model, prefix)
+    restore_checkpoint(model, prefix)
     return model
 
 
@@ -261,3 +264,61 @@ def test_cli_flags_and_run(data, tmp_path):
     assert "examples/s" in run.stderr and "ETA" in run.stderr
     assert (tmp_path / "cli" / "model.ckpt-2.index").exists()
     assert "masked_lm_accuracy" in (tmp_path / "cli" / "eval_results.txt").read_text()
+
+
+def test_do_eval_reads_the_original_checkpoints_in_output_dir(data, tmp_path):
+    """`--do_eval` over an output dir of the original `run_pretraining.py` (TF1 names, LAMB slots, global_step)
+    writes the same results as over our checkpoints of the same weights; damaged or foreign checkpoints stop it
+    before anything is written."""
+    tf.keras.utils.set_random_seed(3)
+    model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig.from_dict(CONFIG))
+    ours, original = tmp_path / "ours", tmp_path / "original"
+    oc.save_our_checkpoint(model, str(ours / "model.ckpt-5"))
+    oc.save_original_checkpoint(model, str(original / "model.ckpt-5"), slots=("lamb_m", "lamb_v"), global_step=5)
+    results = [_run(data, out, do_train=False, do_eval=True)["eval"] for out in (ours, original)]
+    assert results[0] == results[1] and results[0]["global_step"] == 5
+    expected = oc.files_with_text(str(ours))
+    assert set(expected) == {"best_trial.txt", "eval_results.txt"}
+    assert oc.files_with_text(str(original)) == expected
+
+    damaged = tmp_path / "damaged"
+    prefix = oc.save_original_checkpoint(model, str(damaged / "model.ckpt-5"), slots=("lamb_m", "lamb_v"))
+    oc.truncate_data(prefix)
+    before = sorted(os.listdir(damaged))
+    with pytest.raises(ValueError, match="is damaged") as error:
+        _run(data, damaged, do_train=False, do_eval=True)
+    assert prefix in str(error.value)
+    assert sorted(os.listdir(damaged)) == before
+
+    foreign = tmp_path / "foreign"
+    prefix = oc.save_original_checkpoint(
+        albert_tf.AlbertPretrainer(albert_tf.AlbertConfig.from_dict(dict(CONFIG, hidden_size=32))),
+        str(foreign / "model.ckpt-5"))
+    with pytest.raises(ValueError) as error:
+        _run(data, foreign, do_train=False, do_eval=True)
+    oc.assert_short_error(str(error.value), prefix)
+    assert "shape mismatch" in str(error.value)
+
+
+class _Built(Exception):
+    """Raised by a recording model class once the runner has built its model."""
+
+
+def _recording(monkeypatch, module, name):
+    """Replaces `module.name` by a class that records its keyword arguments and stops the run."""
+    seen = []
+
+    def record(*args, **kwargs):
+        seen.append(kwargs)
+        raise _Built()
+
+    monkeypatch.setattr(module, name, record)
+    return seen
+
+
+@pytest.mark.parametrize("recompute", [False, True])
+def test_recompute_reaches_the_model_only_when_set(data, tmp_path, monkeypatch, recompute):
+    seen = _recording(monkeypatch, pretraining, "AlbertPretrainer")
+    with pytest.raises(_Built):
+        _run(data, tmp_path / "out", recompute=recompute)
+    assert ("recompute" in seen[0]) == recompute and seen[0].get("recompute", True) is True

@@ -7,13 +7,15 @@ import sys
 
 import numpy as np
 import pytest
+import sentencepiece as spm
 import tensorflow as tf
 
+from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import squad
-from albert_tf.models.squad import AlbertSquadV1
-from albert_tf.training import loop
+from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
 from albert_tf.training import squad_task
+import original_checkpoints as oc
 import squad_fixtures as fx
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -23,8 +25,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def env(tmp_path_factory):
     d = tmp_path_factory.mktemp("squad_run")
     spm_file = fx.train_spm(str(d))
-    config = AlbertConfig(vocab_size=300, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                          num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+    # The config's vocab_size is the model's piece count: the runners check that the two files belong together.
+    config = AlbertConfig(vocab_size=spm.SentencePieceProcessor(model_file=spm_file).get_piece_size(),
+                          embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                          intermediate_size=64, max_position_embeddings=64)
     config_file = str(d / "albert_config.json")
     config.to_json_file(config_file)
     return d, spm_file, config_file
@@ -97,7 +101,7 @@ def test_v1_export_saved_model(env, v1_run):
     served = loaded.signatures["serving_default"](
         input_ids=features["input_ids"], input_mask=features["input_mask"], segment_ids=features["segment_ids"])
     model = AlbertSquadV1(AlbertConfig.from_json_file(config_file))
-    loop.restore_checkpoint(model, os.path.join(out, "model.ckpt-best"))
+    restore_checkpoint(model, os.path.join(out, "model.ckpt-best"))
     expected = model({k: features[k] for k in ("input_ids", "input_mask", "segment_ids")})
     np.testing.assert_allclose(served["start_logits"].numpy(), expected["start_logits"].numpy(), atol=1e-5)
     # And the original's albert_model.tflite, with the TFLite output names start_logits / end_logits.
@@ -128,8 +132,8 @@ def test_v2_cli_train_predict_evaluate(env):
            f"--train_feature_file={d / 'v2_train.tf_record'}", f"--predict_feature_file={d / 'v2_dev.tf_record'}",
            f"--predict_feature_left_file={d / 'v2_dev_left.json'}", "--do_train", "--do_predict",
            "--version_2_with_negative", "--max_seq_length=64", "--doc_stride=32", "--max_query_length=12",
-           "--train_batch_size=4", "--predict_batch_size=16", "--learning_rate=3e-3", "--num_train_epochs=150",
-           "--save_checkpoints_steps=150", "--iterations_per_loop=50", "--dropout_prob=0.0"]
+           "--train_batch_size=4", "--predict_batch_size=16", "--learning_rate=3e-3", "--num_train_epochs=40",
+           "--save_checkpoints_steps=50", "--iterations_per_loop=50", "--dropout_prob=0.0", "--random_seed=1"]
     env_vars = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env_vars, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -174,3 +178,88 @@ def test_run_squad_argument_errors(env, tmp_path):
         squad_task.run_squad(output_dir=str(tmp_path), albert_config_file=config_file, spm_model_file=spm_file,
                              predict_file=fx.write_toy(str(tmp_path / "t.json"), False), do_predict=True,
                              max_seq_length=48, max_query_length=12)
+
+
+@pytest.mark.parametrize("version_2", [False, True])
+def test_original_checkpoints_in_output_dir_predict_the_same(env, tmp_path, version_2):
+    """An output dir of the original `run_squad_v1.py` / `run_squad_v2.py` (TF1 names with the v1 `cls/squad`
+    or the v2 `start_logits`/`end_logits`/`answer_class` heads, Adam slots, global_step) predicts and scores as
+    our checkpoint of the same weights; a truncated copy stops before any work."""
+    d, spm_file, config_file = env
+    config = AlbertConfig.from_json_file(config_file)
+    tf.keras.utils.set_random_seed(5)
+    model = AlbertSquadV2(config) if version_2 else AlbertSquadV1(config)
+    data = fx.write_toy(str(tmp_path / "toy.json"), with_negative=version_2)
+    ours, original = tmp_path / "ours", tmp_path / "original"
+    oc.save_our_checkpoint(model, str(ours / "model.ckpt-100"))
+    oc.save_original_checkpoint(model, str(original / "model.ckpt-100"), global_step=100)
+    common = dict(albert_config_file=config_file, spm_model_file=spm_file, predict_file=data, do_predict=True,
+                  max_seq_length=48, doc_stride=32, max_query_length=12, version_2_with_negative=version_2)
+    results = [squad_task.run_squad(output_dir=str(out), **common) for out in (ours, original)]
+    assert results[0] == results[1] and results[0]["eval"]["best_step"] == 100
+    expected = oc.files_with_text(str(ours))
+    assert {"predictions.json", "nbest_predictions.json", "eval_results.txt", "best_trial.txt"} <= set(expected)
+    assert ("null_odds.json" in expected) == version_2
+    assert oc.files_with_text(str(original)) == expected
+
+    damaged = tmp_path / "damaged"
+    prefix = oc.save_original_checkpoint(model, str(damaged / "model.ckpt-best"))
+    oc.truncate_data(prefix)
+    before = sorted(os.listdir(damaged))
+    with pytest.raises(ValueError, match="is damaged") as error:
+        squad_task.run_squad(output_dir=str(damaged), **common)
+    assert prefix in str(error.value)
+    assert sorted(os.listdir(damaged)) == before
+
+
+def test_wrong_model_checkpoint_and_vocab_mismatch(env, tmp_path):
+    d, spm_file, config_file = env
+    config = AlbertConfig.from_json_file(config_file)
+    data = fx.write_toy(str(tmp_path / "toy.json"), with_negative=False)
+    common = dict(spm_model_file=spm_file, predict_file=data, do_predict=True, max_seq_length=48, doc_stride=32,
+                  max_query_length=12)
+    v2_out = tmp_path / "v2_out"
+    prefix = oc.save_original_checkpoint(AlbertSquadV2(config), str(v2_out / "model.ckpt-best"))
+    with pytest.raises(ValueError) as error:
+        squad_task.run_squad(output_dir=str(v2_out), albert_config_file=config_file, **common)
+    oc.assert_short_error(str(error.value), prefix)
+    assert "cls/squad/output_weights" in str(error.value)
+
+    big = tmp_path / "albert_config.json"
+    AlbertConfig.from_dict(dict(config.to_dict(), vocab_size=1000)).to_json_file(str(big))
+    out = tmp_path / "out"
+    with pytest.raises(ValueError) as error:
+        squad_task.run_squad(output_dir=str(out), albert_config_file=str(big), **common)
+    assert spm_file in str(error.value) and str(big) in str(error.value) and "is 1000" in str(error.value)
+    assert f"{config.vocab_size} pieces" in str(error.value)
+    assert not out.exists()
+
+
+class _Built(Exception):
+    """Raised by a recording model class once the runner has built its model."""
+
+
+def _recording(monkeypatch, module, name):
+    """Replaces `module.name` by a class that records its keyword arguments and stops the run."""
+    seen = []
+
+    def record(*args, **kwargs):
+        seen.append(kwargs)
+        raise _Built()
+
+    monkeypatch.setattr(module, name, record)
+    return seen
+
+
+@pytest.mark.parametrize("version_2", [False, True])
+def test_recompute_reaches_the_model_only_when_set(env, tmp_path, monkeypatch, version_2):
+    d, spm_file, config_file = env
+    data = fx.write_toy(str(tmp_path / "toy.json"), with_negative=version_2)
+    for recompute in (False, True):
+        seen = _recording(monkeypatch, squad_task, "AlbertSquadV2" if version_2 else "AlbertSquadV1")
+        with pytest.raises(_Built):
+            squad_task.run_squad(output_dir=str(tmp_path / "out"), albert_config_file=config_file,
+                                 spm_model_file=spm_file, train_file=data, do_train=True, max_seq_length=48,
+                                 doc_stride=32, max_query_length=12, version_2_with_negative=version_2,
+                                 recompute=recompute)
+        assert ("recompute" in seen[0]) == recompute and seen[0].get("recompute", True) is True

@@ -13,6 +13,7 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
+from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.models.pretrainer import pretraining_loss
 from albert_tf.training import distribution, loop, optimization
 
@@ -177,7 +178,7 @@ def test_short_run_lowers_loss_and_writes_checkpoints(tmp_path):
     assert open(os.path.join(out_dir, "best_trial.txt")).read() == f"20:20:{best['masked_lm_loss']}"
     assert os.path.exists(os.path.join(out_dir, "model.ckpt-best.index"))
     restored = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig.from_dict(TINY))
-    loop.restore_checkpoint(restored, os.path.join(out_dir, "model.ckpt-best"))
+    restore_checkpoint(restored, os.path.join(out_dir, "model.ckpt-best"))
     for a, b in zip(restored.trainable_variables, model.trainable_variables):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
 

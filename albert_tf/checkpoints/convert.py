@@ -28,6 +28,7 @@ from absl import logging
 from albert_tf import fileio
 from albert_tf.checkpoints import hf, keras_hub, table
 from albert_tf.checkpoints import reader as reader_lib
+from albert_tf.checkpoints.restore import restore_source
 from albert_tf.checkpoints.sources import CONFIG_NAME, RELEASE_CHECKPOINT, SPM_MODEL_NAME, resolve_source
 from albert_tf.checkpoints.writer import save_tf1_checkpoint
 from albert_tf.config import AlbertConfig
@@ -179,10 +180,7 @@ def convert(input_path, output_dir, output_format="keras", model="auto", config_
         cls = model_class(kind)
         built = cls(config, **dict(detected_kwargs, **model_kwargs))
         logging.info("Converting `%s` (%s) as %s.", input_path, source.kind, cls.__name__)
-        if reader.is_tf2:
-            result = reader_lib.restore_tf2(built, reader, allow_missing_heads=False)
-        else:
-            result = reader_lib.restore_tf1(built, reader, allow_missing_heads=False)
+        result = restore_source(built, source, allow_missing_heads=False)
         if result.ignored:
             logging.warning("Not converted (no place in %s): %s", cls.__name__, ", ".join(result.ignored))
         os.makedirs(os.path.dirname(output_dir), exist_ok=True)

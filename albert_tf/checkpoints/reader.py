@@ -264,18 +264,6 @@ def open_reader(source):
     return hf.open_reader(source.directory, config)
 
 
-def restore_source(model, source, allow_missing_heads=True):
-    """Restores `model` from a `ResolvedSource` of any kind (TF1 names, our TF2 object graph, foreign layouts).
-
-    Returns:
-        `LoadResult`.
-    """
-    reader = open_reader(source)
-    if reader.is_tf2:
-        return restore_tf2(model, reader, allow_missing_heads)
-    return restore_tf1(model, reader, allow_missing_heads)
-
-
 def source_num_labels(path):
     """Rows of the classifier head (`output_weights [num_labels, H]`) in any source, None when it has none.
 
@@ -379,57 +367,6 @@ def restore_tf2(model, prefix, allow_missing_heads=True):
     if missing_heads:
         logging.info("Heads not in the checkpoint, left initialised: %s", ", ".join(missing_heads))
     return LoadResult("tf2", loaded, ignored, missing_heads, 0)
-
-
-def restore_checkpoint(model, prefix, allow_missing_heads=True):
-    """Restores a checkpoint prefix of either format (TF1 original names or our TF2 object graph)."""
-    reader = CheckpointReader(prefix)
-    if reader.is_tf2:
-        return restore_tf2(model, reader, allow_missing_heads)
-    return restore_tf1(model, reader, allow_missing_heads)
-
-
-def init_from_checkpoint(model, path, allow_missing_heads=True):
-    """Restores `model` from any source: TF1 prefix, release dir, `.tar.gz`, TF-Hub TF1 module, our TF2 ckpt,
-    a TF2 SavedModel of tf-models' AlbertEncoder, a keras-hub preset or a Hugging Face directory.
-
-    Args:
-        model: `AlbertModel`, `AlbertPretrainer` or a task model (anything with an `encoder`).
-        path: str, see `resolve_source`.
-        allow_missing_heads: bool, a head of `model` absent from the source keeps its initial values (e.g.
-            fine-tuning from a pretraining checkpoint). Heads in the source that `model` lacks are ignored
-            (logged).
-
-    Returns:
-        `LoadResult`.
-    """
-    with resolve_source(path) as source:
-        return restore_source(model, source, allow_missing_heads)
-
-
-def load_pretrained(model_cls, path, config=None, allow_missing_heads=True, **model_kwargs):
-    """Builds `model_cls(config, **model_kwargs)` and restores it from `path`.
-
-    Args:
-        model_cls: `AlbertModel`, `AlbertPretrainer` or a task model class (taking the config first).
-        path: str, any source `resolve_source` accepts.
-        config: `AlbertConfig`, dict or JSON path; default: the `albert_config.json` found with the source.
-        allow_missing_heads: bool, see `init_from_checkpoint`.
-        **model_kwargs: more constructor arguments (e.g. `num_labels`).
-
-    Returns:
-        The model, with weights.
-    """
-    with resolve_source(path) as source:
-        if config is None:
-            if source.config_file is None:
-                reason = source.config_note or (f"no `albert_config.json` found with checkpoint source `{path}` "
-                                                f"(checkpoint `{source.checkpoint_prefix}`).")
-                raise ValueError(f"No config for `{path}`: {reason} Pass `config=`.")
-            config = source.config_file
-        model = model_cls(config, **model_kwargs)   # Every model class accepts a config, dict or JSON path.
-        restore_source(model, source, allow_missing_heads)
-    return model
 
 
 def init_groups_from_group0(model, path):

@@ -1,7 +1,8 @@
-"""GLUE fine-tuning, evaluation and prediction: the library side of `run_classifier.py`.
+"""GLUE fine-tuning, evaluation and prediction: the GLUE task of the driver and the library side of
+`run_classifier.py`.
 
-`run_classifier(...)` does what the original `run_classifier.py` main does (original-release §2.3, §8.1),
-with explicit arguments instead of flags:
+`run_classifier(...)` does what the original `run_classifier.py` main does, with explicit arguments instead of
+flags (`albert_tf.training.driver` runs the stages):
 
 * `do_train`: features cached as `<cached_dir>/<task>_train.tf_record` (reused when present), model
   initialised from `init_checkpoint` / `albert_hub_module_handle`, trained `train_step` steps with the
@@ -19,16 +20,20 @@ import math
 import os
 import time
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
+from albert_tf import export as export_lib
+from albert_tf.checkpoints import init_from_checkpoint, source_num_labels
 from albert_tf.data import glue
+from albert_tf.fileio import write_text_atomic
 from albert_tf.models.classifier import AlbertClassifier, classifier_loss
+from albert_tf.tokenization import FullTokenizer
+from albert_tf.training import driver
 from albert_tf.training import metrics as metrics_lib
-from albert_tf.training.task_sources import resolve_task_sources, task_strategy
 
-# The per-task values of the original `run_glue.sh` (original-release §8.2), all with max_seq_length 512,
+# The per-task values of the original `run_glue.sh`, all with max_seq_length 512,
 # adamw and lower casing. WNLI is not in run_glue.sh: the paper's values (save interval chosen here).
 _RUN_GLUE_COMMON = dict(max_seq_length=512, optimizer="adamw", do_lower_case=True)
 _RUN_GLUE = {
@@ -97,18 +102,6 @@ def compute_eval_metrics(task_name, label_ids, predictions, per_example_loss, we
     if task_name in ("mrpc", "qqp"):
         result["f1"] = metrics_lib.f1(label_ids, predictions, weights)
     return result
-
-
-def _write_text_atomic(path, text):
-    tmp = f"{path}.tmp-{os.getpid()}"
-    try:
-        with tf.io.gfile.GFile(tmp, "w") as f:
-            f.write(text)
-        tf.io.gfile.rename(tmp, path, overwrite=True)
-    except BaseException:
-        if tf.io.gfile.exists(tmp):
-            tf.io.gfile.remove(tmp)
-        raise
 
 
 def make_inference_step(model):
@@ -190,12 +183,12 @@ def write_predictions(output_dir, task_name, label_list, examples, probabilities
         test_lines.append("\t".join(str(p) for p in np.reshape(probs, [-1])))
         submit_lines.append(f"{example.guid}\t{_label_string(label_list, prediction, regression)}")
     paths = [os.path.join(output_dir, "test_results.tsv"), os.path.join(output_dir, "submit_results.tsv")]
-    _write_text_atomic(paths[0], "".join(line + "\n" for line in test_lines))
+    write_text_atomic(paths[0], "".join(line + "\n" for line in test_lines))
     submit_text = "".join(line + "\n" for line in submit_lines)
-    _write_text_atomic(paths[1], submit_text)
+    write_text_atomic(paths[1], submit_text)
     if leaderboard_file:
         paths.append(os.path.join(output_dir, leaderboard_file))
-        _write_text_atomic(paths[2], submit_text)
+        write_text_atomic(paths[2], submit_text)
     return paths
 
 
@@ -212,6 +205,124 @@ def _validate_args(task_name, do_train, do_eval, do_predict, export_dir, albert_
                          "`output_dir` of an MNLI run.")
 
 
+def init_classifier(model, path):
+    """Initialises `model` from any checkpoint source, keeping a fresh head when the label counts differ.
+
+    A fine-tuned classifier (e.g. an MNLI run's `model.ckpt-best`, 3 labels) used for another task (RTE,
+    2 labels): the encoder is loaded and the head skipped (logged). The head is read into a throwaway
+    head on the shared encoder, so the checkpoint helper still checks every encoder variable.
+    """
+    source_labels = source_num_labels(path)
+    if source_labels is not None and source_labels != model.num_labels:
+        logging.info("Checkpoint %s has a %d-label classifier head, the model %d labels: loading the encoder "
+                     "only; the head is skipped and starts from its initial values.", path, source_labels,
+                     model.num_labels)
+        donor = AlbertClassifier(encoder=model.encoder, num_labels=source_labels)
+        return init_from_checkpoint(donor, path, allow_missing_heads=True)
+    return init_from_checkpoint(model, path, allow_missing_heads=True)
+
+
+class GlueTask(driver.Task):
+    """A GLUE task: cached `tf.Example` features, `AlbertClassifier`, the original's metrics and files."""
+
+    def __init__(self, task_name, data_dir, output_dir, cached_dir, tokenizer, max_seq_length, on_tpu,
+                 eval_batch_size, predict_batch_size, strategy, spm_model_file=None, do_lower_case=True,
+                 threshold_to_export=None):
+        self.name = task_name
+        self.metric_key = best_metric_key(task_name)
+        self.processor = glue.PROCESSORS[task_name](use_spm=bool(spm_model_file), do_lower_case=do_lower_case)
+        self.label_list = self.processor.get_labels()
+        self.data_dir, self.output_dir, self.cached_dir = data_dir, output_dir, cached_dir
+        self.tokenizer, self.max_seq_length, self.on_tpu = tokenizer, max_seq_length, on_tpu
+        self.eval_batch_size, self.predict_batch_size = eval_batch_size, predict_batch_size
+        self.strategy, self.spm_model_file, self.do_lower_case = strategy, spm_model_file, do_lower_case
+        self.threshold_to_export = threshold_to_export
+        self.num_train_steps = self.num_warmup_steps = None
+        self._eval = None
+
+    def build_model(self, config, **model_kwargs):
+        return AlbertClassifier(config, num_labels=len(self.label_list), **model_kwargs)
+
+    def init_weights(self, model, path):
+        logging.info("Initialising from %s", path)
+        return init_classifier(model, path)
+
+    def prepare_training(self):
+        examples = self.processor.get_train_examples(self.data_dir)
+        if not examples:
+            raise ValueError(f"The {self.name} train set in {self.data_dir!r} has no examples.")
+        self.train_file = glue.cache_file(self.cached_dir, self.name, "train")
+        glue.ensure_cached_features(examples, self.label_list, self.max_seq_length, self.tokenizer,
+                                    self.train_file, self.name)
+        logging.info("***** Running training *****")
+        logging.info("  Num examples = %d", len(examples))
+        logging.info("  Num steps = %d", self.num_train_steps)
+        return self.num_train_steps, self.num_warmup_steps
+
+    def train_dataset(self, input_context, batch_size):
+        return glue.file_based_dataset(self.train_file, self.max_seq_length, True, True, self.name, batch_size,
+                                       input_context=input_context)
+
+    def loss(self, model, features, training):
+        num_labels = len(self.label_list)
+        outputs = model(features, training=training)
+        loss = tf.reduce_mean(classifier_loss(outputs, features["label_ids"], num_labels))
+        if num_labels == 1:
+            return loss, {}
+        correct = tf.cast(tf.equal(outputs["predictions"], tf.cast(features["label_ids"], tf.int32)),
+                          tf.float32)
+        return loss, {"accuracy": tf.reduce_mean(correct)}
+
+    def _dataset(self, examples, what, batch_size, split):
+        num_actual = len(examples)
+        if self.on_tpu:
+            # TPUs need fixed batches: pad with fake examples (is_real_example=0, weight 0 in every metric).
+            examples = glue.pad_examples(examples, batch_size)
+        glue.ensure_cached_features(examples, self.label_list, self.max_seq_length, self.tokenizer,
+                                    glue.cache_file(self.cached_dir, self.name, split), self.name,
+                                    check_count=True)
+        logging.info("***** Running %s *****", what)
+        logging.info("  Num examples = %d (%d actual, %d padding)", len(examples), num_actual,
+                     len(examples) - num_actual)
+        logging.info("  Batch size = %d", batch_size)
+        return glue.file_based_dataset(glue.cache_file(self.cached_dir, self.name, split), self.max_seq_length,
+                                       False, self.on_tpu, self.name, batch_size)
+
+    def prepare_evaluation(self):
+        examples = self.processor.get_dev_examples(self.data_dir)
+        self._eval = (examples, self._dataset(examples, "evaluation", self.eval_batch_size, "eval"))
+
+    def evaluate(self, model):
+        examples, dataset = self._eval
+        if getattr(self, "_eval_model", None) is not model:
+            self._eval_model, self._eval_step = model, make_inference_step(model)
+        arrays = run_model_on_dataset(model, dataset, self.strategy, len(examples), "eval", step=self._eval_step)
+        result = compute_eval_metrics(self.name, arrays["label_ids"], arrays["predictions"],
+                                      arrays["per_example_loss"], arrays["is_real_example"], arrays["batch_loss"])
+        logging.info("Eval: %s", ", ".join(f"{k} = {v:.6g}" for k, v in sorted(result.items())))
+        return result
+
+    def predict(self, model, checkpoint, step):
+        examples = self.processor.get_test_examples(self.data_dir)
+        dataset = self._dataset(examples, "prediction", self.predict_batch_size, "predict")
+        arrays = run_model_on_dataset(model, dataset, self.strategy, len(examples), "predict")
+        n = len(examples)
+        paths = write_predictions(self.output_dir, self.name, self.label_list, examples,
+                                  arrays["probabilities"][:n], arrays["predictions"][:n],
+                                  self.processor.LEADERBOARD_FILE)
+        logging.info("Wrote %d predictions: %s", n, ", ".join(paths))
+        return paths
+
+    def export(self, model, export_dir):
+        threshold = self.threshold_to_export
+        threshold = None if threshold is None or math.isnan(threshold) else threshold
+        path = export_lib.export_saved_model(model, export_dir, spm_model_file=self.spm_model_file or None,
+                                             do_lower_case=self.do_lower_case, max_seq_length=self.max_seq_length,
+                                             threshold=threshold)
+        logging.info("Model exported to %s.", path)
+        return {"export_path": path}
+
+
 def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm_model_file=None,
                    vocab_file=None, cached_dir=None, init_checkpoint=None, albert_hub_module_handle=None,
                    do_lower_case=True, max_seq_length=512, do_train=False, do_eval=False, do_predict=False,
@@ -220,7 +331,7 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
                    iterations_per_loop=1000, optimizer="adamw", export_dir=None,
                    threshold_to_export=float("nan"), strategy="one_device", use_tpu=False, tpu_name=None,
                    tpu_zone=None, gcp_project=None, master=None, num_tpu_cores=8, mixed_precision=None,
-                   jit_compile=False):
+                   jit_compile=False, random_seed=None, recompute=False):
     """Fine-tunes, evaluates and/or predicts a GLUE task, as the original `run_classifier.py`.
 
     Args:
@@ -249,15 +360,15 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
         export_dir: str, SavedModel export of `model.ckpt-best`.
         threshold_to_export: float, NaN = none; else a constant `threshold` output of the serving signature.
         strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
-            jit_compile: runtime options (see `albert_tf.training.flags`).
+            jit_compile, random_seed, recompute: runtime options (see `albert_tf.training.flags`).
 
     Returns:
         dict: `eval` (best metrics, with `best_step`) when `do_eval`, `predict_files` when `do_predict`,
         `export_path` when exporting.
     """
+    del keep_checkpoint_max   # Every checkpoint is kept for the evaluation, as the original.
     task_name = (task_name or "").lower()
-    processor_cls = glue.PROCESSORS.get(task_name)
-    if processor_cls is None:
+    if task_name not in glue.PROCESSORS:
         raise ValueError(f"Task not found: `task_name` must be one of {sorted(glue.PROCESSORS)}. "
                          f"Received: {task_name!r}.")
     _validate_args(task_name, do_train, do_eval, do_predict, export_dir, albert_config_file,
@@ -270,267 +381,38 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
                  max_seq_length, optimizer, do_lower_case)
 
     with contextlib.ExitStack() as stack:
-        config, spm_model_file, hub_init = _resolve_model_sources(
-            stack, albert_config_file, albert_hub_module_handle, spm_model_file)
-        if max_seq_length > config.max_position_embeddings:
-            raise ValueError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
-                             f"trained up to sequence length {config.max_position_embeddings}: "
-                             "`max_seq_length` must be <= `max_position_embeddings`.")
+        config, spm_model_file, _ = driver.resolve_sources(stack, albert_config_file, spm_model_file,
+                                                           asset_source=albert_hub_module_handle)
+        driver.check_max_seq_length(max_seq_length, config)
         if not spm_model_file and not vocab_file:
             raise ValueError("Set `spm_model_file` (or a hub module with one) or `vocab_file`.")
-        from albert_tf.tokenization import FullTokenizer
-
+        driver.check_checkpoints(output_dir, do_eval, do_predict or bool(export_dir))
         tokenizer = FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
                                   spm_model_file=spm_model_file or None)
-        processor = processor_cls(use_spm=bool(spm_model_file), do_lower_case=do_lower_case)
-        label_list = processor.get_labels()
-        num_labels = len(label_list)
-
         tf.io.gfile.makedirs(output_dir)
         cached_dir = cached_dir or output_dir
         tf.io.gfile.makedirs(cached_dir)
 
-        dist = task_strategy(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
-                             gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores,
-                             mixed_precision=mixed_precision)
-        on_tpu = isinstance(dist, tf.distribute.TPUStrategy)
+        dist = driver.prepare_runtime(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
+                                      gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores,
+                                      mixed_precision=mixed_precision, random_seed=random_seed)
+        task = GlueTask(task_name, data_dir, output_dir, cached_dir, tokenizer, max_seq_length,
+                        isinstance(dist, tf.distribute.TPUStrategy), eval_batch_size, predict_batch_size, dist,
+                        spm_model_file=spm_model_file, do_lower_case=do_lower_case,
+                        threshold_to_export=threshold_to_export)
+        task.num_train_steps, task.num_warmup_steps = train_step, warmup_step
         with dist.scope():
-            model = AlbertClassifier(config, num_labels=num_labels)
-
-        result = {}
-        if do_train:
-            _train(model, dist, processor, tokenizer, label_list, task_name, data_dir, output_dir, cached_dir,
-                   init_checkpoint or hub_init, max_seq_length, train_batch_size, learning_rate, train_step,
-                   warmup_step, save_checkpoints_steps, iterations_per_loop, optimizer, jit_compile)
-        if do_eval:
-            result["eval"] = _evaluate(model, dist, on_tpu, processor, tokenizer, label_list, task_name,
-                                       data_dir, output_dir, cached_dir, max_seq_length, eval_batch_size,
-                                       init_checkpoint or hub_init)
-        if do_predict:
-            result["predict_files"] = _predict(
-                model, dist, on_tpu, processor, tokenizer, label_list, task_name, data_dir, output_dir,
-                cached_dir, max_seq_length, predict_batch_size, init_checkpoint or hub_init)
-        if export_dir:
-            result["export_path"] = _export(model, output_dir, export_dir, max_seq_length, threshold_to_export,
-                                            init_checkpoint or hub_init, spm_model_file, do_lower_case)
+            model = task.build_model(config, **driver.model_kwargs(recompute))
+        stages = driver.run(task, model, dist, output_dir, init_checkpoint or albert_hub_module_handle,
+                            do_train=do_train, do_eval=do_eval, do_predict=do_predict, export_dir=export_dir,
+                            train_options=dict(learning_rate=learning_rate, train_batch_size=train_batch_size,
+                                               optimizer=optimizer, save_checkpoints_steps=save_checkpoints_steps,
+                                               iterations_per_loop=iterations_per_loop, jit_compile=jit_compile))
+    result = {}
+    if "eval" in stages:
+        result["eval"] = stages["eval"]
+    if "predict" in stages:
+        result["predict_files"] = stages["predict"]
+    if "export_path" in stages:
+        result["export_path"] = stages["export_path"]
     return result
-
-
-def _resolve_model_sources(stack, albert_config_file, hub_handle, spm_model_file):
-    """Config, spm model file and hub init path, taking what is missing from the TF-Hub module's assets."""
-    if not hub_handle and spm_model_file == "from_tf_hub":
-        raise ValueError("`spm_model_file=from_tf_hub` needs `albert_hub_module_handle`.")
-    return resolve_task_sources(stack, albert_config_file, hub_handle, spm_model_file)
-
-
-def _tf2_object_key(reader, path):
-    """Checkpoint key of the variable at object path `path` (e.g. model/classifier_head/output_weights) in a
-    TF2 checkpoint, or None. Keys are not names: TF2 saves a variable under its shortest object path, which
-    may be the optimizer's list of variables, so the object graph is walked instead."""
-    from tensorflow.core.protobuf import trackable_object_graph_pb2
-
-    graph = trackable_object_graph_pb2.TrackableObjectGraph()
-    graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
-    node = graph.nodes[0]
-    for part in path.split("/"):
-        children = {child.local_name: child.node_id for child in node.children}
-        if part not in children:
-            return None
-        node = graph.nodes[children[part]]
-    for attribute in node.attributes:
-        if attribute.name == "VARIABLE_VALUE":
-            return attribute.checkpoint_key
-    return None
-
-
-def checkpoint_num_labels(path):
-    """Rows of the classifier head (`output_weights [num_labels, H]`) in a checkpoint source, None if absent.
-
-    TF1 checkpoints hold it as the root-scope `output_weights`; ours as `model.classifier_head.output_weights`.
-    """
-    from albert_tf.checkpoints import resolve_source
-
-    with resolve_source(path) as source:
-        reader = tf.train.load_checkpoint(source.checkpoint_prefix)
-    shapes = reader.get_variable_to_shape_map()
-    key = "output_weights"
-    if "_CHECKPOINTABLE_OBJECT_GRAPH" in shapes:
-        key = _tf2_object_key(reader, "model/classifier_head/output_weights")
-    if key in shapes and len(shapes[key]) == 2:
-        return int(shapes[key][0])
-    return None
-
-
-def init_classifier(model, path):
-    """Initialises `model` from any checkpoint source, keeping a fresh head when the label counts differ.
-
-    A fine-tuned classifier (e.g. an MNLI run's `model.ckpt-best`, 3 labels) used for another task (RTE,
-    2 labels): the encoder is loaded and the head skipped (logged). The head is read into a throwaway
-    head on the shared encoder, so the checkpoint helper still checks every encoder variable.
-    """
-    from albert_tf.checkpoints import init_from_checkpoint
-
-    source_labels = checkpoint_num_labels(path)
-    if source_labels is not None and source_labels != model.num_labels:
-        logging.info("Checkpoint %s has a %d-label classifier head, the model %d labels: loading the encoder "
-                     "only; the head is skipped and starts from its initial values.", path, source_labels,
-                     model.num_labels)
-        donor = AlbertClassifier(encoder=model.encoder, num_labels=source_labels)
-        return init_from_checkpoint(donor, path, allow_missing_heads=True)
-    return init_from_checkpoint(model, path, allow_missing_heads=True)
-
-
-def _train(model, dist, processor, tokenizer, label_list, task_name, data_dir, output_dir, cached_dir,
-           init_checkpoint, max_seq_length, train_batch_size, learning_rate, train_step, warmup_step,
-           save_checkpoints_steps, iterations_per_loop, optimizer, jit_compile):
-    from albert_tf.training import loop, optimization
-
-    train_examples = processor.get_train_examples(data_dir)
-    if not train_examples:
-        raise ValueError(f"The {task_name} train set in {data_dir!r} has no examples.")
-    train_file = glue.cache_file(cached_dir, task_name, "train")
-    glue.ensure_cached_features(train_examples, label_list, max_seq_length, tokenizer, train_file, task_name)
-    logging.info("***** Running training *****")
-    logging.info("  Num examples = %d", len(train_examples))
-    logging.info("  Batch size = %d", train_batch_size)
-    logging.info("  Num steps = %d", train_step)
-
-    if init_checkpoint and not loop.list_checkpoints(output_dir):
-        logging.info("Initialising from %s", init_checkpoint)
-        init_classifier(model, init_checkpoint)
-    with dist.scope():
-        opt = optimization.create_optimizer(learning_rate, train_step, warmup_step, optimizer=optimizer)
-
-    num_labels = model.num_labels
-
-    def loss_fn(m, features, training):
-        outputs = m(features, training=training)
-        per_example_loss = classifier_loss(outputs, features["label_ids"], num_labels)
-        loss = tf.reduce_mean(per_example_loss)
-        if num_labels == 1:
-            return loss, {}
-        correct = tf.cast(tf.equal(outputs["predictions"], tf.cast(features["label_ids"], tf.int32)),
-                          tf.float32)
-        return loss, {"accuracy": tf.reduce_mean(correct)}
-
-    def train_dataset_fn(input_context=None):
-        batch_size = train_batch_size
-        if input_context is not None:
-            batch_size = input_context.get_per_replica_batch_size(train_batch_size)
-        return glue.file_based_dataset(train_file, max_seq_length, True, True, task_name, batch_size,
-                                       input_context=input_context)
-
-    loop.run_training(model, opt, loss_fn, train_dataset_fn, dist, output_dir, train_step,
-                      iterations_per_loop=int(min(iterations_per_loop, save_checkpoints_steps)),
-                      save_checkpoints_steps=save_checkpoints_steps,
-                      # The original keeps every checkpoint (RunConfig keep_checkpoint_max=0) for do_eval.
-                      keep_checkpoint_max=train_step // max(save_checkpoints_steps or train_step, 1) + 2,
-                      jit_compile=jit_compile, checkpoint_iterator=False)
-
-
-def _eval_dataset(examples, processor_split, on_tpu, batch_size, label_list, max_seq_length, tokenizer,
-                  cache_path, task_name):
-    num_actual = len(examples)
-    if on_tpu:
-        # TPUs need fixed batches: pad with fake examples (is_real_example=0, weight 0 in every metric).
-        examples = glue.pad_examples(examples, batch_size)
-    glue.ensure_cached_features(examples, label_list, max_seq_length, tokenizer, cache_path, task_name,
-                                check_count=True)
-    logging.info("***** Running %s *****", processor_split)
-    logging.info("  Num examples = %d (%d actual, %d padding)", len(examples), num_actual,
-                 len(examples) - num_actual)
-    logging.info("  Batch size = %d", batch_size)
-    return glue.file_based_dataset(cache_path, max_seq_length, False, on_tpu, task_name, batch_size)
-
-
-def _evaluate(model, dist, on_tpu, processor, tokenizer, label_list, task_name, data_dir, output_dir,
-              cached_dir, max_seq_length, eval_batch_size, init_checkpoint):
-    from albert_tf.training import loop
-
-    eval_examples = processor.get_dev_examples(data_dir)
-    dataset = _eval_dataset(eval_examples, "evaluation", on_tpu, eval_batch_size, label_list, max_seq_length,
-                            tokenizer, glue.cache_file(cached_dir, task_name, "eval"), task_name)
-
-    step = make_inference_step(model)
-
-    def eval_fn(m):
-        arrays = run_model_on_dataset(m, dataset, dist, len(eval_examples), "eval", step=step)
-        result = compute_eval_metrics(task_name, arrays["label_ids"], arrays["predictions"],
-                                      arrays["per_example_loss"], arrays["is_real_example"],
-                                      arrays["batch_loss"])
-        logging.info("Eval: %s", ", ".join(f"{k} = {v:.6g}" for k, v in sorted(result.items())))
-        return result
-
-    if not loop.list_checkpoints(output_dir):
-        if not init_checkpoint:
-            raise ValueError(f"No model.ckpt-<step> checkpoint to evaluate in `output_dir` {output_dir!r}: train "
-                             "first (`do_train`) or give `init_checkpoint`.")
-        # A fine-tuned checkpoint from elsewhere: evaluate it as it is.
-        init_classifier(model, init_checkpoint)
-        result = dict(eval_fn(model), global_step=0)
-        _write_text_atomic(os.path.join(output_dir, "eval_results.txt"),
-                           "".join(f"{k} = {result[k]}\n" for k in sorted(result)))
-        return dict(result, best_step=None)
-    best_step, best_metrics = loop.evaluate_checkpoints(
-        model, output_dir, eval_fn, best_metric_key(task_name), output_dir, higher_is_better=True,
-        delete_non_best=True)
-    return dict(best_metrics, best_step=best_step)
-
-
-def _best_checkpoint(output_dir):
-    """`output_dir/model.ckpt-best` if present, else the latest `model.ckpt-<step>`, else None."""
-    from albert_tf.training import loop
-
-    best = os.path.join(output_dir, "model.ckpt-best")
-    if tf.io.gfile.exists(best + ".index"):
-        return best
-    checkpoints = loop.list_checkpoints(output_dir)
-    if checkpoints:
-        logging.warning("No model.ckpt-best in %s (run --do_eval first): using the latest checkpoint %s.",
-                        output_dir, checkpoints[-1][1])
-        return checkpoints[-1][1]
-    return None
-
-
-def _restore_for_inference(model, output_dir, fallback_init):
-    from albert_tf.training import loop
-
-    checkpoint = _best_checkpoint(output_dir)
-    if checkpoint is not None:
-        logging.info("Restoring %s", checkpoint)
-        loop.restore_checkpoint(model, checkpoint)
-        return checkpoint
-    if fallback_init:
-        logging.warning("No checkpoint in %s: using `init_checkpoint` %s.", output_dir, fallback_init)
-        init_classifier(model, fallback_init)
-        return fallback_init
-    raise ValueError(f"No checkpoint to predict with in `output_dir` {output_dir!r} (train with `do_train` and "
-                     "evaluate with `do_eval` first), and no `init_checkpoint`.")
-
-
-def _predict(model, dist, on_tpu, processor, tokenizer, label_list, task_name, data_dir, output_dir,
-             cached_dir, max_seq_length, predict_batch_size, fallback_init):
-    predict_examples = processor.get_test_examples(data_dir)
-    dataset = _eval_dataset(predict_examples, "prediction", on_tpu, predict_batch_size, label_list,
-                            max_seq_length, tokenizer, glue.cache_file(cached_dir, task_name, "predict"),
-                            task_name)
-    _restore_for_inference(model, output_dir, fallback_init)
-    arrays = run_model_on_dataset(model, dataset, dist, len(predict_examples), "predict")
-    n = len(predict_examples)
-    paths = write_predictions(output_dir, task_name, label_list, predict_examples, arrays["probabilities"][:n],
-                              arrays["predictions"][:n], processor.LEADERBOARD_FILE)
-    logging.info("Wrote %d predictions: %s", n, ", ".join(paths))
-    return paths
-
-
-def _export(model, output_dir, export_dir, max_seq_length, threshold_to_export, fallback_init, spm_model_file,
-            do_lower_case):
-    from albert_tf import export
-
-    _restore_for_inference(model, output_dir, fallback_init)
-    threshold = None if threshold_to_export is None or math.isnan(threshold_to_export) else threshold_to_export
-    path = export.export_saved_model(model, export_dir, spm_model_file=spm_model_file or None,
-                                     do_lower_case=do_lower_case, max_seq_length=max_seq_length,
-                                     threshold=threshold)
-    logging.info("Model exported to %s.", path)
-    return path

@@ -1,4 +1,4 @@
-"""`tf.distribute` strategies and mixed precision from the runners' flags (architecture.md §5).
+"""`tf.distribute` strategies and mixed precision from the runners' flags.
 
 The original used `TPUEstimator` (one device, or a TPU via `--use_tpu --tpu_name`); here the same flags
 select a `TPUStrategy`, and `--strategy` adds one device, all local GPUs (or logical CPUs) and multi-worker
@@ -68,17 +68,6 @@ def set_mixed_precision(policy):
                          f"Received: mixed_precision={policy!r}.")
     keras.mixed_precision.set_dtype_policy(policy)
     return keras.mixed_precision.global_policy()
-
-
-def prepare_runtime(strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None,
-                    master=None, num_tpu_cores=None, mixed_precision="float32", **unused):
-    """`set_mixed_precision` + `get_strategy` from the `flags.runtime_kwargs(FLAGS)` dict; returns the strategy.
-
-    Keys that are not about the runtime setup (`jit_compile`, `gradient_accumulation_steps`) are ignored.
-    """
-    set_mixed_precision(mixed_precision)
-    return get_strategy(strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
-                        gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores)
 
 
 def worker_info(strategy):

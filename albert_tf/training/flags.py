@@ -53,10 +53,24 @@ def define_runtime_flags(gradient_accumulation=False, flag_values=flags.FLAGS):
                "optimizer step (same global batch on less memory).")
 
 
+def define_seed_and_memory_flags(flag_values=flags.FLAGS):
+    """Defines `random_seed` (default None: unseeded, as the original, which has no such flag) and `recompute`.
+
+    Flags already defined are left as they are.
+    """
+    if "random_seed" not in flag_values:
+        flags.DEFINE_integer("random_seed", None,
+                             "Seed of the weight initialisation, dropout and input shuffles, for repeatable runs. "
+                             "Unset: an unseeded run, as the original.", flag_values=flag_values)
+    if "recompute" not in flag_values:
+        flags.DEFINE_bool("recompute", False,
+                          "Recompute each transformer layer's activations in the backward pass: less activation "
+                          "memory for about one extra forward pass.", flag_values=flag_values)
+
+
 def runtime_kwargs(flag_values=flags.FLAGS):
-    """The runtime flags as a dict (`strategy`, `use_tpu`, ..., `jit_compile`, and
-    `gradient_accumulation_steps` when defined), for `distribution.prepare_runtime` and the run_* functions."""
+    """The runtime flags as a dict (`strategy`, `use_tpu`, ..., `jit_compile`, and `gradient_accumulation_steps`,
+    `random_seed`, `recompute` when defined), for the run_* functions."""
     names = list(_RUNTIME_FLAGS)
-    if "gradient_accumulation_steps" in flag_values:
-        names.append("gradient_accumulation_steps")
+    names += [name for name in ("gradient_accumulation_steps", "random_seed", "recompute") if name in flag_values]
     return {name: flag_values[name].value for name in names}

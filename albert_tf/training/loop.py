@@ -1,7 +1,7 @@
 """The training loop of every runner: `strategy.run` inside a `tf.function`, checkpoints, resume, summaries.
 
 Keras 3 `model.fit` fails under `MultiWorkerMirroredStrategy` and under `MirroredStrategy` with
-`steps_per_execution > 1` (architecture.md §1), so training is a custom loop that plays the part of the
+`steps_per_execution > 1`, so training is a custom loop that plays the part of the
 original `TPUEstimator`:
 
 * `iterations_per_loop` optimizer steps per `tf.function` call (a `tf.range` loop over the distributed
@@ -27,6 +27,8 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
+from albert_tf.fileio import copy_atomic, write_text_atomic
 from albert_tf.training.distribution import worker_info
 from albert_tf.training.optimization import inner_optimizer
 
@@ -66,21 +68,6 @@ def checkpoint_objects(model):
     if missing:
         objects["model_variables"] = missing
     return objects
-
-
-def restore_checkpoint(model, prefix):
-    """Restores the weights of `model` from one of the loop's checkpoints (optimizer state is skipped).
-
-    Raises `ValueError` naming the prefix when it does not exist or does not hold `model`'s weights.
-    """
-    if not tf.io.gfile.exists(prefix + ".index"):
-        raise ValueError(f"`prefix` is not a checkpoint: {prefix}.index does not exist.")
-    status = tf.train.Checkpoint(**checkpoint_objects(model)).restore(prefix).expect_partial()
-    try:
-        status.assert_existing_objects_matched()
-    except AssertionError as error:
-        raise ValueError(f"Checkpoint {prefix} does not match the model {type(model).__name__}: {error}") from None
-    return status
 
 
 def _chief_checkpoint_dir(model_dir, strategy):
@@ -204,6 +191,7 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
                                          checkpoint_name=CHECKPOINT_NAME)
     latest = tf.train.latest_checkpoint(model_dir)
     if latest:
+        check_readable(latest)
         logging.info("Resuming from %s.", latest)
         checkpoint.restore(latest).expect_partial()
     step = int(optimizer.iterations.numpy())
@@ -362,27 +350,15 @@ def _metric_names(loss_fn, model, dataset_fn, num_replicas, accumulation, strate
     return names
 
 
-def _write_text(path, text):
-    tmp = path + ".tmp"
-    with tf.io.gfile.GFile(tmp, "w") as f:
-        f.write(text)
-    tf.io.gfile.rename(tmp, path, overwrite=True)
-
-
 def _copy_checkpoint(prefix, target_prefix):
-    """Copies every file of checkpoint `prefix` to `target_prefix` (temporary names, then renames)."""
+    """Copies every file of checkpoint `prefix` to `target_prefix`, each atomically, the index last."""
     directory = os.path.dirname(prefix)
     base = os.path.basename(prefix)
-    copied = []
-    for filename in tf.io.gfile.listdir(directory):
-        if filename.startswith(base + "."):
-            source = os.path.join(directory, filename)
-            target = target_prefix + filename[len(base):]
-            tf.io.gfile.copy(source, target + ".tmp", overwrite=True)
-            copied.append((target + ".tmp", target))
-    for tmp, target in copied:
-        tf.io.gfile.rename(tmp, target, overwrite=True)
-    return [target for _, target in copied]
+    suffixes = sorted((filename[len(base):] for filename in tf.io.gfile.listdir(directory)
+                       if filename.startswith(base + ".")), key=lambda suffix: suffix == ".index")
+    for suffix in suffixes:
+        copy_atomic(prefix + suffix, target_prefix + suffix)
+    return [target_prefix + suffix for suffix in suffixes]
 
 
 def _remove_checkpoint(prefix):
@@ -433,8 +409,8 @@ def evaluate_checkpoints(model, model_dir, eval_fn, metric_key, output_dir, high
             for target in _copy_checkpoint(prefix, os.path.join(output_dir, BEST_CHECKPOINT_NAME)):
                 logging.info("saved %s", target)
         lines.append("=" * 50)
-        _write_text(eval_path, "\n".join(lines) + "\n")
-        _write_text(best_path, f"{step}:{best_step}:{best_value}")
+        write_text_atomic(eval_path, "\n".join(lines) + "\n")
+        write_text_atomic(best_path, f"{step}:{best_step}:{best_value}")
     if delete_non_best:
         latest_step = checkpoints[-1][0]
         for step, prefix in checkpoints:

@@ -1,4 +1,5 @@
-"""The original ALBERT optimizers and learning-rate schedule (original-release §7), as Keras 3 objects.
+"""The original ALBERT optimizers and learning-rate schedule (`optimization.py` and `lamb_optimizer.py` of the
+original), as Keras 3 objects.
 
 * `AlbertLearningRateSchedule`: polynomial decay counted from step 0 (`tf.train.polynomial_decay`, end 0,
   no cycle) with a linear warm-up to the *undecayed* peak, optionally shifted by `start_warmup_step`.

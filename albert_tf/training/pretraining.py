@@ -1,8 +1,8 @@
-"""MLM + SOP pretraining, the library side of `run_pretraining.py` (original-release §2.1, §4.1, §5.4, §7).
+"""MLM + SOP pretraining: the pretraining task of the driver and the library side of `run_pretraining.py`.
 
 `run_pretraining(...)` takes the original flags as arguments (plus the TF2 runtime ones), trains
-`AlbertPretrainer` with the original LAMB/AdamW and schedule in the custom loop (`loop.run_training`), and
-with `do_eval` evaluates every checkpoint on `max_eval_steps` batches: `masked_lm_accuracy`,
+`AlbertPretrainer` with the original LAMB/AdamW and schedule through `albert_tf.training.driver` (the custom
+loop `loop.run_training`), and with `do_eval` evaluates every checkpoint (ours or the original's) on `max_eval_steps` batches: `masked_lm_accuracy`,
 `masked_lm_loss`, `sentence_order_accuracy`, `sentence_order_loss` (and `loss`, `global_step`) in
 `eval_results.txt`, the best `masked_lm_accuracy` checkpoint copied to `model.ckpt-best`.
 """
@@ -10,14 +10,15 @@ with `do_eval` evaluates every checkpoint on `max_eval_steps` batches: `masked_l
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import checkpoints
 from albert_tf.config import AlbertConfig
 from albert_tf.data.pretraining_input import check_record_lengths, expand_input_files, pretraining_dataset
 from albert_tf.models.pretrainer import AlbertPretrainer, pretraining_loss
-from albert_tf.training import distribution, loop, optimization
+from albert_tf.training import driver, loop, optimization
 
 
 def pretraining_loss_fn(model, features, training):
-    """`loop.run_training` loss: the original `total_loss` and its two parts (original-release §4.1)."""
+    """`loop.run_training` loss: the original `total_loss` and its two parts (`model_fn` of `run_pretraining.py`)."""
     total_loss, masked_lm_loss, sentence_order_loss = pretraining_loss(model(features, training=training),
                                                                        features)
     return total_loss, {"masked_lm_loss": masked_lm_loss, "sentence_order_loss": sentence_order_loss}
@@ -69,14 +70,57 @@ def pretraining_metrics(model, dataset, num_steps):
 
 
 def _init_model(model, init_checkpoint, init_from_group0):
-    from albert_tf import checkpoints  # Local import: the checkpoints package imports the models.
-
     if init_from_group0:
         mapping = checkpoints.init_groups_from_group0(model, init_checkpoint)
         logging.info("Initialised %d variables from %s (groups from group_0).", len(mapping), init_checkpoint)
     else:
         result = checkpoints.init_from_checkpoint(model, init_checkpoint, allow_missing_heads=True)
         logging.info("Initialised %s from %s (%s).", ", ".join(result.loaded), init_checkpoint, result.format)
+
+
+class PretrainingTask(driver.Task):
+    """MLM + SOP pretraining on the TFRecords of `create_pretraining_data.py`, scored by `masked_lm_accuracy`."""
+
+    name = "pretraining"
+    metric_key = "masked_lm_accuracy"
+    checkpoint_iterator = True
+    delete_non_best = False
+
+    def __init__(self, input_files, max_seq_length, max_predictions_per_seq, num_train_steps=125000,
+                 num_warmup_steps=3125, eval_batch_size=64, max_eval_steps=100, masked_lm_budget=0, seed=None,
+                 init_from_group0=False):
+        self.input_files, self.max_seq_length = input_files, max_seq_length
+        self.max_predictions_per_seq, self.masked_lm_budget, self.seed = max_predictions_per_seq, masked_lm_budget, seed
+        self.num_train_steps, self.num_warmup_steps = num_train_steps, num_warmup_steps
+        self.eval_batch_size, self.max_eval_steps = eval_batch_size, max_eval_steps
+        self.init_from_group0 = init_from_group0
+
+    def build_model(self, config, **model_kwargs):
+        return AlbertPretrainer(config, **model_kwargs)
+
+    def init_weights(self, model, path):
+        _init_model(model, path, self.init_from_group0)
+
+    def prepare_training(self):
+        return self.num_train_steps, self.num_warmup_steps
+
+    def train_dataset(self, input_context, batch_size):
+        return pretraining_dataset(self.input_files, self.max_seq_length, self.max_predictions_per_seq, batch_size,
+                                   is_training=True, input_context=input_context,
+                                   masked_lm_budget=self.masked_lm_budget, seed=self.seed)
+
+    def loss(self, model, features, training):
+        return pretraining_loss_fn(model, features, training)
+
+    def prepare_evaluation(self):
+        logging.info("***** Running evaluation *****")
+        logging.info("  Batch size = %d", self.eval_batch_size)
+        self.eval_dataset = pretraining_dataset(self.input_files, self.max_seq_length, self.max_predictions_per_seq,
+                                                self.eval_batch_size, is_training=False,
+                                                masked_lm_budget=self.masked_lm_budget)
+
+    def evaluate(self, model):
+        return pretraining_metrics(model, self.eval_dataset, self.max_eval_steps)
 
 
 def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=None, max_seq_length=512,
@@ -86,11 +130,14 @@ def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=
                     save_checkpoints_steps=5000, keep_checkpoint_max=5, iterations_per_loop=1000,
                     max_eval_steps=100, use_tpu=False, init_from_group0=False, tpu_name=None, tpu_zone=None,
                     gcp_project=None, master=None, num_tpu_cores=8, masked_lm_budget=0, strategy="one_device",
-                    mixed_precision="float32", jit_compile=False, gradient_accumulation_steps=1, seed=None):
+                    mixed_precision="float32", jit_compile=False, gradient_accumulation_steps=1, seed=None,
+                    recompute=False):
     """Pretrains ALBERT (MLM + SOP) as the original `run_pretraining.py`; arguments are its flags.
 
     Beyond the original flags: `strategy`, `mixed_precision`, `jit_compile`, `gradient_accumulation_steps`
-    (see `flags.define_runtime_flags`) and `seed` (deterministic input order and initialisation).
+    (see `flags.define_runtime_flags`), `seed` (`--random_seed`: deterministic input order and initialisation;
+    None: unseeded, as the original) and `recompute` (recompute each transformer layer's activations in the
+    backward pass).
     `train_batch_size` is the global batch: it must divide by replicas x `gradient_accumulation_steps`.
     A job restarted with the same `output_dir` resumes from its latest checkpoint; `init_checkpoint` (ours,
     or Google's TF1 checkpoint / release / TF-Hub module) is read only when `output_dir` has none.
@@ -107,60 +154,41 @@ def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=
     if max_seq_length > config.max_position_embeddings:
         raise ValueError(f"`max_seq_length={max_seq_length}` exceeds `max_position_embeddings="
                          f"{config.max_position_embeddings}` of {albert_config_file}.")
-    tf.io.gfile.makedirs(output_dir)
+    if do_eval:
+        driver.check_checkpoints(output_dir, do_eval=True, do_inference=False)
     input_files = expand_input_files(input_file)
     logging.info("*** Input Files ***")
     for path in input_files:
         logging.info("  %s", path)
     check_record_lengths(input_files, max_seq_length, max_predictions_per_seq)
-    if seed is not None:
-        tf.keras.utils.set_random_seed(seed)
+    tf.io.gfile.makedirs(output_dir)
 
-    strategy_obj = distribution.prepare_runtime(strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
-                                                gcp_project=gcp_project, master=master,
-                                                num_tpu_cores=num_tpu_cores, mixed_precision=mixed_precision)
+    strategy_obj = driver.prepare_runtime(strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
+                                          gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores,
+                                          mixed_precision=mixed_precision, random_seed=seed)
+    task = PretrainingTask(input_files, max_seq_length, max_predictions_per_seq, num_train_steps=num_train_steps,
+                           num_warmup_steps=num_warmup_steps, eval_batch_size=eval_batch_size,
+                           max_eval_steps=max_eval_steps, masked_lm_budget=masked_lm_budget, seed=seed,
+                           init_from_group0=init_from_group0)
     with strategy_obj.scope():
-        model = AlbertPretrainer(config)
+        model = task.build_model(config, **driver.model_kwargs(recompute))
     results = {"train": None, "eval": None}
-
     if do_train:
-        replicas = strategy_obj.num_replicas_in_sync
-        if train_batch_size % (replicas * gradient_accumulation_steps):
-            raise ValueError(f"`train_batch_size={train_batch_size}` must divide by the {replicas} replica(s) x "
-                             f"`gradient_accumulation_steps={gradient_accumulation_steps}`.")
-        if init_checkpoint and not loop.list_checkpoints(output_dir):
-            _init_model(model, init_checkpoint, init_from_group0)
-        elif init_checkpoint:
+        if init_checkpoint and loop.list_checkpoints(output_dir):
             logging.info("%s has checkpoints: resuming, `init_checkpoint` not read.", output_dir)
-        with strategy_obj.scope():
-            opt = optimization.create_optimizer(learning_rate, num_train_steps, num_warmup_steps,
-                                                optimizer=optimizer, poly_power=poly_power,
-                                                start_warmup_step=start_warmup_step)
-
-        def train_dataset_fn(input_context):
-            per_replica = input_context.get_per_replica_batch_size(train_batch_size) // gradient_accumulation_steps
-            return pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, per_replica,
-                                       is_training=True, input_context=input_context,
-                                       masked_lm_budget=masked_lm_budget, seed=seed)
-
         logging.info("***** Running training *****")
         logging.info("  Batch size = %d", train_batch_size)
-        results["train"] = loop.run_training(
-            model, opt, pretraining_loss_fn, train_dataset_fn, strategy_obj, output_dir, num_train_steps,
-            iterations_per_loop=iterations_per_loop, save_checkpoints_steps=save_checkpoints_steps,
-            keep_checkpoint_max=keep_checkpoint_max, gradient_accumulation_steps=gradient_accumulation_steps,
-            jit_compile=jit_compile)
-
+        results["train"] = driver.train(
+            task, model, strategy_obj, output_dir, init_checkpoint, learning_rate, train_batch_size,
+            optimizer=optimizer, save_checkpoints_steps=save_checkpoints_steps,
+            iterations_per_loop=iterations_per_loop, jit_compile=jit_compile,
+            gradient_accumulation_steps=gradient_accumulation_steps, keep_checkpoint_max=keep_checkpoint_max,
+            poly_power=poly_power, start_warmup_step=start_warmup_step)
+        results["train"].pop("num_train_steps")
     if do_eval:
-        logging.info("***** Running evaluation *****")
-        logging.info("  Batch size = %d", eval_batch_size)
-        eval_dataset = pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, eval_batch_size,
-                                           is_training=False, masked_lm_budget=masked_lm_budget)
-        _, best = loop.evaluate_checkpoints(
-            model, output_dir, lambda m: pretraining_metrics(m, eval_dataset, max_eval_steps),
-            "masked_lm_accuracy", output_dir, higher_is_better=True)
-        results["eval"] = best
-        if best is None:
+        if loop.list_checkpoints(output_dir):
+            results["eval"] = driver.evaluate(task, model, output_dir, None)
+            results["eval"].pop("best_step")
+        else:
             logging.warning("No checkpoint in %s to evaluate.", output_dir)
     return results
-

@@ -1,14 +1,16 @@
-"""RACE fine-tuning, evaluation and prediction: the library behind `run_race.py` (original-release §2.5, §8.6).
+"""RACE fine-tuning, evaluation and prediction: the RACE task of the driver and the library behind `run_race.py`.
 
 `run_race(...)` does what the original `run_race.py` does, with a TF2 custom training loop instead of a
-TPUEstimator: train for `train_step` steps (AdamW, warm-up then linear decay), evaluate every saved checkpoint
-on the dev set (`eval_results.txt`, `best_trial.txt`, best copied to `model.ckpt-best`), and on `do_predict`
-score the test set with the best checkpoint (`predict_results.txt`, plus per-question `predictions.tsv`).
+TPUEstimator (`albert_tf.training.driver` runs the stages): train for `train_step` steps (AdamW, warm-up then
+linear decay), evaluate every saved checkpoint on the dev set (`eval_results.txt`, `best_trial.txt`, best
+copied to `model.ckpt-best`), and on `do_predict` score the test set with the best checkpoint
+(`predict_results.txt`, plus per-question `predictions.tsv`).
 Accuracy is reported overall and per level (`middle`, `high`).
 """
 
 import contextlib
 import csv
+import io
 import os
 import time
 
@@ -16,21 +18,17 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.config import AlbertConfig
+from albert_tf import export as export_lib
 from albert_tf.data import race as race_data
+from albert_tf.fileio import write_text_atomic
 from albert_tf.models.race import AlbertRace, race_loss
+from albert_tf.tokenization import FullTokenizer
+from albert_tf.training import driver
 
 PREDICTIONS_FILE = "predictions.tsv"
 PREDICT_RESULTS_FILE = "predict_results.txt"
 EVAL_RESULTS_FILE = "eval_results.txt"
 METRIC_KEY = "eval_accuracy"
-
-
-def _atomic_write(path, text):
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with tf.io.gfile.GFile(tmp, "w") as f:
-        f.write(text)
-    tf.io.gfile.rename(tmp, path, overwrite=True)
 
 
 def check_race_tfrecord(path, max_seq_length, expected_count=None):
@@ -118,46 +116,20 @@ def score_examples(logits_fn, examples, tfrecord, max_seq_length, batch_size, dr
 def write_predictions(path, examples, logits):
     """Per-question TSV: id, level, predicted letter, gold letter (empty if unknown), probabilities A-D."""
     probabilities = tf.nn.softmax(logits, axis=-1).numpy()
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with tf.io.gfile.GFile(tmp, "w") as f:
-        writer = csv.writer(f, delimiter="\t", lineterminator="\n")
-        writer.writerow(["id", "level", "prediction", "answer"] + [f"prob_{c}" for c in race_data.LABELS])
-        for example, probs in zip(examples, probabilities):
-            answer = "" if example.label is None else race_data.LABELS[example.label]
-            writer.writerow([example.example_id, example.level, race_data.LABELS[int(probs.argmax())], answer]
-                            + [f"{p:.6f}" for p in probs])
-    tf.io.gfile.rename(tmp, path, overwrite=True)
+    text = io.StringIO()
+    writer = csv.writer(text, delimiter="\t", lineterminator="\n")
+    writer.writerow(["id", "level", "prediction", "answer"] + [f"prob_{c}" for c in race_data.LABELS])
+    for example, probs in zip(examples, probabilities):
+        answer = "" if example.label is None else race_data.LABELS[example.label]
+        writer.writerow([example.example_id, example.level, race_data.LABELS[int(probs.argmax())], answer]
+                        + [f"{p:.6f}" for p in probs])
+    write_text_atomic(path, text.getvalue())
 
 
 def _format_results(title, metrics):
     lines = [title] if title else []
     lines += [f"{key} = {metrics[key]}" for key in sorted(metrics)]
     return "\n".join(lines) + "\n"
-
-
-def _resolve_sources(stack, albert_config_file, spm_model_file, init_checkpoint, albert_hub_module_handle):
-    """Config and spm model: the arguments, else the assets of the TF-Hub module / release directory."""
-    if spm_model_file == "from_tf_hub" and not albert_hub_module_handle:
-        raise ValueError("`spm_model_file=from_tf_hub` needs `albert_hub_module_handle`.")
-    source = albert_hub_module_handle or init_checkpoint
-    needs_spm = not spm_model_file or spm_model_file == "from_tf_hub"
-    if source and (not albert_config_file or needs_spm):
-        from albert_tf.checkpoints import resolve_source
-
-        resolved = stack.enter_context(resolve_source(source))
-        albert_config_file = albert_config_file or resolved.config_file
-        if needs_spm and resolved.spm_model_file:
-            spm_model_file = resolved.spm_model_file
-    if spm_model_file == "from_tf_hub":
-        raise ValueError(f"`albert_hub_module_handle={albert_hub_module_handle!r}` has no SentencePiece model "
-                         "asset: pass `spm_model_file`.")
-    if not albert_config_file:
-        raise ValueError("`albert_config_file` is required (or a hub module / release dir that ships one).")
-    if not tf.io.gfile.exists(albert_config_file):
-        raise ValueError(f"`albert_config_file` not found: {albert_config_file!r}.")
-    if spm_model_file and not tf.io.gfile.exists(spm_model_file):
-        raise ValueError(f"`spm_model_file` not found: {spm_model_file!r}.")
-    return albert_config_file, spm_model_file
 
 
 def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None, vocab_file=None,
@@ -168,7 +140,8 @@ def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None,
              learning_rate=1e-5, train_step=12000, warmup_step=1000, save_checkpoints_steps=100,
              iterations_per_loop=1000, export_dir=None, optimizer="adamw", delete_non_best=True,
              strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None, master=None,
-             num_tpu_cores=8, mixed_precision="float32", jit_compile=False, gradient_accumulation_steps=1):
+             num_tpu_cores=8, mixed_precision="float32", jit_compile=False, gradient_accumulation_steps=1,
+             random_seed=None, recompute=False):
     """Fine-tunes, evaluates and predicts RACE as the original `run_race.py`.
 
     Args:
@@ -202,7 +175,8 @@ def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None,
         delete_non_best: bool, after evaluation delete the checkpoints other than the best and the latest (the
             original deletes them while evaluating).
         strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
-            jit_compile, gradient_accumulation_steps: runtime options (see `albert_tf.training.flags`).
+            jit_compile, gradient_accumulation_steps, random_seed, recompute: runtime options (see
+            `albert_tf.training.flags`).
 
     Returns:
         dict with `eval` (best dev metrics, with `best_step`), `predict` (test metrics) and `export_path`, for
@@ -224,190 +198,132 @@ def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None,
         if int(value) < 1:
             raise ValueError(f"`{name}` must be >= 1. Received: `{name}={value}`.")
 
-    from albert_tf import tokenization
-    from albert_tf.training import distribution, loop
 
     with contextlib.ExitStack() as stack:
-        albert_config_file, spm_model_file = _resolve_sources(stack, albert_config_file, spm_model_file,
-                                                              init_checkpoint, albert_hub_module_handle)
+        config, spm_model_file, _ = driver.resolve_sources(stack, albert_config_file, spm_model_file,
+                                                           asset_source=albert_hub_module_handle or init_checkpoint)
         if not spm_model_file and not vocab_file:
             raise ValueError("`spm_model_file` is required (or `vocab_file` for a WordPiece model).")
-        config = AlbertConfig.from_json_file(albert_config_file)
         if max_seq_length > config.max_position_embeddings:
             raise ValueError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
                              f"trained up to sequence length {config.max_position_embeddings}.")
+        driver.check_checkpoints(output_dir, do_eval, do_predict or bool(export_dir))
         tf.io.gfile.makedirs(output_dir)
-        tokenizer = tokenization.FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
-                                               spm_model_file=spm_model_file)
-        read = dict(do_lower_case=do_lower_case, high_only=high_only, middle_only=middle_only,
-                    use_spm=bool(spm_model_file))
-        init_source = init_checkpoint or albert_hub_module_handle
-
-        if use_tpu and strategy == "one_device":
-            strategy = "tpu"
-        dist = distribution.prepare_runtime(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name,
-                                            tpu_zone=tpu_zone, gcp_project=gcp_project, master=master,
-                                            num_tpu_cores=num_tpu_cores, mixed_precision=mixed_precision)
-        on_tpu = isinstance(dist, tf.distribute.TPUStrategy)
+        tokenizer = FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case, spm_model_file=spm_model_file)
+        dist = driver.prepare_runtime(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
+                                      gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores,
+                                      mixed_precision=mixed_precision, random_seed=random_seed)
+        task = RaceTask(data_dir, output_dir, tokenizer, dist, dict(
+            do_lower_case=do_lower_case, high_only=high_only, middle_only=middle_only, use_spm=bool(spm_model_file)),
+            max_seq_length, max_qa_length, train_file=train_file, eval_file=eval_file, predict_file=predict_file,
+            eval_batch_size=eval_batch_size, predict_batch_size=predict_batch_size, train_step=train_step,
+            warmup_step=warmup_step, dropout_prob=dropout_prob, delete_non_best=delete_non_best,
+            jit_compile=jit_compile, spm_model_file=spm_model_file)
         with dist.scope():
-            model = AlbertRace(config, dropout_prob=dropout_prob)
-        logits_fn = make_logits_fn(model, dist, jit_compile)
-
-        results = {}
-        if do_train:
-            _train(model, dist, tokenizer, read, data_dir, output_dir, train_file, init_source, max_seq_length,
-                   max_qa_length, train_batch_size, learning_rate, train_step, warmup_step,
-                   save_checkpoints_steps, iterations_per_loop, optimizer, jit_compile, gradient_accumulation_steps)
-
-        best_value = None
-        if do_eval:
-            eval_examples = race_data.read_race_examples(data_dir, "dev", **read)
-            eval_file = eval_file or os.path.join(output_dir, "eval.tf_record")
-            padding = (-len(eval_examples)) % eval_batch_size if on_tpu else 0
-            prepare_tfrecord(eval_examples, tokenizer, eval_file, max_seq_length, max_qa_length, padding)
-            logging.info("***** Running evaluation *****\n  Num examples = %d (%d padding)\n  Batch size = %d",
-                         len(eval_examples), padding, eval_batch_size)
-
-            def eval_fn(m):
-                metrics, _ = score_examples(logits_fn, eval_examples, eval_file, max_seq_length,
-                                            eval_batch_size, drop_remainder=on_tpu)
-                logging.info("RACE dev: %s", metrics)
-                return metrics
-
-            if loop.list_checkpoints(output_dir):
-                best_step, best_metrics = loop.evaluate_checkpoints(
-                    model, output_dir, eval_fn, METRIC_KEY, output_dir, higher_is_better=True,
-                    delete_non_best=delete_non_best)
-            else:
-                # Nothing trained here: evaluate the initial weights (e.g. a RACE checkpoint fine-tuned elsewhere).
-                if not init_source:
-                    raise ValueError(f"No checkpoint to evaluate in `output_dir={output_dir}`: train first "
-                                     "(do_train) or give `init_checkpoint`.")
-                _init_weights(model, init_source)
-                best_step, best_metrics = 0, dict(eval_fn(model), global_step=0)
-                _atomic_write(os.path.join(output_dir, EVAL_RESULTS_FILE), _format_results("", best_metrics))
-            best_value = best_metrics[METRIC_KEY]
-            results["eval"] = dict(best_metrics, best_step=best_step)
-
-        inference_step = None
-        if do_predict or export_dir:
-            inference_step = _restore_for_inference(model, output_dir, init_source, loop)
-
-        if do_predict:
-            results["predict"] = _predict(logits_fn, tokenizer, read, data_dir, output_dir, predict_file,
-                                          max_seq_length, max_qa_length, predict_batch_size, on_tpu, best_value,
-                                          inference_step)
-
-        if export_dir:
-            from albert_tf import export
-
-            results["export_path"] = export.export_saved_model(
-                model, export_dir, spm_model_file=spm_model_file, do_lower_case=do_lower_case,
-                max_seq_length=max_seq_length, max_qa_length=max_qa_length)
-            logging.info("Model exported to %s", results["export_path"])
+            model = task.build_model(config, **driver.model_kwargs(recompute))
+        results = driver.run(
+            task, model, dist, output_dir, init_checkpoint or albert_hub_module_handle, do_train=do_train,
+            do_eval=do_eval, do_predict=do_predict, export_dir=export_dir,
+            train_options=dict(learning_rate=learning_rate, train_batch_size=train_batch_size, optimizer=optimizer,
+                               save_checkpoints_steps=save_checkpoints_steps,
+                               iterations_per_loop=iterations_per_loop, jit_compile=jit_compile,
+                               gradient_accumulation_steps=gradient_accumulation_steps))
+        results.pop("train", None)
+        if "eval" in results and results["eval"]["best_step"] is None:
+            results["eval"]["best_step"] = 0      # the initial weights were scored
         return results
 
 
-def _init_weights(model, init_source):
-    from albert_tf.checkpoints import init_from_checkpoint
+class RaceTask(driver.Task):
+    """RACE: four (article, question + option) sequences per question, `AlbertRace`, accuracy per level."""
 
-    logging.info("Initialising from %s", init_source)
-    init_from_checkpoint(model, init_source, allow_missing_heads=True)
+    name = "race"
+    metric_key = METRIC_KEY
+    checkpoint_iterator = True
 
+    def __init__(self, data_dir, output_dir, tokenizer, strategy, read, max_seq_length, max_qa_length,
+                 train_file=None, eval_file=None, predict_file=None, eval_batch_size=8, predict_batch_size=8,
+                 train_step=12000, warmup_step=1000, dropout_prob=0.1, delete_non_best=True, jit_compile=False,
+                 spm_model_file=None):
+        self.data_dir, self.output_dir, self.tokenizer, self.strategy = data_dir, output_dir, tokenizer, strategy
+        self.read, self.max_seq_length, self.max_qa_length = read, max_seq_length, max_qa_length
+        self.train_file = train_file or os.path.join(output_dir, "train.tf_record")
+        self.eval_file = eval_file or os.path.join(output_dir, "eval.tf_record")
+        self.predict_file = predict_file or os.path.join(output_dir, "predict.tf_record")
+        self.eval_batch_size, self.predict_batch_size = eval_batch_size, predict_batch_size
+        self.train_step, self.warmup_step, self.dropout_prob = train_step, warmup_step, dropout_prob
+        self.delete_non_best, self.jit_compile, self.spm_model_file = delete_non_best, jit_compile, spm_model_file
+        self.on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
+        self.best_value = None
+        self._logits_fn = None
 
-def _train(model, dist, tokenizer, read, data_dir, output_dir, train_file, init_source, max_seq_length,
-           max_qa_length, train_batch_size, learning_rate, train_step, warmup_step, save_checkpoints_steps,
-           iterations_per_loop, optimizer, jit_compile, gradient_accumulation_steps):
-    from albert_tf.training import loop, optimization
+    def build_model(self, config, **model_kwargs):
+        model = AlbertRace(config, dropout_prob=self.dropout_prob, **model_kwargs)
+        self._logits_fn = make_logits_fn(model, self.strategy, self.jit_compile)
+        return model
 
-    train_examples = race_data.read_race_examples(data_dir, "train", **read)
-    train_file = train_file or os.path.join(output_dir, "train.tf_record")
-    prepare_tfrecord(train_examples, tokenizer, train_file, max_seq_length, max_qa_length, check_count=False)
-    logging.info("***** Running training *****\n  Num examples = %d\n  Batch size = %d\n  Num steps = %d",
-                 len(train_examples), train_batch_size, train_step)
-    # A resumed run restores its own checkpoint; the initial weights matter only for a fresh one.
-    if init_source and not loop.list_checkpoints(output_dir):
-        _init_weights(model, init_source)
-    replicas = dist.num_replicas_in_sync
-    micro_batches = replicas * int(gradient_accumulation_steps)
-    if train_batch_size % micro_batches:
-        raise ValueError(f"`train_batch_size={train_batch_size}` must be divisible by the {replicas} replica(s) "
-                         f"times `gradient_accumulation_steps={gradient_accumulation_steps}`.")
-    with dist.scope():
-        opt = optimization.create_optimizer(learning_rate, train_step, warmup_step, optimizer=optimizer)
+    def prepare_training(self):
+        examples = race_data.read_race_examples(self.data_dir, "train", **self.read)
+        prepare_tfrecord(examples, self.tokenizer, self.train_file, self.max_seq_length, self.max_qa_length,
+                         check_count=False)
+        logging.info("***** Running training *****\n  Num examples = %d\n  Num steps = %d", len(examples),
+                     self.train_step)
+        return self.train_step, self.warmup_step
 
-    def train_dataset_fn(input_context=None):
-        return race_data.race_dataset(train_file, max_seq_length, train_batch_size // micro_batches,
-                                      is_training=True, drop_remainder=True, input_context=input_context)
+    def train_dataset(self, input_context, batch_size):
+        return race_data.race_dataset(self.train_file, self.max_seq_length, batch_size, is_training=True,
+                                      drop_remainder=True, input_context=input_context)
 
-    def loss_fn(m, features, training):
-        outputs = m(features, training=training)
+    def loss(self, model, features, training):
+        outputs = model(features, training=training)
         loss, _ = race_loss(outputs["logits"], features["label_ids"])
         labels = tf.cast(tf.reshape(features["label_ids"], [-1]), tf.int32)
         accuracy = tf.reduce_mean(tf.cast(tf.equal(outputs["predictions"], labels), tf.float32))
         return loss, {"accuracy": accuracy}
 
-    # The original keeps every checkpoint (keep_checkpoint_max=0) so that each one gets evaluated.
-    keep = train_step // save_checkpoints_steps + 2 if save_checkpoints_steps else 1
-    loop.run_training(model, opt, loss_fn, train_dataset_fn, dist, output_dir, train_step,
-                      iterations_per_loop=min(iterations_per_loop, save_checkpoints_steps or iterations_per_loop),
-                      save_checkpoints_steps=save_checkpoints_steps, keep_checkpoint_max=keep,
-                      gradient_accumulation_steps=gradient_accumulation_steps, jit_compile=jit_compile)
+    def prepare_evaluation(self):
+        self.eval_examples = race_data.read_race_examples(self.data_dir, "dev", **self.read)
+        padding = (-len(self.eval_examples)) % self.eval_batch_size if self.on_tpu else 0
+        prepare_tfrecord(self.eval_examples, self.tokenizer, self.eval_file, self.max_seq_length,
+                         self.max_qa_length, padding)
+        logging.info("***** Running evaluation *****\n  Num examples = %d (%d padding)\n  Batch size = %d",
+                     len(self.eval_examples), padding, self.eval_batch_size)
 
+    def evaluate(self, model):
+        metrics, _ = score_examples(self._logits_fn, self.eval_examples, self.eval_file, self.max_seq_length,
+                                    self.eval_batch_size, drop_remainder=self.on_tpu)
+        logging.info("RACE dev: %s", metrics)
+        value = metrics[METRIC_KEY]
+        self.best_value = value if self.best_value is None else max(self.best_value, value)
+        return metrics
 
-def _predict(logits_fn, tokenizer, read, data_dir, output_dir, predict_file, max_seq_length, max_qa_length,
-             batch_size, on_tpu, best_value, global_step):
-    examples = race_data.read_race_examples(data_dir, "test", require_answers=False, **read)
-    predict_file = predict_file or os.path.join(output_dir, "predict.tf_record")
-    padding = (-len(examples)) % batch_size if on_tpu else 0
-    prepare_tfrecord(examples, tokenizer, predict_file, max_seq_length, max_qa_length, padding)
-    logging.info("***** Running prediction *****\n  Num examples = %d (%d padding)\n  Batch size = %d",
-                 len(examples), padding, batch_size)
-    metrics, logits = score_examples(logits_fn, examples, predict_file, max_seq_length, batch_size,
-                                     drop_remainder=on_tpu)
-    write_predictions(os.path.join(output_dir, PREDICTIONS_FILE), examples, logits)
-    if metrics["num_examples"] == 0:  # No answers in the test data: no accuracy to report.
-        metrics = {"num_questions": len(examples)}
-    else:
-        metrics["num_questions"] = len(examples)
-    if global_step is not None:
-        metrics["global_step"] = global_step
-    if best_value is not None:
-        metrics["best"] = best_value
-    _atomic_write(os.path.join(output_dir, PREDICT_RESULTS_FILE),
-                  _format_results("***** Predict results *****", metrics))
-    logging.info("RACE test: %s", metrics)
-    return metrics
+    def predict(self, model, checkpoint, step):
+        examples = race_data.read_race_examples(self.data_dir, "test", require_answers=False, **self.read)
+        batch_size = self.predict_batch_size
+        padding = (-len(examples)) % batch_size if self.on_tpu else 0
+        prepare_tfrecord(examples, self.tokenizer, self.predict_file, self.max_seq_length, self.max_qa_length,
+                         padding)
+        logging.info("***** Running prediction *****\n  Num examples = %d (%d padding)\n  Batch size = %d",
+                     len(examples), padding, batch_size)
+        metrics, logits = score_examples(self._logits_fn, examples, self.predict_file, self.max_seq_length,
+                                         batch_size, drop_remainder=self.on_tpu)
+        write_predictions(os.path.join(self.output_dir, PREDICTIONS_FILE), examples, logits)
+        if metrics["num_examples"] == 0:  # No answers in the test data: no accuracy to report.
+            metrics = {"num_questions": len(examples)}
+        else:
+            metrics["num_questions"] = len(examples)
+        if step is not None:
+            metrics["global_step"] = step
+        if self.best_value is not None:
+            metrics["best"] = self.best_value
+        write_text_atomic(os.path.join(self.output_dir, PREDICT_RESULTS_FILE),
+                          _format_results("***** Predict results *****", metrics))
+        logging.info("RACE test: %s", metrics)
+        return metrics
 
-
-def _best_step(output_dir):
-    """The best step recorded in `best_trial.txt` (`global_step:best_step:best_value`), or None."""
-    path = os.path.join(output_dir, "best_trial.txt")
-    if not tf.io.gfile.exists(path):
-        return None
-    with tf.io.gfile.GFile(path) as f:
-        lines = f.read().split()
-    try:
-        return int(lines[-1].split(":")[1])
-    except (IndexError, ValueError):
-        return None
-
-
-def _restore_for_inference(model, output_dir, init_source, loop):
-    """Loads `model.ckpt-best`, else the latest checkpoint, else the initial weights; returns the step or None."""
-    best_prefix = os.path.join(output_dir, "model.ckpt-best")
-    if tf.io.gfile.exists(best_prefix + ".index"):
-        logging.info("Using %s", best_prefix)
-        loop.restore_checkpoint(model, best_prefix)
-        return _best_step(output_dir)
-    saved = loop.list_checkpoints(output_dir)
-    if saved:
-        logging.info("No model.ckpt-best; using the latest checkpoint %s", saved[-1][1])
-        loop.restore_checkpoint(model, saved[-1][1])
-        return saved[-1][0]
-    if not init_source:
-        raise ValueError(f"No checkpoint in `output_dir={output_dir}` to predict with: train first "
-                         "(do_train) or give `init_checkpoint`.")
-    logging.info("No checkpoint in %s; using the initial weights of %s", output_dir, init_source)
-    _init_weights(model, init_source)
-    return None
+    def export(self, model, export_dir):
+        path = export_lib.export_saved_model(model, export_dir, spm_model_file=self.spm_model_file,
+                                             do_lower_case=self.read["do_lower_case"],
+                                             max_seq_length=self.max_seq_length, max_qa_length=self.max_qa_length)
+        logging.info("Model exported to %s", path)
+        return {"export_path": path}

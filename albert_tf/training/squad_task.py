@@ -1,7 +1,7 @@
-"""SQuAD 1.1 / 2.0 fine-tuning and prediction: the library side of `run_squad.py`.
+"""SQuAD 1.1 / 2.0 fine-tuning and prediction: the SQuAD task of the driver and the library side of `run_squad.py`.
 
-`run_squad(...)` does what the original `run_squad_v1.py` / `run_squad_v2.py` mains do (original-release
-§2.4, §8.3-§8.5), with explicit arguments instead of flags; `version_2_with_negative` selects v2:
+`run_squad(...)` does what the original `run_squad_v1.py` / `run_squad_v2.py` mains do, with explicit
+arguments instead of flags (`albert_tf.training.driver` runs the stages); `version_2_with_negative` selects v2:
 
 * `do_train`: the training examples are shuffled (`random.Random(12345)`), converted once to
   `train_feature_file` (reused when present), the model initialised from `init_checkpoint` /
@@ -20,17 +20,23 @@
 import contextlib
 import os
 import random
+import shutil
+import tempfile
 import time
 
-from absl import logging
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
+from albert_tf import export as export_lib
+from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.data import squad
 from albert_tf.data import squad_postprocess as post
+from albert_tf.fileio import write_bytes_atomic, write_text_atomic
 from albert_tf.layers import activations
 from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2, squad_v1_loss, squad_v2_loss
-from albert_tf.training.task_sources import resolve_task_sources, task_strategy
+from albert_tf.tokenization import FullTokenizer
+from albert_tf.training import driver, loop
 
 _V2_RESULT_KEYS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index", "cls_logits")
 
@@ -39,14 +45,6 @@ def num_train_steps_and_warmup(num_examples, train_batch_size, num_train_epochs,
     """The original's `int(n / batch * epochs)` steps and `int(steps * warmup_proportion)` warm-up steps."""
     steps = int(num_examples / train_batch_size * num_train_epochs)
     return steps, int(steps * warmup_proportion)
-
-
-def _resolve_sources(stack, albert_config_file, hub_handle, spm_model_file):
-    """Config, spm model and hub init path (config and spm taken from the TF-Hub module when not given)."""
-    return resolve_task_sources(
-        stack, albert_config_file, hub_handle, spm_model_file,
-        spm_missing_message="SQuAD needs a SentencePiece model: set `spm_model_file` (the alignment of §8.3 "
-                            "works on SentencePiece pieces).")
 
 
 def _conversion_metadata(max_seq_length, doc_stride, max_query_length, do_lower_case, predict_file,
@@ -171,117 +169,12 @@ def _validate(do_train, do_predict, export_dir, train_file, predict_file, output
         raise ValueError(f"`doc_stride` must be positive. Received: {doc_stride}.")
 
 
-def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_file=None, train_file=None,
-              predict_file=None, train_feature_file=None, predict_feature_file=None,
-              predict_feature_left_file=None, init_checkpoint=None, albert_hub_module_handle=None,
-              do_lower_case=True, max_seq_length=384, doc_stride=128, max_query_length=64, do_train=False,
-              do_predict=False, train_batch_size=32, predict_batch_size=8, learning_rate=5e-5,
-              num_train_epochs=3.0, warmup_proportion=0.1, save_checkpoints_steps=1000, iterations_per_loop=1000,
-              n_best_size=20, max_answer_length=30, version_2_with_negative=False,
-              null_score_diff_threshold=None, start_n_top=5, end_n_top=5, dropout_prob=0.1, use_einsum=True,
-              export_dir=None, strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None,
-              gcp_project=None, master=None, num_tpu_cores=8, mixed_precision=None, jit_compile=False):
-    """Fine-tunes and/or predicts SQuAD 1.1 (default) or 2.0 (`version_2_with_negative`), as the original.
-
-    Args:
-        output_dir: str, checkpoints, `eval_results.txt`, `best_trial.txt`, `model.ckpt-best*` and predictions.
-        albert_config_file: str, `albert_config.json` (optional with `albert_hub_module_handle`).
-        spm_model_file: str, SentencePiece model (required; "from_tf_hub" takes the hub module's asset).
-        vocab_file: str, accepted for the original's flag; unused with SentencePiece.
-        train_file, predict_file: str, SQuAD JSON files.
-        train_feature_file: str, training TFRecord, written if missing (default `<output_dir>/train.tf_record`).
-        predict_feature_file: str, predict TFRecord, written if missing (default `<output_dir>/predict.tf_record`).
-        predict_feature_left_file: str, JSON eval features, written if missing (default
-            `<output_dir>/predict_left_file.json`); never a pickle.
-        init_checkpoint: str, any source `albert_tf.checkpoints.init_from_checkpoint` reads.
-        albert_hub_module_handle: str, local TF-Hub TF1 module dir.
-        do_lower_case: bool.
-        max_seq_length, doc_stride, max_query_length: int, feature conversion (§8.3).
-        do_train, do_predict: bool.
-        train_batch_size, predict_batch_size: int, global batch sizes.
-        learning_rate, num_train_epochs, warmup_proportion: float, AdamW schedule (§7).
-        save_checkpoints_steps, iterations_per_loop: int.
-        n_best_size, max_answer_length: int, post-processing.
-        version_2_with_negative: bool, SQuAD 2.0 with the XLNet-style head.
-        null_score_diff_threshold: optional float (v2): a fixed threshold instead of the search on the
-            predict set.
-        start_n_top, end_n_top: int (v2), beam sizes.
-        dropout_prob: float (v2), dropout of the answer-class head.
-        use_einsum: bool, accepted for the original's v1 flag (TFLite); the Keras layers need no switch.
-        export_dir: str, SavedModel export of `model.ckpt-best` (else the latest checkpoint).
-        strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
-            jit_compile: runtime options (see `albert_tf.training.flags`).
-
-    Returns:
-        dict: `num_train_steps` and `train` (last loop scalars) when training; `eval` (the best checkpoint's
-        metrics, with `best_step`) when predicting on a file with answers; `export_path` (and v1 `tflite_file`)
-        when exporting.
-    """
-    del vocab_file, use_einsum
-    _validate(do_train, do_predict, export_dir, train_file, predict_file, output_dir, max_seq_length,
-              max_query_length, doc_stride)
-    train_feature_file = train_feature_file or os.path.join(output_dir, "train.tf_record")
-    predict_feature_file = predict_feature_file or os.path.join(output_dir, "predict.tf_record")
-    predict_feature_left_file = predict_feature_left_file or os.path.join(output_dir, "predict_left_file.json")
-
-    with contextlib.ExitStack() as stack:
-        config, spm_model_file, hub_init = _resolve_sources(stack, albert_config_file, albert_hub_module_handle,
-                                                            spm_model_file)
-        if max_seq_length > config.max_position_embeddings:
-            raise ValueError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
-                             f"trained up to sequence length {config.max_position_embeddings}.")
-        from albert_tf.tokenization import FullTokenizer
-
-        tokenizer = FullTokenizer(do_lower_case=do_lower_case, spm_model_file=spm_model_file)
-        tf.io.gfile.makedirs(output_dir)
-        dist = task_strategy(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
-                             gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores,
-                             mixed_precision=mixed_precision)
-        with dist.scope():
-            if version_2_with_negative:
-                model = AlbertSquadV2(config, start_n_top=start_n_top, end_n_top=end_n_top,
-                                      dropout_prob=dropout_prob)
-            else:
-                model = AlbertSquadV1(config)
-        init_path = init_checkpoint or hub_init
-        result = {}
-
-        if do_train:
-            result.update(_train(model, dist, tokenizer, train_file, train_feature_file, output_dir, init_path,
-                                 version_2_with_negative, do_lower_case, max_seq_length, doc_stride,
-                                 max_query_length, train_batch_size, learning_rate, num_train_epochs,
-                                 warmup_proportion, save_checkpoints_steps, iterations_per_loop, jit_compile))
-        if do_predict:
-            metrics = _predict(model, dist, tokenizer, predict_file, predict_feature_file,
-                               predict_feature_left_file, output_dir, init_path, version_2_with_negative,
-                               do_lower_case, max_seq_length, doc_stride, max_query_length, predict_batch_size,
-                               n_best_size, max_answer_length, start_n_top, end_n_top, null_score_diff_threshold)
-            if metrics:
-                result["eval"] = metrics
-        if export_dir:
-            from albert_tf import export
-
-            _restore_for_inference(model, output_dir, init_path)
-            result["export_path"] = export.export_saved_model(
-                model, export_dir, spm_model_file=spm_model_file, do_lower_case=do_lower_case,
-                max_seq_length=max_seq_length, max_query_length=max_query_length)
-            logging.info("Model exported to %s.", result["export_path"])
-            if not version_2_with_negative:
-                # As the original run_squad_v1.py: also a TFLite model with fixed [1, max_seq_length] inputs.
-                result["tflite_file"] = export_tflite(model, os.path.join(export_dir, "albert_model.tflite"),
-                                                      max_seq_length)
-    return result
-
-
 def export_tflite(model, tflite_file, max_seq_length):
     """`albert_model.tflite` of the original `run_squad_v1.py --export_dir`: int32 `input_ids`, `input_mask`,
     `segment_ids` `[1, max_seq_length]` -> `start_logits`, `end_logits` `[1, max_seq_length]` (float32).
 
     Converted from a fixed-shape SavedModel signature so that the TFLite signature keeps the names.
     """
-    import shutil
-    import tempfile
-
     specs = [tf.TensorSpec([1, max_seq_length], tf.int32, name=name)
              for name in ("input_ids", "input_mask", "segment_ids")]
 
@@ -303,138 +196,240 @@ def export_tflite(model, tflite_file, max_seq_length):
         flatbuffer = converter.convert()
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    tmp = f"{tflite_file}.tmp-{os.getpid()}"
-    with tf.io.gfile.GFile(tmp, "wb") as f:
-        f.write(flatbuffer)
-    tf.io.gfile.rename(tmp, tflite_file, overwrite=True)
+    write_bytes_atomic(tflite_file, flatbuffer)
     logging.info("Wrote %s (%d bytes).", tflite_file, len(flatbuffer))
     return tflite_file
 
 
-def _train(model, dist, tokenizer, train_file, train_feature_file, output_dir, init_path, version_2_with_negative,
-           do_lower_case, max_seq_length, doc_stride, max_query_length, train_batch_size, learning_rate,
-           num_train_epochs, warmup_proportion, save_checkpoints_steps, iterations_per_loop, jit_compile):
-    from albert_tf.training import loop, optimization
 
-    train_examples = squad.read_squad_examples(train_file, is_training=True)
-    num_train_steps, num_warmup_steps = num_train_steps_and_warmup(len(train_examples), train_batch_size,
-                                                                   num_train_epochs, warmup_proportion)
-    if num_train_steps < 1:
-        raise ValueError(f"{len(train_examples)} training examples / train_batch_size {train_batch_size} * "
-                         f"num_train_epochs {num_train_epochs} gives {num_train_steps} steps: nothing to train.")
-    # Pre-shuffle the input, as the original, to avoid a very large shuffle buffer.
-    random.Random(12345).shuffle(train_examples)
-    if not tf.io.gfile.exists(train_feature_file):
-        with squad.FeatureWriter(train_feature_file, is_training=True) as writer:
-            stats = squad.convert_examples_to_features(train_examples, tokenizer, max_seq_length, doc_stride,
-                                                       max_query_length, True, writer.process_feature,
-                                                       do_lower_case)
-        logging.info("Wrote %d training features to %s", stats.num_features, train_feature_file)
-    else:
-        logging.info("Reusing training features %s", train_feature_file)
-    logging.info("***** Running training *****")
-    logging.info("  Num orig examples = %d", len(train_examples))
-    logging.info("  Batch size = %d", train_batch_size)
-    logging.info("  Num steps = %d (warm-up %d)", num_train_steps, num_warmup_steps)
 
-    if init_path and not loop.list_checkpoints(output_dir):
-        from albert_tf.checkpoints import init_from_checkpoint
+class SquadTask(driver.Task):
+    """SQuAD 1.1 (`AlbertSquadV1`) or 2.0 (`AlbertSquadV2`): span features, the official metrics, the
+    original's predictions files."""
 
-        logging.info("Initialising from %s", init_path)
-        init_from_checkpoint(model, init_path, allow_missing_heads=True)
-    with dist.scope():
-        opt = optimization.create_optimizer(learning_rate, num_train_steps, num_warmup_steps, optimizer="adamw")
+    name = "squad"
+    metric_key = "f1"
+    delete_non_best = False
 
-    def loss_fn(m, features, training):
-        outputs = m(features, training=training)
-        if version_2_with_negative:
+    def __init__(self, output_dir, tokenizer, strategy, version_2_with_negative, do_lower_case, max_seq_length,
+                 doc_stride, max_query_length, train_file=None, train_feature_file=None, train_batch_size=32,
+                 num_train_epochs=3.0, warmup_proportion=0.1, predict_file=None, predict_feature_file=None,
+                 predict_feature_left_file=None, predict_batch_size=8, n_best_size=20, max_answer_length=30,
+                 start_n_top=5, end_n_top=5, dropout_prob=0.1, null_score_diff_threshold=None,
+                 spm_model_file=None):
+        self.output_dir, self.tokenizer, self.strategy = output_dir, tokenizer, strategy
+        self.v2, self.do_lower_case = version_2_with_negative, do_lower_case
+        self.max_seq_length, self.doc_stride, self.max_query_length = max_seq_length, doc_stride, max_query_length
+        self.train_file, self.train_feature_file, self.train_batch_size = train_file, train_feature_file, \
+            train_batch_size
+        self.num_train_epochs, self.warmup_proportion = num_train_epochs, warmup_proportion
+        self.predict_file, self.predict_feature_file = predict_file, predict_feature_file
+        self.predict_feature_left_file, self.predict_batch_size = predict_feature_left_file, predict_batch_size
+        self.n_best_size, self.max_answer_length = n_best_size, max_answer_length
+        self.start_n_top, self.end_n_top, self.dropout_prob = start_n_top, end_n_top, dropout_prob
+        self.null_score_diff_threshold, self.spm_model_file = null_score_diff_threshold, spm_model_file
+        self.score = False
+
+    def build_model(self, config, **model_kwargs):
+        if self.v2:
+            return AlbertSquadV2(config, start_n_top=self.start_n_top, end_n_top=self.end_n_top,
+                                 dropout_prob=self.dropout_prob, **model_kwargs)
+        return AlbertSquadV1(config, **model_kwargs)
+
+    def prepare_training(self):
+        examples = squad.read_squad_examples(self.train_file, is_training=True)
+        steps, warmup = num_train_steps_and_warmup(len(examples), self.train_batch_size, self.num_train_epochs,
+                                                   self.warmup_proportion)
+        if steps < 1:
+            raise ValueError(f"{len(examples)} training examples / train_batch_size {self.train_batch_size} * "
+                             f"num_train_epochs {self.num_train_epochs} gives {steps} steps: nothing to train.")
+        # Pre-shuffle the input, as the original, to avoid a very large shuffle buffer.
+        random.Random(12345).shuffle(examples)
+        if not tf.io.gfile.exists(self.train_feature_file):
+            with squad.FeatureWriter(self.train_feature_file, is_training=True) as writer:
+                stats = squad.convert_examples_to_features(examples, self.tokenizer, self.max_seq_length,
+                                                           self.doc_stride, self.max_query_length, True,
+                                                           writer.process_feature, self.do_lower_case)
+            logging.info("Wrote %d training features to %s", stats.num_features, self.train_feature_file)
+        else:
+            logging.info("Reusing training features %s", self.train_feature_file)
+        logging.info("***** Running training *****")
+        logging.info("  Num orig examples = %d", len(examples))
+        logging.info("  Batch size = %d", self.train_batch_size)
+        logging.info("  Num steps = %d (warm-up %d)", steps, warmup)
+        return steps, warmup
+
+    def train_dataset(self, input_context, batch_size):
+        return squad.squad_dataset(self.train_feature_file, self.max_seq_length, True, batch_size, True,
+                                   is_v2=self.v2, input_context=input_context)
+
+    def loss(self, model, features, training):
+        outputs = model(features, training=training)
+        if self.v2:
             return squad_v2_loss(outputs, features)
         return squad_v1_loss(outputs, features), {}
 
-    def train_dataset_fn(input_context=None):
-        batch_size = train_batch_size
-        if input_context is not None:
-            batch_size = input_context.get_per_replica_batch_size(train_batch_size)
-        return squad.squad_dataset(train_feature_file, max_seq_length, True, batch_size, True,
-                                   is_v2=version_2_with_negative, input_context=input_context)
+    def prepare_evaluation(self):
+        self.dataset_json = squad.load_squad_json(self.predict_file)
+        self.score = squad.has_answers(self.dataset_json)
+        self.examples = squad.read_squad_examples(self.predict_file, is_training=False, dataset=self.dataset_json)
+        self.features = prepare_eval_features(self.examples, self.tokenizer, self.predict_file,
+                                              self.predict_feature_file, self.predict_feature_left_file,
+                                              self.max_seq_length, self.doc_stride, self.max_query_length,
+                                              self.do_lower_case)
+        logging.info("***** Running predictions *****")
+        logging.info("  Num orig examples = %d", len(self.examples))
+        logging.info("  Num split examples = %d", len(self.features))
+        logging.info("  Batch size = %d", self.predict_batch_size)
+        if not self.score:
+            logging.info("%s has no answers: writing predictions without metrics.", self.predict_file)
 
-    train_result = loop.run_training(
-        model, opt, loss_fn, train_dataset_fn, dist, output_dir, num_train_steps,
-        iterations_per_loop=int(min(iterations_per_loop, save_checkpoints_steps or iterations_per_loop)),
-        save_checkpoints_steps=save_checkpoints_steps,
-        # The original keeps every checkpoint (RunConfig keep_checkpoint_max=0) for do_predict to pick the best.
-        keep_checkpoint_max=num_train_steps // max(save_checkpoints_steps or num_train_steps, 1) + 2,
-        jit_compile=jit_compile, checkpoint_iterator=False)
-    return {"num_train_steps": num_train_steps, "train": train_result}
+    def evaluate(self, model):
+        """Predictions files of `model` on the predict file, and the official metrics when it has answers."""
+        dataset = predict_dataset(self.predict_feature_file, self.max_seq_length, self.predict_batch_size,
+                                  self.v2, len(self.features),
+                                  pad_to_full_batches=isinstance(self.strategy, tf.distribute.TPUStrategy))
+        results = predict_raw_results(model, dataset, self.strategy, self.v2, len(self.features))
+        return postprocess_and_score(results, self.examples, self.features, self.dataset_json, self.output_dir,
+                                     self.v2, self.n_best_size, self.max_answer_length, self.start_n_top,
+                                     self.end_n_top, self.null_score_diff_threshold, score=self.score)
+
+    def predict(self, model, checkpoint, step):
+        logging.info("Predicting with %s", checkpoint)
+        metrics = self.evaluate(model)
+        if metrics:
+            for key in sorted(metrics):
+                logging.info("  %s = %s", key, metrics[key])
+            write_text_atomic(os.path.join(self.output_dir, driver.EVAL_RESULTS_FILE),
+                              "".join(f"{key} = {metrics[key]}\n" for key in sorted(metrics)))
+        return metrics
+
+    def export(self, model, export_dir):
+        result = {"export_path": export_lib.export_saved_model(
+            model, export_dir, spm_model_file=self.spm_model_file, do_lower_case=self.do_lower_case,
+            max_seq_length=self.max_seq_length, max_query_length=self.max_query_length)}
+        logging.info("Model exported to %s.", result["export_path"])
+        if not self.v2:
+            # As the original run_squad_v1.py: also a TFLite model with fixed [1, max_seq_length] inputs.
+            result["tflite_file"] = export_tflite(model, os.path.join(export_dir, "albert_model.tflite"),
+                                                  self.max_seq_length)
+        return result
 
 
-def _restore_for_inference(model, output_dir, init_path):
-    """`model.ckpt-best` if present, else the latest `model.ckpt-<step>`, else `init_path`."""
-    from albert_tf.training import loop
-
-    best = os.path.join(output_dir, loop.BEST_CHECKPOINT_NAME)
-    if tf.io.gfile.exists(best + ".index"):
-        loop.restore_checkpoint(model, best)
-        return best
-    checkpoints = loop.list_checkpoints(output_dir)
-    if checkpoints:
-        loop.restore_checkpoint(model, checkpoints[-1][1])
-        return checkpoints[-1][1]
-    if init_path:
-        from albert_tf.checkpoints import init_from_checkpoint
-
-        init_from_checkpoint(model, init_path, allow_missing_heads=True)
-        return init_path
-    raise ValueError(f"No checkpoint in `output_dir` {output_dir!r} and no `init_checkpoint`: nothing to run.")
-
-
-def _predict(model, dist, tokenizer, predict_file, predict_feature_file, predict_feature_left_file, output_dir,
-             init_path, version_2_with_negative, do_lower_case, max_seq_length, doc_stride, max_query_length,
-             predict_batch_size, n_best_size, max_answer_length, start_n_top, end_n_top,
-             null_score_diff_threshold):
-    from albert_tf.training import loop
-
-    dataset_json = squad.load_squad_json(predict_file)
-    score = squad.has_answers(dataset_json)
-    eval_examples = squad.read_squad_examples(predict_file, is_training=False, dataset=dataset_json)
-    eval_features = prepare_eval_features(eval_examples, tokenizer, predict_file, predict_feature_file,
-                                          predict_feature_left_file, max_seq_length, doc_stride, max_query_length,
-                                          do_lower_case)
-    logging.info("***** Running predictions *****")
-    logging.info("  Num orig examples = %d", len(eval_examples))
-    logging.info("  Num split examples = %d", len(eval_features))
-    logging.info("  Batch size = %d", predict_batch_size)
-    if not score:
-        logging.info("%s has no answers: writing predictions without metrics.", predict_file)
-
-    def run(m):
-        dataset = predict_dataset(predict_feature_file, max_seq_length, predict_batch_size, version_2_with_negative,
-                                  len(eval_features), pad_to_full_batches=isinstance(dist, tf.distribute.TPUStrategy))
-        results = predict_raw_results(m, dataset, dist, version_2_with_negative, len(eval_features))
-        return postprocess_and_score(results, eval_examples, eval_features, dataset_json, output_dir,
-                                     version_2_with_negative, n_best_size, max_answer_length, start_n_top,
-                                     end_n_top, null_score_diff_threshold, score=score)
-
-    if score and loop.list_checkpoints(output_dir):
-        best_step, _ = loop.evaluate_checkpoints(model, output_dir, run, "f1", output_dir)
-        # As the original, the final predictions and results come from model.ckpt-best.
-        loop.restore_checkpoint(model, os.path.join(output_dir, loop.BEST_CHECKPOINT_NAME))
-        metrics = run(model)
-        eval_path = os.path.join(output_dir, "eval_results.txt")
+def _predict(task, model, output_dir, init_path):
+    """The original's `do_predict`: with answers, every checkpoint is scored (best by F1 to `model.ckpt-best`)
+    and the final predictions and results come from `model.ckpt-best`; else the predictions of the best (or
+    latest) checkpoint."""
+    task.prepare_evaluation()
+    if task.score and loop.list_checkpoints(output_dir):
+        best_step, _ = loop.evaluate_checkpoints(model, output_dir, task.evaluate, task.metric_key, output_dir)
+        restore_checkpoint(model, os.path.join(output_dir, loop.BEST_CHECKPOINT_NAME))
+        metrics = task.evaluate(model)
+        eval_path = os.path.join(output_dir, driver.EVAL_RESULTS_FILE)
         previous = tf.io.gfile.GFile(eval_path).read() if tf.io.gfile.exists(eval_path) else ""
         lines = [f"{key} = {metrics[key]}" for key in sorted(metrics)]
         lines.append(f"best perf happened at step: {best_step}")
-        squad.write_text_atomic(eval_path, previous + "\n".join(lines) + "\n")
+        write_text_atomic(eval_path, previous + "\n".join(lines) + "\n")
         logging.info("***** Final Eval results (step %d) *****", best_step)
         for key in sorted(metrics):
             logging.info("  %s = %s", key, metrics[key])
         return dict(metrics, best_step=best_step)
-    used = _restore_for_inference(model, output_dir, init_path)
-    logging.info("Predicting with %s", used)
-    metrics = run(model)
-    if metrics:
-        for key in sorted(metrics):
-            logging.info("  %s = %s", key, metrics[key])
-        squad.write_text_atomic(os.path.join(output_dir, "eval_results.txt"),
-                                 "".join(f"{key} = {metrics[key]}\n" for key in sorted(metrics)))
-    return metrics
+    checkpoint, step = driver.restore_for_inference(task, model, output_dir, init_path)
+    return task.predict(model, checkpoint, step)
+def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_file=None, train_file=None,
+              predict_file=None, train_feature_file=None, predict_feature_file=None,
+              predict_feature_left_file=None, init_checkpoint=None, albert_hub_module_handle=None,
+              do_lower_case=True, max_seq_length=384, doc_stride=128, max_query_length=64, do_train=False,
+              do_predict=False, train_batch_size=32, predict_batch_size=8, learning_rate=5e-5,
+              num_train_epochs=3.0, warmup_proportion=0.1, save_checkpoints_steps=1000, iterations_per_loop=1000,
+              n_best_size=20, max_answer_length=30, version_2_with_negative=False,
+              null_score_diff_threshold=None, start_n_top=5, end_n_top=5, dropout_prob=0.1, use_einsum=True,
+              export_dir=None, strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None,
+              gcp_project=None, master=None, num_tpu_cores=8, mixed_precision=None, jit_compile=False,
+              random_seed=None, recompute=False):
+    """Fine-tunes and/or predicts SQuAD 1.1 (default) or 2.0 (`version_2_with_negative`), as the original.
+
+    Args:
+        output_dir: str, checkpoints, `eval_results.txt`, `best_trial.txt`, `model.ckpt-best*` and predictions.
+        albert_config_file: str, `albert_config.json` (optional with `albert_hub_module_handle`).
+        spm_model_file: str, SentencePiece model (required; "from_tf_hub" takes the hub module's asset).
+        vocab_file: str, accepted for the original's flag; unused with SentencePiece.
+        train_file, predict_file: str, SQuAD JSON files.
+        train_feature_file: str, training TFRecord, written if missing (default `<output_dir>/train.tf_record`).
+        predict_feature_file: str, predict TFRecord, written if missing (default `<output_dir>/predict.tf_record`).
+        predict_feature_left_file: str, JSON eval features, written if missing (default
+            `<output_dir>/predict_left_file.json`); never a pickle.
+        init_checkpoint: str, any source `albert_tf.checkpoints.init_from_checkpoint` reads.
+        albert_hub_module_handle: str, local TF-Hub TF1 module dir.
+        do_lower_case: bool.
+        max_seq_length, doc_stride, max_query_length: int, feature conversion, as the original.
+        do_train, do_predict: bool.
+        train_batch_size, predict_batch_size: int, global batch sizes.
+        learning_rate, num_train_epochs, warmup_proportion: float, the AdamW schedule.
+        save_checkpoints_steps, iterations_per_loop: int.
+        n_best_size, max_answer_length: int, post-processing.
+        version_2_with_negative: bool, SQuAD 2.0 with the XLNet-style head.
+        null_score_diff_threshold: optional float (v2): a fixed threshold instead of the search on the
+            predict set.
+        start_n_top, end_n_top: int (v2), beam sizes.
+        dropout_prob: float (v2), dropout of the answer-class head.
+        use_einsum: bool, accepted for the original's v1 flag (TFLite); the Keras layers need no switch.
+        export_dir: str, SavedModel export of `model.ckpt-best` (else the latest checkpoint).
+        strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
+            jit_compile, random_seed, recompute: runtime options (see `albert_tf.training.flags`).
+
+    Returns:
+        dict: `num_train_steps` and `train` (last loop scalars) when training; `eval` (the best checkpoint's
+        metrics, with `best_step`) when predicting on a file with answers; `export_path` (and v1 `tflite_file`)
+        when exporting.
+    """
+    del vocab_file, use_einsum
+    _validate(do_train, do_predict, export_dir, train_file, predict_file, output_dir, max_seq_length,
+              max_query_length, doc_stride)
+    train_feature_file = train_feature_file or os.path.join(output_dir, "train.tf_record")
+    predict_feature_file = predict_feature_file or os.path.join(output_dir, "predict.tf_record")
+    predict_feature_left_file = predict_feature_left_file or os.path.join(output_dir, "predict_left_file.json")
+
+    with contextlib.ExitStack() as stack:
+        config, spm_model_file, _ = driver.resolve_sources(
+            stack, albert_config_file, spm_model_file, asset_source=albert_hub_module_handle,
+            spm_missing_message="SQuAD needs a SentencePiece model: set `spm_model_file` (the answer alignment "
+                                "works on SentencePiece pieces).")
+        if max_seq_length > config.max_position_embeddings:
+            raise ValueError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
+                             f"trained up to sequence length {config.max_position_embeddings}.")
+        driver.check_checkpoints(output_dir, do_predict, do_predict or bool(export_dir))
+        tokenizer = FullTokenizer(do_lower_case=do_lower_case, spm_model_file=spm_model_file)
+        tf.io.gfile.makedirs(output_dir)
+        dist = driver.prepare_runtime(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
+                                      gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores,
+                                      mixed_precision=mixed_precision, random_seed=random_seed)
+        task = SquadTask(output_dir, tokenizer, dist, version_2_with_negative, do_lower_case, max_seq_length,
+                         doc_stride, max_query_length, train_file=train_file, train_feature_file=train_feature_file,
+                         train_batch_size=train_batch_size, num_train_epochs=num_train_epochs,
+                         warmup_proportion=warmup_proportion, predict_file=predict_file,
+                         predict_feature_file=predict_feature_file,
+                         predict_feature_left_file=predict_feature_left_file, predict_batch_size=predict_batch_size,
+                         n_best_size=n_best_size, max_answer_length=max_answer_length, start_n_top=start_n_top,
+                         end_n_top=end_n_top, dropout_prob=dropout_prob,
+                         null_score_diff_threshold=null_score_diff_threshold, spm_model_file=spm_model_file)
+        with dist.scope():
+            model = task.build_model(config, **driver.model_kwargs(recompute))
+        init_path = init_checkpoint or albert_hub_module_handle
+        result = {}
+        if do_train:
+            train_result = driver.train(task, model, dist, output_dir, init_path, learning_rate, train_batch_size,
+                                        optimizer="adamw", save_checkpoints_steps=save_checkpoints_steps,
+                                        iterations_per_loop=iterations_per_loop, jit_compile=jit_compile)
+            result["num_train_steps"] = train_result.pop("num_train_steps")
+            result["train"] = train_result
+        if do_predict:
+            metrics = _predict(task, model, output_dir, init_path)
+            if metrics:
+                result["eval"] = metrics
+        if export_dir:
+            driver.restore_for_inference(task, model, output_dir, init_path)
+            result.update(task.export(model, export_dir))
+    return result
+
+

@@ -1,0 +1,214 @@
+"""The one function that restores a checkpoint prefix into one of our models, whichever code wrote it.
+
+Two formats reach it:
+
+* object-based TF2 checkpoints (a `_CHECKPOINTABLE_OBJECT_GRAPH` entry), as `albert_tf.training.loop` writes
+  `model.ckpt-<step>` and `model.ckpt-best`;
+* TF1 checkpoints under the original variable names (`bert/...`, the task heads, `global_step` and optimizer
+  slots such as `*/adam_m`, `*/lamb_v`), as the original `run_pretraining.py`, `run_classifier.py`,
+  `run_squad_v1.py`, `run_squad_v2.py` and `run_race.py` write them in `--output_dir`, and as Google's
+  releases ship them.
+
+Optimizer slots and `global_step` are never read. Errors are short: a checkpoint that does not fit the model
+names the file and the first few missing / unexpected variables; a damaged one (a truncated `.data-*` file)
+says so. Neither ever prints tensor values.
+"""
+
+import re
+
+import tensorflow as tf
+
+from albert_tf.checkpoints import reader as reader_lib
+from albert_tf.checkpoints import table
+from albert_tf.checkpoints.sources import FOREIGN_KINDS, resolve_source
+
+_SHOWN = 5                    # variable names listed per kind in an error message
+_DAMAGE_ERRORS = (tf.errors.OutOfRangeError, tf.errors.DataLossError)
+_VARIABLE_NAME = re.compile(r"<(?:tf\.Variable|KerasVariable|Variable)[^>]*?(?:path|name)?=?\s*'([^']+)'")
+
+
+class DamagedCheckpointError(ValueError):
+    """A checkpoint whose files cannot be read completely (e.g. a truncated `.data-*` shard)."""
+
+
+def _damaged(prefix, detail):
+    return DamagedCheckpointError(
+        f"Checkpoint `{prefix}` is damaged: {detail}. Its optimizer slots are not needed here, but the model "
+        "weights in the same files cannot be read either; copy the checkpoint again or train it again.")
+
+
+def _dtype_size(dtype):
+    try:
+        return tf.as_dtype(dtype).size
+    except TypeError:     # strings (the object graph) have no fixed size
+        return 0
+
+
+def check_readable(prefix):
+    """Raises `ValueError` unless `prefix` is a complete checkpoint: its index reads and its data shards hold at
+    least the bytes its tensors need. Reads no tensor values."""
+    if not tf.io.gfile.exists(prefix + ".index"):
+        raise ValueError(f"`{prefix}` is not a checkpoint: {prefix}.index does not exist.")
+    try:
+        checkpoint = tf.train.load_checkpoint(prefix)
+        shapes = checkpoint.get_variable_to_shape_map()
+        dtypes = checkpoint.get_variable_to_dtype_map()
+    except _DAMAGE_ERRORS as e:
+        raise _damaged(prefix, f"its index cannot be read ({type(e).__name__})") from None
+    except (tf.errors.OpError, ValueError) as e:
+        raise ValueError(f"Cannot read checkpoint `{prefix}` ({type(e).__name__}): "
+                         f"{str(e).splitlines()[0][:300]}") from None
+    needed = 0
+    for name, shape in shapes.items():
+        count = 1
+        for dim in shape:
+            count *= int(dim)
+        needed += count * _dtype_size(dtypes[name])
+    shards = tf.io.gfile.glob(prefix + ".data-*")
+    if not shards:
+        raise _damaged(prefix, "it has no `.data-*` file")
+    present = sum(tf.io.gfile.stat(path).length for path in shards)
+    if present < needed:
+        raise _damaged(prefix, f"its data files hold {present} bytes, its index lists {needed} bytes of tensors "
+                               "(truncated file?)")
+
+
+def _listing(title, names):
+    names = list(names)
+    if not names:
+        return ""
+    shown = ", ".join(names[:_SHOWN])
+    more = f", ... ({len(names) - _SHOWN} more)" if len(names) > _SHOWN else ""
+    return f" {title} ({len(names)}): {shown}{more}."
+
+
+def _tf1_mismatch(model, prefix, checkpoint, allow_missing_heads):
+    """A short error listing the first missing, unexpected and mis-shaped TF1 names."""
+    targets = table.model_targets(model)
+    present = checkpoint.shapes
+    missing = [name for name in targets if name not in present]
+    if allow_missing_heads:
+        heads = {}
+        for name, target in targets.items():
+            heads.setdefault(target.component, []).append(name)
+        absent_heads = {c for c, names in heads.items()
+                        if c != table.ENCODER and all(name not in present for name in names)}
+        missing = [name for name in missing if targets[name].component not in absent_heads]
+    unexpected = [name for name in present if name not in targets and not table.is_head_name(name)]
+    mismatched = [f"{name} {list(present[name])} (model: {list(target.tf1_shape())})"
+                  for name, target in targets.items() if name in present and present[name] != target.tf1_shape()]
+    return ValueError(f"Checkpoint `{prefix}` (TF1 variable names) does not fit {type(model).__name__}:"
+                      + _listing("missing from the checkpoint", missing)
+                      + _listing("unexpected in the checkpoint", unexpected)
+                      + _listing("shape mismatch", mismatched))
+
+
+def _short_tf2_error(model, prefix, error):
+    """A short form of an object-based restore error: the variable names it mentions, never their values."""
+    text = str(error)
+    names = list(dict.fromkeys(_VARIABLE_NAME.findall(text)))
+    head = re.split(r"<|numpy=|\[\s*-?\d", text.splitlines()[0] if text else "", maxsplit=1)[0].strip()
+    head = head[:300].rstrip(":,. ")
+    detail = _listing("variables not restored", names) if names else ""
+    return ValueError(f"Checkpoint `{prefix}` (object-based) does not fit {type(model).__name__}: {head}."
+                      + detail)
+
+
+def restore_checkpoint(model, prefix, allow_missing_heads=False):
+    """Restores the weights of `model` from checkpoint `prefix`, detecting its format.
+
+    Args:
+        model: `AlbertModel`, `AlbertPretrainer` or a task model.
+        prefix: str, e.g. `output_dir/model.ckpt-best` or `output_dir/model.ckpt-1000`.
+        allow_missing_heads: bool, accept a checkpoint that lacks a whole head of `model` (the head keeps its
+            values: fine-tuning from a pretraining checkpoint). False for a task's own checkpoints.
+
+    Returns:
+        `albert_tf.checkpoints.LoadResult`.
+
+    Raises:
+        DamagedCheckpointError: the files of `prefix` cannot be read completely.
+        ValueError: `prefix` is not a checkpoint, or does not fit `model` (the message names the file and the
+            first few missing / unexpected variables).
+    """
+    prefix = str(prefix)
+    check_readable(prefix)
+    try:
+        checkpoint = reader_lib.CheckpointReader(prefix)
+    except _DAMAGE_ERRORS as e:
+        raise _damaged(prefix, type(e).__name__) from None
+    try:
+        if checkpoint.is_tf2:
+            try:
+                return reader_lib.restore_tf2(model, checkpoint, allow_missing_heads)
+            except ValueError as e:
+                if "OutOfRange" in str(e) or "DataLoss" in str(e) or "Read less bytes" in str(e):
+                    raise _damaged(prefix, "a tensor cannot be read") from None
+                raise _short_tf2_error(model, prefix, e) from None
+        try:
+            return reader_lib.restore_tf1(model, checkpoint, allow_missing_heads)
+        except ValueError as e:
+            error = _tf1_mismatch(model, prefix, checkpoint, allow_missing_heads)
+            if str(error).endswith(":"):      # not a name / shape mismatch: keep the reader's first line
+                error = ValueError(f"{error} {str(e).splitlines()[0][:300]}")
+            raise error from None
+    except _DAMAGE_ERRORS as e:
+        raise _damaged(prefix, f"a tensor cannot be read ({type(e).__name__})") from None
+
+
+def restore_source(model, source, allow_missing_heads=True):
+    """Restores `model` from a `ResolvedSource` of any kind.
+
+    A checkpoint prefix (TF1 names or our object graph) goes through `restore_checkpoint`; a foreign layout
+    (TF2 SavedModel, keras-hub preset, Hugging Face directory) through its reader, which shows the weights
+    under the original TF1 names.
+
+    Returns:
+        `LoadResult`.
+    """
+    if source.layout not in FOREIGN_KINDS:
+        return restore_checkpoint(model, source.checkpoint_prefix, allow_missing_heads)
+    return reader_lib.restore_tf1(model, reader_lib.open_reader(source), allow_missing_heads)
+
+
+def init_from_checkpoint(model, path, allow_missing_heads=True):
+    """Restores `model` from any source: TF1 prefix, release dir, `.tar.gz`, TF-Hub TF1 module, our TF2 ckpt,
+    a TF2 SavedModel of tf-models' AlbertEncoder, a keras-hub preset or a Hugging Face directory.
+
+    Args:
+        model: `AlbertModel`, `AlbertPretrainer` or a task model (anything with an `encoder`).
+        path: str, see `resolve_source`.
+        allow_missing_heads: bool, a head of `model` absent from the source keeps its initial values (e.g.
+            fine-tuning from a pretraining checkpoint). Heads in the source that `model` lacks are ignored
+            (logged).
+
+    Returns:
+        `LoadResult`.
+    """
+    with resolve_source(path) as source:
+        return restore_source(model, source, allow_missing_heads)
+
+
+def load_pretrained(model_cls, path, config=None, allow_missing_heads=True, **model_kwargs):
+    """Builds `model_cls(config, **model_kwargs)` and restores it from `path`.
+
+    Args:
+        model_cls: `AlbertModel`, `AlbertPretrainer` or a task model class (taking the config first).
+        path: str, any source `resolve_source` accepts.
+        config: `AlbertConfig`, dict or JSON path; default: the `albert_config.json` found with the source.
+        allow_missing_heads: bool, see `init_from_checkpoint`.
+        **model_kwargs: more constructor arguments (e.g. `num_labels`).
+
+    Returns:
+        The model, with weights.
+    """
+    with resolve_source(path) as source:
+        if config is None:
+            if source.config_file is None:
+                reason = source.config_note or (f"no `albert_config.json` found with checkpoint source `{path}` "
+                                                f"(checkpoint `{source.checkpoint_prefix}`).")
+                raise ValueError(f"No config for `{path}`: {reason} Pass `config=`.")
+            config = source.config_file
+        model = model_cls(config, **model_kwargs)   # Every model class accepts a config, dict or JSON path.
+        restore_source(model, source, allow_missing_heads)
+    return model

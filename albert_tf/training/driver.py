@@ -1,0 +1,340 @@
+"""One driver for every task: train, evaluate every checkpoint and keep the best, predict, export.
+
+In the spirit of Model Garden's `base_task.Task` + `train_lib.run_experiment`: a task module subclasses
+`Task` and says only what differs (its model, training data and loss, how it scores a model on its
+evaluation data, what its predictions files are, how it exports); `train`, `evaluate`,
+`restore_for_inference` and `run` do the rest the same way for every task (pretraining, GLUE, SQuAD, RACE),
+as the original `run_pretraining.py`, `run_classifier.py`, `run_squad_v*.py` and `run_race.py` mains do:
+
+* `do_train`: initial weights from `init_checkpoint` / the TF-Hub module unless `output_dir` already has a
+  `model.ckpt-<step>` (then training resumes), the original optimizer and schedule, a checkpoint every
+  `save_checkpoints_steps`, every checkpoint kept (the original's `keep_checkpoint_max=0`) for evaluation;
+* `do_eval`: every `model.ckpt-<step>` in `output_dir` is scored in step order, the best copied to
+  `model.ckpt-best`, `eval_results.txt` and `best_trial.txt` written as the original (`loop.evaluate_checkpoints`);
+  without checkpoints, the initial weights are scored;
+* `do_predict`: the task's predictions from `model.ckpt-best` (else the latest checkpoint, else the initial
+  weights);
+* `export_dir`: a SavedModel of the same weights.
+
+Checkpoints in `output_dir` may be our own (object-based) or written by the original code (TF1 names):
+`albert_tf.checkpoints.restore.restore_checkpoint` reads either. Bad inputs (a SentencePiece model whose
+size differs from the config's `vocab_size`, a damaged checkpoint) are found by `resolve_sources` and
+`check_checkpoints` before anything is written to `output_dir`.
+"""
+
+import os
+
+import sentencepiece as spm
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.checkpoints import init_from_checkpoint, resolve_source
+from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
+from albert_tf.config import AlbertConfig
+from albert_tf.fileio import write_text_atomic
+from albert_tf.training import distribution, loop, optimization
+
+EVAL_RESULTS_FILE = "eval_results.txt"
+BEST_TRIAL_FILE = "best_trial.txt"
+
+
+class Task:
+    """What one task says to the driver. Subclasses set the attributes and override the methods they use.
+
+    Attributes:
+        name: str, shown in logs.
+        metric_key: str, the evaluation metric that picks `model.ckpt-best` (higher is better).
+        checkpoint_iterator: bool, save the training input position in the checkpoints.
+        delete_non_best: bool, after evaluation remove the checkpoints other than the best and the latest.
+    """
+
+    name = "task"
+    metric_key = None
+    checkpoint_iterator = False
+    delete_non_best = True
+
+    def build_model(self, config, **model_kwargs):
+        """The task's Keras model for `config` (built under the strategy's scope by the driver)."""
+        raise NotImplementedError
+
+    def init_weights(self, model, path):
+        """Initial weights from any checkpoint source (pretraining checkpoints lack the task head)."""
+        logging.info("Initialising from %s", path)
+        return init_from_checkpoint(model, path, allow_missing_heads=True)
+
+    def prepare_training(self):
+        """Writes (or reuses) the training features; returns `(num_train_steps, num_warmup_steps)`."""
+        raise NotImplementedError
+
+    def train_dataset(self, input_context, batch_size):
+        """The repeated, shuffled training `tf.data.Dataset` of one input pipeline, per-replica `batch_size`."""
+        raise NotImplementedError
+
+    def loss(self, model, features, training):
+        """`(mean loss over the batch, {name: scalar to log})`."""
+        raise NotImplementedError
+
+    def evaluate(self, model):
+        """Scores `model` on the evaluation data; returns `{metric: value}` with `metric_key`."""
+        raise NotImplementedError
+
+    def prepare_evaluation(self):
+        """Writes (or reuses) the evaluation features, before the first checkpoint is scored."""
+
+    def predict(self, model, checkpoint, step):
+        """Writes the task's predictions files for `model` (restored from `checkpoint`, `step` or None)."""
+        raise NotImplementedError
+
+    def export(self, model, export_dir):
+        """Exports `model`; returns a dict of what was written (`export_path`, ...)."""
+        raise NotImplementedError
+
+
+# --- sources, runtime and checks -------------------------------------------------------------------------
+
+
+def resolve_sources(stack, albert_config_file, spm_model_file, asset_source=None, spm_missing_message=None):
+    """The config, SentencePiece model and config path of a run, taking what is missing from `asset_source`.
+
+    Args:
+        stack: `contextlib.ExitStack` that keeps a resolved source (possibly an extracted archive) alive.
+        albert_config_file: str or None, `albert_config.json`; None takes the asset source's.
+        spm_model_file: str or None; None or "from_tf_hub" takes the asset source's when it has one.
+        asset_source: str or None, a TF-Hub module, release directory or archive (`resolve_source`).
+        spm_missing_message: str or None; when set, a missing SentencePiece model is an error with it.
+
+    Returns:
+        `(AlbertConfig, spm_model_file or None, albert_config_file)`.
+    """
+    if spm_model_file == "from_tf_hub" and not asset_source:
+        raise ValueError("`spm_model_file=from_tf_hub` needs `albert_hub_module_handle`.")
+    needs_spm = not spm_model_file or spm_model_file == "from_tf_hub"
+    if asset_source and (not albert_config_file or needs_spm):
+        source = stack.enter_context(resolve_source(asset_source))
+        if not albert_config_file:
+            if not source.config_file:
+                raise ValueError(f"{asset_source!r} has no `albert_config.json` asset: pass `albert_config_file`.")
+            albert_config_file = source.config_file
+        if needs_spm:
+            if source.spm_model_file:
+                spm_model_file = source.spm_model_file
+            elif spm_model_file == "from_tf_hub":
+                raise ValueError(f"`albert_hub_module_handle={asset_source!r}` has no SentencePiece model asset: "
+                                 "pass `spm_model_file`.")
+    if not albert_config_file:
+        raise ValueError("`albert_config_file` must be set (or `albert_hub_module_handle` / a release directory "
+                         "with a config asset).")
+    if not tf.io.gfile.exists(albert_config_file):
+        raise ValueError(f"`albert_config_file` {albert_config_file!r} not found.")
+    if not spm_model_file and spm_missing_message:
+        raise ValueError(spm_missing_message)
+    if spm_model_file and not tf.io.gfile.exists(spm_model_file):
+        raise ValueError(f"`spm_model_file` {spm_model_file!r} not found.")
+    config = AlbertConfig.from_json_file(albert_config_file)
+    if spm_model_file:
+        check_vocab_size(spm_model_file, config, albert_config_file)
+    return config, spm_model_file or None, albert_config_file
+
+
+def check_vocab_size(spm_model_file, config, albert_config_file):
+    """Raises `ValueError` naming both files unless the SentencePiece model has `config.vocab_size` pieces."""
+    processor = spm.SentencePieceProcessor()
+    try:
+        with tf.io.gfile.GFile(spm_model_file, "rb") as f:
+            processor.LoadFromSerializedProto(f.read())
+    except (RuntimeError, OSError) as e:
+        raise ValueError(f"`spm_model_file` {spm_model_file!r} is not a SentencePiece model: {e}") from None
+    pieces = processor.GetPieceSize()
+    if pieces != config.vocab_size:
+        raise ValueError(f"The SentencePiece model {spm_model_file} has {pieces} pieces but `vocab_size` of "
+                         f"{albert_config_file} is {config.vocab_size}: they must be the files of one model.")
+
+
+def check_max_seq_length(max_seq_length, config):
+    if max_seq_length > config.max_position_embeddings:
+        raise ValueError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
+                         f"trained up to sequence length {config.max_position_embeddings}: "
+                         "`max_seq_length` must be <= `max_position_embeddings`.")
+
+
+def prepare_runtime(strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None,
+                    master=None, num_tpu_cores=8, mixed_precision=None, random_seed=None):
+    """Seeds the run (None: unseeded, as the original), sets the dtype policy (None leaves it as it is) and
+    returns the `tf.distribute` strategy. `num_tpu_cores` is checked against the TPU only with `use_tpu`."""
+    if random_seed is not None:
+        # Python, NumPy, TensorFlow and Keras generators: weight initialisation, dropout and input shuffles.
+        tf.keras.utils.set_random_seed(int(random_seed))
+    if mixed_precision:
+        distribution.set_mixed_precision(mixed_precision)
+    if use_tpu and strategy == "one_device":
+        strategy = "tpu"
+    return distribution.get_strategy(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
+                                     gcp_project=gcp_project, master=master,
+                                     num_tpu_cores=num_tpu_cores if use_tpu else None)
+
+
+def model_kwargs(recompute=False):
+    """Constructor arguments shared by every task model: `recompute` only when set."""
+    return {"recompute": True} if recompute else {}
+
+
+def check_checkpoints(output_dir, do_eval, do_inference):
+    """Checks, before any work, that the checkpoints of `output_dir` a run will read are complete files.
+
+    `do_eval` reads every `model.ckpt-<step>`; `do_inference` (predict / export) reads `model.ckpt-best`,
+    else the latest one.
+    """
+    prefixes = []
+    if do_eval:
+        prefixes.extend(prefix for _, prefix in loop.list_checkpoints(output_dir))
+    if do_inference:
+        prefix = inference_checkpoint(output_dir)
+        if prefix and prefix not in prefixes:
+            prefixes.append(prefix)
+    for prefix in prefixes:
+        check_readable(prefix)
+
+
+# --- the stages -------------------------------------------------------------------------------------------
+
+
+def train(task, model, strategy, output_dir, init_path, learning_rate, train_batch_size, optimizer="adamw",
+          save_checkpoints_steps=1000, iterations_per_loop=1000, jit_compile=False, gradient_accumulation_steps=1,
+          keep_checkpoint_max=None, **optimizer_kwargs):
+    """Trains `model` on `task` in `output_dir` (resuming from its latest checkpoint); returns the loop's result
+    with `num_train_steps`.
+
+    `keep_checkpoint_max` None keeps every checkpoint, as the fine-tuning scripts of the original do so that
+    each one is evaluated; `optimizer_kwargs` go to `optimization.create_optimizer` (`poly_power`, ...).
+    """
+    num_train_steps, num_warmup_steps = task.prepare_training()
+    replicas = strategy.num_replicas_in_sync
+    micro_batches = replicas * int(gradient_accumulation_steps)
+    if train_batch_size % micro_batches:
+        raise ValueError(f"`train_batch_size={train_batch_size}` must be divisible by the {replicas} replica(s) "
+                         f"times `gradient_accumulation_steps={gradient_accumulation_steps}`.")
+    # A resumed run restores its own checkpoint; the initial weights matter only for a fresh one.
+    if init_path and not loop.list_checkpoints(output_dir):
+        task.init_weights(model, init_path)
+    with strategy.scope():
+        opt = optimization.create_optimizer(learning_rate, num_train_steps, num_warmup_steps, optimizer=optimizer,
+                                            **optimizer_kwargs)
+    per_replica = train_batch_size // micro_batches
+
+    def train_dataset_fn(input_context=None):
+        return task.train_dataset(input_context, per_replica)
+
+    if keep_checkpoint_max is None:
+        # The original keeps every checkpoint (RunConfig keep_checkpoint_max=0) so that each one is evaluated.
+        keep_checkpoint_max = num_train_steps // max(save_checkpoints_steps or num_train_steps, 1) + 2
+    result = loop.run_training(
+        model, opt, task.loss, train_dataset_fn, strategy, output_dir, num_train_steps,
+        iterations_per_loop=int(min(iterations_per_loop, save_checkpoints_steps or iterations_per_loop)),
+        save_checkpoints_steps=save_checkpoints_steps, keep_checkpoint_max=keep_checkpoint_max,
+        gradient_accumulation_steps=gradient_accumulation_steps, jit_compile=jit_compile,
+        checkpoint_iterator=task.checkpoint_iterator)
+    return dict(result, num_train_steps=num_train_steps)
+
+
+def evaluate(task, model, output_dir, init_path, scorer=None):
+    """Scores every checkpoint of `output_dir` with `scorer` (default `task.evaluate`) and keeps the best.
+
+    Without checkpoints, the initial weights (`init_path`) are scored and written to `eval_results.txt`.
+
+    Returns:
+        the best checkpoint's metrics with `best_step` (None when the initial weights were scored).
+    """
+    scorer = scorer or task.evaluate
+    task.prepare_evaluation()
+    if loop.list_checkpoints(output_dir):
+        best_step, best_metrics = loop.evaluate_checkpoints(
+            model, output_dir, scorer, task.metric_key, output_dir, higher_is_better=True,
+            delete_non_best=task.delete_non_best)
+        return dict(best_metrics, best_step=best_step)
+    if not init_path:
+        raise ValueError(f"No model.ckpt-<step> checkpoint to evaluate in `output_dir` {output_dir!r}: train first "
+                         "(`do_train`) or give `init_checkpoint`.")
+    # Nothing trained here: score the initial weights (e.g. a checkpoint fine-tuned elsewhere) as they are.
+    task.init_weights(model, init_path)
+    metrics = dict(scorer(model), global_step=0)
+    write_text_atomic(os.path.join(output_dir, EVAL_RESULTS_FILE),
+                      "".join(f"{key} = {metrics[key]}\n" for key in sorted(metrics)))
+    return dict(metrics, best_step=None)
+
+
+def inference_checkpoint(output_dir):
+    """`output_dir/model.ckpt-best` if present, else the latest `model.ckpt-<step>`, else None."""
+    best = os.path.join(output_dir, loop.BEST_CHECKPOINT_NAME)
+    if tf.io.gfile.exists(best + ".index"):
+        return best
+    checkpoints = loop.list_checkpoints(output_dir)
+    return checkpoints[-1][1] if checkpoints else None
+
+
+def best_step(output_dir):
+    """The best step recorded in `best_trial.txt` (`global_step:best_step:best_value`), or None."""
+    path = os.path.join(output_dir, BEST_TRIAL_FILE)
+    if not tf.io.gfile.exists(path):
+        return None
+    with tf.io.gfile.GFile(path) as f:
+        fields = f.read().split()
+    try:
+        return int(fields[-1].split(":")[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def restore_for_inference(task, model, output_dir, init_path):
+    """Restores `model.ckpt-best`, else the latest checkpoint, else the initial weights.
+
+    Returns:
+        `(source, step)`: the checkpoint or init path used and its global step (None when unknown).
+    """
+    checkpoint = inference_checkpoint(output_dir)
+    if checkpoint is not None:
+        if checkpoint.endswith(loop.BEST_CHECKPOINT_NAME):
+            step = best_step(output_dir)
+        else:
+            logging.warning("No model.ckpt-best in %s (run the evaluation first): using the latest checkpoint %s.",
+                            output_dir, checkpoint)
+            step = loop.list_checkpoints(output_dir)[-1][0]
+        logging.info("Restoring %s", checkpoint)
+        restore_checkpoint(model, checkpoint)
+        return checkpoint, step
+    if init_path:
+        logging.warning("No checkpoint in %s: using `init_checkpoint` %s.", output_dir, init_path)
+        task.init_weights(model, init_path)
+        return init_path, None
+    raise ValueError(f"No checkpoint in `output_dir` {output_dir!r} (model.ckpt-best or model.ckpt-<step>) and no "
+                     "`init_checkpoint`: nothing to run. Train first (`do_train`) or give `init_checkpoint`.")
+
+
+def run(task, model, strategy, output_dir, init_path=None, do_train=False, do_eval=False, do_predict=False,
+        export_dir=None, train_options=None):
+    """Runs the stages of `task` in the original's order: train, evaluate, predict, export.
+
+    Args:
+        task: a `Task`.
+        model: the task's model, built under `strategy.scope()`.
+        strategy: the `tf.distribute.Strategy`.
+        output_dir: str, checkpoints and result files.
+        init_path: str or None, initial weights (any `init_from_checkpoint` source).
+        do_train, do_eval, do_predict: bool.
+        export_dir: str or None.
+        train_options: dict of `train` keyword arguments (learning rate, batch size, optimizer, ...).
+
+    Returns:
+        dict with `train`, `eval`, `predict` and the export's entries for the stages run.
+    """
+    result = {}
+    if do_train:
+        result["train"] = train(task, model, strategy, output_dir, init_path, **(train_options or {}))
+    if do_eval:
+        result["eval"] = evaluate(task, model, output_dir, init_path)
+    if do_predict or export_dir:
+        checkpoint, step = restore_for_inference(task, model, output_dir, init_path)
+        if do_predict:
+            result["predict"] = task.predict(model, checkpoint, step)
+        if export_dir:
+            result.update(task.export(model, export_dir))
+    return result
