@@ -14,11 +14,15 @@ Example (the paper's RTE setup from `run_glue.sh`, starting from an MNLI run):
       --init_checkpoint=mnli_out/model.ckpt-best --output_dir=rte_out --do_train --do_eval --do_predict
 """
 
-from absl import app
 from absl import flags
 
-from albert_tf.training import classifier_task
-from albert_tf.training import flags as runtime_flags
+from albert_tf import cli
+
+# TensorFlow reads its log level once, when it loads: set it before the imports below load it.
+cli.quiet_tensorflow_start()
+
+from albert_tf.training import classifier_task  # noqa: E402
+from albert_tf.training import flags as runtime_flags  # noqa: E402
 
 FLAGS = flags.FLAGS
 CLI_HELP = __doc__.split("\n\n")[0]
@@ -99,4 +103,4 @@ if __name__ == "__main__":
     flags.mark_flag_as_required("data_dir")
     flags.mark_flag_as_required("task_name")
     flags.mark_flag_as_required("output_dir")
-    app.run(main)
+    cli.run_app(main, __doc__, ["albert_tf.training.flags"])

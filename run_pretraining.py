@@ -14,11 +14,15 @@ Example (the README command, on a v3-512 TPU pod; any strategy works the same wa
       --use_tpu --tpu_name=my-tpu
 """
 
-from absl import app
 from absl import flags
 
-from albert_tf.training import flags as runtime_flags
-from albert_tf.training.pretraining import run_pretraining
+from albert_tf import cli
+
+# TensorFlow reads its log level once, when it loads: set it before the imports below load it.
+cli.quiet_tensorflow_start()
+
+from albert_tf.training import flags as runtime_flags  # noqa: E402
+from albert_tf.training.pretraining import run_pretraining  # noqa: E402
 
 FLAGS = flags.FLAGS
 CLI_HELP = __doc__.split("\n\n")[0]
@@ -80,4 +84,4 @@ if __name__ == "__main__":
     flags.mark_flag_as_required("input_file")
     flags.mark_flag_as_required("albert_config_file")
     flags.mark_flag_as_required("output_dir")
-    app.run(main)
+    cli.run_app(main, __doc__, ["albert_tf.training.flags"])

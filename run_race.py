@@ -15,10 +15,15 @@ Example (the README's command):
       --learning_rate=1e-5 --train_step=12000 --warmup_step=1000 --save_checkpoints_steps=100
 """
 
-from absl import app, flags
+from absl import flags
 
-from albert_tf.training import flags as runtime_flags
-from albert_tf.training.race_task import run_race
+from albert_tf import cli
+
+# TensorFlow reads its log level once, when it loads: set it before the imports below load it.
+cli.quiet_tensorflow_start()
+
+from albert_tf.training import flags as runtime_flags  # noqa: E402
+from albert_tf.training.race_task import run_race  # noqa: E402
 
 FLAGS = flags.FLAGS
 CLI_HELP = __doc__.split("\n\n")[0]
@@ -90,4 +95,4 @@ if __name__ == "__main__":
     flags.mark_flag_as_required("spm_model_file")
     flags.mark_flag_as_required("albert_config_file")
     flags.mark_flag_as_required("output_dir")
-    app.run(main)
+    cli.run_app(main, __doc__, ["albert_tf.training.flags"])

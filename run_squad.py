@@ -19,11 +19,15 @@ threshold. Example (the README's SQuAD command):
       --warmup_proportion=.1 --n_best_size=20 --max_answer_length=30
 """
 
-from absl import app
 from absl import flags
 
-from albert_tf.training import flags as runtime_flags
-from albert_tf.training import squad_task
+from albert_tf import cli
+
+# TensorFlow reads its log level once, when it loads: set it before the imports below load it.
+cli.quiet_tensorflow_start()
+
+from albert_tf.training import flags as runtime_flags  # noqa: E402
+from albert_tf.training import squad_task  # noqa: E402
 
 FLAGS = flags.FLAGS
 CLI_HELP = __doc__.split("\n\n")[0]
@@ -119,4 +123,4 @@ if __name__ == "__main__":
     flags.mark_flag_as_required("spm_model_file")
     flags.mark_flag_as_required("albert_config_file")
     flags.mark_flag_as_required("output_dir")
-    app.run(main)
+    cli.run_app(main, __doc__, ["albert_tf.training.flags"])
