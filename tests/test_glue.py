@@ -25,6 +25,7 @@ from albert_tf.tokenization import FullTokenizer
 from albert_tf.training import classifier_task, metrics
 from albert_tf.training.classifier_task import hparams_preset, run_classifier
 import original_checkpoints as oc
+from recording import Built, recording
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_SEQ = 32
@@ -750,25 +751,9 @@ def test_random_seed_repeats_a_run(glue_root, model_files, tmp_path):
     assert texts[0] == texts[1]
 
 
-class _Built(Exception):
-    """Raised by a recording model class once the runner has built its model."""
-
-
-def _recording(monkeypatch, module, name):
-    """Replaces `module.name` by a class that records its keyword arguments and stops the run."""
-    seen = []
-
-    def record(*args, **kwargs):
-        seen.append(kwargs)
-        raise _Built()
-
-    monkeypatch.setattr(module, name, record)
-    return seen
-
-
 @pytest.mark.parametrize("recompute", [False, True])
 def test_recompute_reaches_the_model_only_when_set(glue_root, model_files, tmp_path, monkeypatch, recompute):
-    seen = _recording(monkeypatch, classifier_task, "AlbertClassifier")
-    with pytest.raises(_Built):
+    seen = recording(monkeypatch, classifier_task, "AlbertClassifier")
+    with pytest.raises(Built):
         _run("rte", glue_root, model_files, tmp_path / "out", do_train=True, recompute=recompute)
     assert ("recompute" in seen[0]) == recompute and seen[0].get("recompute", True) is True

@@ -22,6 +22,7 @@ from albert_tf.models.race import AlbertRace, race_loss
 from albert_tf.training import race_task
 from albert_tf.training.race_task import run_race
 import original_checkpoints as oc
+from recording import Built, recording
 
 MAX_SEQ = 32
 MAX_QA = 12
@@ -556,26 +557,10 @@ def test_vocab_mismatch_and_damaged_checkpoint_stop_before_any_work(workdir, tmp
     assert sorted(os.listdir(damaged)) == before
 
 
-class _Built(Exception):
-    """Raised by a recording model class once the runner has built its model."""
-
-
-def _recording(monkeypatch, module, name):
-    """Replaces `module.name` by a class that records its keyword arguments and stops the run."""
-    seen = []
-
-    def record(*args, **kwargs):
-        seen.append(kwargs)
-        raise _Built()
-
-    monkeypatch.setattr(module, name, record)
-    return seen
-
-
 @pytest.mark.parametrize("recompute", [False, True])
 def test_recompute_reaches_the_model_only_when_set(workdir, tmp_path, monkeypatch, recompute):
-    seen = _recording(monkeypatch, race_task, "AlbertRace")
-    with pytest.raises(_Built):
+    seen = recording(monkeypatch, race_task, "AlbertRace")
+    with pytest.raises(Built):
         run_race(data_dir=str(workdir["root"] / "all_form"), output_dir=str(tmp_path / "out"),
                  albert_config_file=workdir["config_file"], spm_model_file=workdir["spm"], max_seq_length=MAX_SEQ,
                  max_qa_length=MAX_QA, recompute=recompute)

@@ -17,6 +17,7 @@ from albert_tf.training import loop
 from albert_tf.training import pretraining
 from albert_tf.training.pretraining import run_pretraining
 import original_checkpoints as oc
+from recording import Built, recording
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PRED, VOCAB = 16, 4, 40
@@ -300,25 +301,9 @@ def test_do_eval_reads_the_original_checkpoints_in_output_dir(data, tmp_path):
     assert "shape mismatch" in str(error.value)
 
 
-class _Built(Exception):
-    """Raised by a recording model class once the runner has built its model."""
-
-
-def _recording(monkeypatch, module, name):
-    """Replaces `module.name` by a class that records its keyword arguments and stops the run."""
-    seen = []
-
-    def record(*args, **kwargs):
-        seen.append(kwargs)
-        raise _Built()
-
-    monkeypatch.setattr(module, name, record)
-    return seen
-
-
 @pytest.mark.parametrize("recompute", [False, True])
 def test_recompute_reaches_the_model_only_when_set(data, tmp_path, monkeypatch, recompute):
-    seen = _recording(monkeypatch, pretraining, "AlbertPretrainer")
-    with pytest.raises(_Built):
+    seen = recording(monkeypatch, pretraining, "AlbertPretrainer")
+    with pytest.raises(Built):
         _run(data, tmp_path / "out", recompute=recompute)
     assert ("recompute" in seen[0]) == recompute and seen[0].get("recompute", True) is True

@@ -17,6 +17,7 @@ from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
 from albert_tf.training import squad_task
 import original_checkpoints as oc
 import squad_fixtures as fx
+from recording import Built, recording
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -235,29 +236,13 @@ def test_wrong_model_checkpoint_and_vocab_mismatch(env, tmp_path):
     assert not out.exists()
 
 
-class _Built(Exception):
-    """Raised by a recording model class once the runner has built its model."""
-
-
-def _recording(monkeypatch, module, name):
-    """Replaces `module.name` by a class that records its keyword arguments and stops the run."""
-    seen = []
-
-    def record(*args, **kwargs):
-        seen.append(kwargs)
-        raise _Built()
-
-    monkeypatch.setattr(module, name, record)
-    return seen
-
-
 @pytest.mark.parametrize("version_2", [False, True])
 def test_recompute_reaches_the_model_only_when_set(env, tmp_path, monkeypatch, version_2):
     d, spm_file, config_file = env
     data = fx.write_toy(str(tmp_path / "toy.json"), with_negative=version_2)
     for recompute in (False, True):
-        seen = _recording(monkeypatch, squad_task, "AlbertSquadV2" if version_2 else "AlbertSquadV1")
-        with pytest.raises(_Built):
+        seen = recording(monkeypatch, squad_task, "AlbertSquadV2" if version_2 else "AlbertSquadV1")
+        with pytest.raises(Built):
             squad_task.run_squad(output_dir=str(tmp_path / "out"), albert_config_file=config_file,
                                  spm_model_file=spm_file, train_file=data, do_train=True, max_seq_length=48,
                                  doc_stride=32, max_query_length=12, version_2_with_negative=version_2,

@@ -8,6 +8,7 @@ Google's checkpoints (`reader.restore_tf1`) serve every layout; the writers walk
 
 import collections
 import dataclasses
+import json
 
 import numpy as np
 import tensorflow as tf
@@ -157,3 +158,12 @@ def _reader_for(read, link):
 def log_skipped(path, names):
     if names:
         logging.info("`%s`: not weights of the original, skipped: %s", path, ", ".join(sorted(names)))
+
+
+def read_json(path):
+    """The JSON file `path` (a foreign layout's config), or a `ValueError` naming the file, line and column."""
+    try:
+        with open(path, "r", encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"`{path}` is not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}.") from None

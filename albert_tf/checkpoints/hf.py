@@ -113,22 +113,14 @@ def refuse_pickle(path):
 
 def is_hf_dir(directory):
     """True when `directory/config.json` says `model_type: albert` (or any transformers `model_type`)."""
-    config = _read_json(os.path.join(directory, CONFIG)) if os.path.isfile(os.path.join(directory, CONFIG)) else None
+    config = foreign.read_json(os.path.join(directory, CONFIG)) if os.path.isfile(os.path.join(directory, CONFIG)) else None
     return isinstance(config, dict) and "model_type" in config
-
-
-def _read_json(path):
-    try:
-        with open(path, "r", encoding="utf-8") as f:
-            return json.load(f)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"`{path}` is not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}.") from None
 
 
 def check_model_type(directory):
     """Raises unless the HF `config.json` says `model_type: albert`."""
     path = os.path.join(directory, CONFIG)
-    model_type = _read_json(path).get("model_type")
+    model_type = foreign.read_json(path).get("model_type")
     if model_type != "albert":
         raise ValueError(f"`{path}` has `model_type: {model_type!r}`; expected `albert`.")
 
@@ -137,7 +129,7 @@ def config_dict(directory):
     """The `AlbertConfig` fields for the HF directory's `config.json`."""
     check_model_type(directory)
     path = os.path.join(directory, CONFIG)
-    hf = dict(_HF_DEFAULTS, **_read_json(path))
+    hf = dict(_HF_DEFAULTS, **foreign.read_json(path))
     act = hf["hidden_act"]
     if act not in _ACT_FROM_HF:
         raise ValueError(f"`{path}`: `hidden_act={act!r}` has no counterpart in the original ALBERT "
@@ -179,7 +171,7 @@ def weight_files(directory):
     """The safetensors files of an HF directory (one, or the shards of `model.safetensors.index.json`)."""
     index = os.path.join(directory, INDEX)
     if os.path.isfile(index):
-        data = _read_json(index)
+        data = foreign.read_json(index)
         weight_map = data.get("weight_map") if isinstance(data, dict) else None
         if not isinstance(weight_map, dict) or not weight_map:
             raise ValueError(f"`{index}` has no `weight_map`.")

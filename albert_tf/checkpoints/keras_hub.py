@@ -70,27 +70,19 @@ def links(config):
 
 # --- detection and config -------------------------------------------------------------------------------------
 
-def _read_json(path):
-    try:
-        with open(path, "r", encoding="utf-8") as f:
-            return json.load(f)
-    except json.JSONDecodeError as e:
-        raise ValueError(f"`{path}` is not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}.") from None
-
-
 def is_preset_dir(directory):
     """True when `directory/config.json` is a serialized Keras object (a keras-hub preset)."""
     path = os.path.join(directory, CONFIG)
     if not os.path.isfile(path):
         return False
-    config = _read_json(path)
+    config = foreign.read_json(path)
     return isinstance(config, dict) and "registered_name" in config
 
 
 def config_dict(directory):
     """The `AlbertConfig` fields for a keras-hub `AlbertBackbone` preset's `config.json`."""
     path = os.path.join(directory, CONFIG)
-    data = _read_json(path)
+    data = foreign.read_json(path)
     if data.get("class_name") != BACKBONE and data.get("registered_name") != REGISTERED_NAME:
         raise ValueError(f"`{path}` describes `{data.get('registered_name') or data.get('class_name')}`; expected "
                          f"keras-hub's `{REGISTERED_NAME}`.")
