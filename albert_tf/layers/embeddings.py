@@ -11,7 +11,7 @@ def truncated_normal(stddev):
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertEmbeddings(keras.layers.Layer):
-    """`bert/embeddings` of the original (original-release §3.3, step 1).
+    """`bert/embeddings` of the original (`embedding_lookup` and `embedding_postprocessor` in `modeling.py`).
 
     `word + token_type + position[:seq_len]` -> LayerNorm (epsilon 1e-12) -> dropout, all at width
     `embedding_size`. The projection to `hidden_size` is not part of this layer (the original keeps it under
