@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.layers import activations
+from albert_tf.layers.dropout import dropout
 from albert_tf.layers.embeddings import truncated_normal
 
 
@@ -34,15 +35,6 @@ def dense_2d(layer, x, dtype, activation=None, scale=None):
         # The same formula as `activations.gelu`, in the op pattern the oneDNN remapper fuses.
         return tf.nn.gelu(y, approximate=True)
     return activation(y)
-
-
-def dropout(layer, x, training, seed=None):
-    """`layer` (a `keras.layers.Dropout`) applied to `x`; with a `seed` (int `[2]` tensor) and `training=True`,
-    the same dropout drawn statelessly from that seed instead, so that calling again with the seed (the
-    recomputed forward of `AlbertModel(recompute=True)`) draws the same mask."""
-    if seed is None or training is not True:
-        return layer(x, training=training)
-    return tf.nn.experimental.stateless_dropout(x, rate=layer.rate, seed=seed)
 
 
 def attention_bias(input_mask, dtype):

@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from albert_tf.layers.dropout import dropout
+
 
 def truncated_normal(stddev):
     """TF1's `truncated_normal_initializer(stddev)`: normal, re-drawn beyond 2 sigma."""
@@ -50,7 +52,7 @@ class AlbertEmbeddings(keras.layers.Layer):
         self.layer_norm.build((None, None, self.embedding_size))
         self.built = True
 
-    def call(self, input_ids, segment_ids, training=None):
+    def call(self, input_ids, segment_ids, training=None, dropout_seed=None):
         seq_len = tf.shape(input_ids)[1]
         tf.debugging.assert_less_equal(
             seq_len, self.max_position_embeddings,
@@ -62,7 +64,7 @@ class AlbertEmbeddings(keras.layers.Layer):
         x = self.layer_norm(x)
         x = tf.cast(x, self.compute_dtype)
         if self.dropout_rate > 0:
-            x = self.dropout(x, training=training)
+            x = dropout(self.dropout, x, training, dropout_seed)   # stateless from `dropout_seed` if given
         return x
 
     def get_config(self):

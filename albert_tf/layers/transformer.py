@@ -5,7 +5,8 @@ import tensorflow as tf
 
 from albert_tf.layers import activations
 from albert_tf.layers.activations import gelu, get_activation
-from albert_tf.layers.attention import AlbertAttention, dense_2d, dropout
+from albert_tf.layers.attention import AlbertAttention, dense_2d
+from albert_tf.layers.dropout import dropout
 from albert_tf.layers.embeddings import truncated_normal
 
 
@@ -94,7 +95,7 @@ class AlbertTransformerBlock(keras.layers.Layer):
         """`x` `[batch, seq, H]` -> `[batch, seq, H]` in the compute dtype.
 
         `dropout_seed`: optional int `[2]` tensor; with `training=True` the block's three dropouts are drawn
-        statelessly from it (see `attention.dropout`), otherwise by the Keras `Dropout` layers.
+        statelessly from it (see `albert_tf.layers.dropout`), otherwise by the Keras `Dropout` layers.
         """
         batch, seq = tf.shape(x)[0], tf.shape(x)[1]
         seeds = [None] * 3

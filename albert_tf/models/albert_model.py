@@ -56,9 +56,11 @@ class AlbertModel(keras.Model):
     With `recompute=True`, training calls (`training=True`) keep only the input of each layer application (one
     application of a group's `inner_group_num` blocks) for the backward pass and run that layer's forward again
     there (`tf.recompute_grad`): activation memory of one layer instead of all of them, for one more forward.
-    The dropout masks of each layer are then drawn statelessly from a seed taken once per call outside the
-    recomputed function, so that the recomputed forward sees the same masks. Weights, outputs and the
-    inference path are the same as without it.
+    Weights, outputs, gradients and the inference path are the same as without it.
+
+    Dropout (training only) is drawn statelessly from one seed per call (`dropout_seed`, or else one drawn from
+    the blocks' dropout seed generator outside any recomputed function), so that a recomputed forward sees the
+    same masks and a run gives the same numbers with and without `recompute`.
 
     Args:
         config: `AlbertConfig`, dict or path of an `albert_config.json`.
@@ -116,26 +118,29 @@ class AlbertModel(keras.Model):
         Args:
             inputs: dict of `input_ids`, `input_mask`, `segment_ids`.
             training: bool, dropout on when True.
-            dropout_seed: optional int `[2]` tensor: with `training=True`, every dropout of the transformer
-                blocks is drawn statelessly from it (layer application `i` folds in `i`), as `recompute=True`
-                does with a seed of its own; the embedding dropout stays the Keras layer's.
+            dropout_seed: optional int `[2]` tensor: with `training=True`, every dropout of the encoder is
+                drawn statelessly from it (the embeddings' folds in 0, layer application `i`'s folds in `i + 1`);
+                by default a seed drawn from the blocks' dropout seed generator.
         """
         input_ids, input_mask, segment_ids = split_inputs(inputs)
-        embedding_output = self.embeddings(input_ids, segment_ids, training=training)   # [batch, seq, E]
+        recompute = self.recompute and training is True
+        if training is not True:
+            dropout_seed = None
+        elif dropout_seed is None and self._block_seed_generator() is not None:
+            dropout_seed = keras.random.randint([2], 0, 2**31 - 1, dtype="int32",
+                                                seed=self._block_seed_generator())
+        seeds = [None] * (len(self.layer_groups) + 1)
+        if dropout_seed is not None:
+            seeds = [tf.random.experimental.stateless_fold_in(dropout_seed, i) for i in range(len(seeds))]
+        embedding_output = self.embeddings(input_ids, segment_ids, training=training,
+                                           dropout_seed=seeds[0])                        # [batch, seq, E]
         x = embedding_output
         if self.embedding_projection is not None:
             x = self.embedding_projection(x)                                             # [batch, seq, H]
         bias = attention_bias(input_mask, tf.float32)                                    # [batch, 1, 1, seq]
-        recompute = self.recompute and training is True
-        if training is not True:
-            dropout_seed = None
-        elif dropout_seed is None and recompute and self._block_seed_generator() is not None:
-            dropout_seed = keras.random.randint([2], 0, 2**31 - 1, dtype="int32",
-                                                seed=self._block_seed_generator())
         encoder_outputs = []
         for i, g in enumerate(self.layer_groups):
-            seed = None if dropout_seed is None else tf.random.experimental.stateless_fold_in(dropout_seed, i)
-            layer = self._layer_function(self.groups[g], bias, training, seed)
+            layer = self._layer_function(self.groups[g], bias, training, seeds[i + 1])
             outputs = tf.recompute_grad(layer)(x) if recompute else layer(x)
             encoder_outputs.extend(outputs)
             x = outputs[-1]
@@ -163,8 +168,8 @@ class AlbertModel(keras.Model):
         return layer
 
     def _block_seed_generator(self):
-        """A `SeedGenerator` of the blocks' dropout layers (None when every dropout rate is 0): the source of
-        `recompute`'s per-call seed, so that `keras.utils.set_random_seed` governs it as it does dropout."""
+        """A `SeedGenerator` of the blocks' dropout layers (None when every dropout rate is 0): the source of the
+        per-call dropout seed, so that `keras.utils.set_random_seed` governs it as it does Keras dropout."""
         block = self.groups[0][0]
         for layer in (block.attention_dropout, block.ffn_dropout, block.attention.dropout):
             generator = getattr(layer, "seed_generator", None)
