@@ -1,6 +1,5 @@
 """Activations by their original names (`modeling.get_activation`)."""
 
-import contextlib
 import math
 
 import tensorflow as tf
@@ -30,14 +29,12 @@ def get_activation(name):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Training-time fused forms. Autodiff of the composite GELU and LayerNorm makes a dozen separate elementwise
-# passes over `[batch*seq, I]` (resp. `[batch*seq, H]`) per layer in the backward pass; oneDNN fuses nothing
-# there. Each function below is one XLA cluster forward and one backward (XLA only fuses the elementwise work
-# and the row reductions; the matmuls around them stay in oneDNN), with the analytic gradient. The math is the
-# original's; inference keeps the plain ops, which grappler fuses into the preceding matmul. The encoder uses
-# them when called with `training=True` (a Python bool) and this switch is on. Measured on albert-base, batch 8,
-# seq 128, 2 cores: float32 training step +6% (GELU) and +6% more (LayerNorm); the softmax backward: +0-3%.
-FUSED_TRAINING_OPS = True
+# Training-time forms with an analytic backward. Autodiff of the composite GELU and LayerNorm makes a dozen
+# separate elementwise passes over `[batch*seq, I]` (resp. `[batch*seq, H]`) per layer in the backward pass.
+# Each function below is one XLA cluster forward and one backward (only the elementwise work and the row
+# reductions; the matmuls around them are not in the cluster), with the analytic gradient. XLA compiles for
+# CPU, GPU and TPU alike, so these are the same ops on every device. The math is the original's; the layers use
+# them when called with `training=True` (a Python bool), and the plain ops otherwise.
 
 _GELU_C = math.sqrt(2.0 / math.pi)
 _GELU_A = 0.044715
@@ -115,123 +112,10 @@ def _softmax_backward(dp, p):
 
 @tf.custom_gradient
 def softmax_fused(logits):
-    """`tf.nn.softmax` over the last axis (oneDNN forward) with a fused XLA backward, for training."""
+    """`tf.nn.softmax` over the last axis with a fused XLA backward, for training."""
     p = tf.nn.softmax(logits, axis=-1)
 
     def grad(dp):
         return _softmax_backward(dp, p)
 
     return p, grad
-
-
-# ----------------------------------------------------------------------------------------------------------
-# Inference-time fused residual + LayerNorm. Written as TensorFlow ops, `LayerNorm(a + x)` is seven passes over
-# the `[batch*seq, H]` activations (the add, two means, the centring, the square, the scale and the shift), about
-# 6.7 ms per call for albert-base at batch 8, seq 512 on 2 cores. Two faster forms, chosen at trace time:
-#
-# * On a CPU with oneDNN (the default x86 build; not inside a `jit_compile` function, and no GPU or TPU in the
-#   process): the sum, then the LayerNorm written as the op pattern that grappler's remapper rewrites into oneDNN's
-#   `_MklLayerNorm` (what tf_keras's LayerNormalization emits: a `FusedBatchNormV3` in training mode over
-#   `[1, rows, H, 1]` NCHW with unit scale and zero offset, then `* gamma + beta`). One pass, ~0.7 ms per call
-#   above; the row count goes through a `PlaceholderWithDefault` so that constant folding leaves the pattern's
-#   `Fill` ops alone when shapes are static (the remapper matches `Fill`, not a folded `Const`). Paired A/B on the
-#   whole encoder against the XLA form below: float32 base seq 512 +2.4%, seq 128 +4.5%; mixed_bfloat16 seq 512
-#   +6.8%. Without the rewrite (grappler off) the same ops still compute the same LayerNorm.
-# * Elsewhere: one XLA cluster (`jit_compile` functions run on CPU, GPU and TPU alike), 3.8 ms per call above.
-#
-# Both are the original's two-pass formula to float32 rounding. TF Serving runs no XLA by default and serves on
-# GPUs too, so `albert_tf.export` traces with this switch off (see `plain_inference_ops`); trace inside that
-# context, or set this to False, before saving a SavedModel some other way for serving.
-FUSED_INFERENCE_OPS = True
-
-# Whether `add_layer_norm` may use the oneDNN form where it applies (`onednn_layer_norm_applies`).
-ONEDNN_LAYER_NORM = True
-
-
-def onednn_layer_norm_applies():
-    """True when ops traced now go through grappler onto a CPU whose TensorFlow uses oneDNN: a graph (not eager)
-    without `jit_compile` (nor a TPU rewrite) in scope, and no GPU or TPU in the process."""
-    from tensorflow.python.framework import ops
-    from tensorflow.python.ops import control_flow_util
-    from tensorflow.python.util import _pywrap_util_port
-
-    if not _pywrap_util_port.IsMklEnabled():       # also False under TF_ENABLE_ONEDNN_OPTS=0
-        return False
-    if tf.executing_eagerly() or control_flow_util.GraphOrParentsInXlaContext(ops.get_default_graph()):
-        return False
-    return not tf.config.list_logical_devices("GPU") and not tf.config.list_logical_devices("TPU")
-
-
-def onednn_layer_norm(y, gamma, beta, epsilon):
-    """float32 LayerNorm of `y` over its last axis, `(y - mean) * rsqrt(var + epsilon) * gamma + beta` (biased
-    variance), written as the ops that grappler rewrites into oneDNN's `_MklLayerNorm` (see above)."""
-    shape = tf.shape(y)
-    rows = tf.reduce_prod(shape[:-1])[tf.newaxis]
-    rows = tf.raw_ops.PlaceholderWithDefault(input=rows, shape=[1])     # not constant-folded
-    stacked = tf.reshape(y, tf.concat([[1], rows, [y.shape[-1], 1]], axis=0))    # [1, rows, H, 1], NCHW
-    empty = tf.constant([], tf.float32)
-    normalized = tf.raw_ops.FusedBatchNormV3(
-        x=stacked, scale=tf.fill(rows, 1.0), offset=tf.fill(rows, 0.0), mean=empty, variance=empty,
-        epsilon=epsilon, data_format="NCHW", is_training=True)[0]
-    return beta + tf.reshape(normalized, shape) * gamma
-
-
-def _add_layer_norm(a, x, gamma, beta, epsilon):
-    return _layer_norm(tf.cast(a, tf.float32) + tf.cast(x, tf.float32), gamma, beta, epsilon)[0]
-
-
-@tf.function(jit_compile=True, autograph=False)
-def _add_layer_norm_float32(a, x, gamma, beta, epsilon):
-    return _add_layer_norm(a, x, gamma, beta, epsilon)
-
-
-@tf.function(jit_compile=True, autograph=False)
-def _add_layer_norm_with_cast(a, x, gamma, beta, epsilon):
-    y = _add_layer_norm(a, x, gamma, beta, epsilon)
-    return y, tf.cast(y, a.dtype)
-
-
-@tf.function(jit_compile=True, autograph=False)
-def _add_layer_norm_cast(a, x, gamma, beta, epsilon):
-    return tf.cast(_add_layer_norm(a, x, gamma, beta, epsilon), a.dtype)
-
-
-def add_layer_norm(a, x, gamma, beta, epsilon, float32_output=True):
-    """`LayerNorm(a + x)` over the last axis, in float32 (inference): oneDNN's LayerNorm where
-    `onednn_layer_norm_applies()` (and `ONEDNN_LAYER_NORM`), otherwise one fused XLA pass.
-
-    Args:
-        a: the branch output, in the compute dtype.
-        x: the residual, float32 or the compute dtype.
-        gamma, beta: float32 `[H]`.
-        epsilon: Python float.
-        float32_output: also return the float32 result (the next residual); otherwise only `a.dtype`'s.
-
-    Returns:
-        `(float32 result, the result in a.dtype)`; the first is None when `float32_output` is False and
-        `a` is not float32.
-    """
-    if ONEDNN_LAYER_NORM and onednn_layer_norm_applies():
-        y = onednn_layer_norm(tf.cast(a, tf.float32) + tf.cast(x, tf.float32), gamma, beta, epsilon)
-        if a.dtype == tf.float32:
-            return y, y
-        return (y if float32_output else None), tf.cast(y, a.dtype)
-    epsilon = tf.constant(epsilon, tf.float32)
-    if a.dtype == tf.float32:
-        y = _add_layer_norm_float32(a, x, gamma, beta, epsilon)
-        return y, y
-    if float32_output:
-        return _add_layer_norm_with_cast(a, x, gamma, beta, epsilon)
-    return None, _add_layer_norm_cast(a, x, gamma, beta, epsilon)
-
-
-@contextlib.contextmanager
-def plain_inference_ops():
-    """Within this context, models traced for inference use plain TensorFlow ops (no XLA clusters, no op pattern
-    meant for one backend's rewrite), e.g. for a SavedModel that TF Serving or the TFLite converter must run."""
-    global FUSED_INFERENCE_OPS
-    saved, FUSED_INFERENCE_OPS = FUSED_INFERENCE_OPS, False
-    try:
-        yield
-    finally:
-        FUSED_INFERENCE_OPS = saved

@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.layers import activations
+from albert_tf.layers.dropout import dropout
 from albert_tf.layers.embeddings import truncated_normal
 
 
@@ -36,35 +37,6 @@ def dense_2d(layer, x, dtype, activation=None, scale=None):
     return activation(y)
 
 
-# Largest float32 `[rows, N, from, to]` logits tensor computed in one piece when the batch size is static. glibc
-# serves allocations above its mmap threshold (at most 32 MiB) with fresh mappings, zeroed and faulted in page
-# by page on every use; at seq 512 the whole batch's logits (batch 8: 100 MB) pay that on each of the ~5 ops of
-# the softmax. Below it the buffers are reused. Measured on albert-base, batch 8, seq 512, 2 cores (interleaved
-# A/B): inference +11% in float32, +8-12% in mixed_bfloat16.
-ATTENTION_CHUNK_BYTES = 32 * 1024 * 1024
-
-
-def attention_chunk_rows(batch, num_heads, seq):
-    """Examples per attention chunk, or None to attend over the whole batch at once.
-
-    None when the batch or sequence length is not static, or when the whole batch's logits fit in
-    `ATTENTION_CHUNK_BYTES`.
-    """
-    if batch is None or seq is None:
-        return None
-    per_example = num_heads * seq * seq * 4
-    if batch * per_example <= ATTENTION_CHUNK_BYTES:
-        return None
-    return max(1, ATTENTION_CHUNK_BYTES // per_example)
-
-
-def _rows(bias, start, rows):
-    """Rows `start:start+rows` of a `[batch, ...]` bias; a bias broadcast over the batch (or None) as it is."""
-    if bias is None or bias.shape[0] == 1:
-        return bias
-    return bias[start:start + rows]
-
-
 def attention_bias(input_mask, dtype):
     """`[batch, seq]` 1/0 mask -> additive `[batch, 1, 1, seq]` bias: 0 where attended, -10000 elsewhere."""
     mask = tf.cast(input_mask, dtype)[:, tf.newaxis, tf.newaxis, :]      # [batch, 1, 1, keys]
@@ -73,7 +45,7 @@ def attention_bias(input_mask, dtype):
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertAttention(keras.layers.Layer):
-    """`attention_1` of the original (original-release §3.5), output projection included.
+    """`attention_1` of the original (`attention_layer` plus the output dense in the original `modeling.py`).
 
     Query, key and value kernels are `[H, N*D]` and the output kernel `[N*D, H]`, the shapes of the TF1
     variables, so checkpoints map without reshaping. Logits are scaled by `1/sqrt(D)`, masked on keys only.
@@ -112,7 +84,7 @@ class AlbertAttention(keras.layers.Layer):
             layer.build((None, None, self.hidden_size))
         self.built = True
 
-    def call(self, x, attention_bias=None, training=None):
+    def call(self, x, attention_bias=None, training=None, dropout_seed=None):
         batch, seq = tf.shape(x)[0], tf.shape(x)[1]
         x2d = tf.reshape(x, [-1, self.hidden_size])                          # [batch*seq, H]
         # `1/sqrt(D)`: in float32, on the logits as the original does (`matmul * scale + mask`, the pattern
@@ -126,23 +98,12 @@ class AlbertAttention(keras.layers.Layer):
         q = self._heads(dense_2d(self.query, x2d, self.compute_dtype, scale=query_scale), batch, seq)  # [b,N,f,D]
         k = self._heads(dense_2d(self.key, x2d, self.compute_dtype), batch, seq)             # [b, N, t, D]
         v = self._heads(dense_2d(self.value, x2d, self.compute_dtype), batch, seq)           # [b, N, t, D]
-        rows = attention_chunk_rows(x.shape[0], self.num_attention_heads, x.shape[1])
-        if rows is None:
-            context = self._attend(q, k, v, attention_bias, logit_scale, training)   # [batch, N, from, D]
-        else:
-            # Long sequences with a static batch: the same math a few examples at a time, so that the float32
-            # `[rows, N, from, to]` logits, probabilities and their casts stay small enough to be reused from
-            # the heap (and cache) instead of being mapped and faulted in afresh for every op (see
-            # `ATTENTION_CHUNK_BYTES`). Per-example results are unchanged.
-            context = tf.concat([
-                self._attend(q[i:i + rows], k[i:i + rows], v[i:i + rows],
-                             _rows(attention_bias, i, rows), logit_scale, training)
-                for i in range(0, x.shape[0], rows)], axis=0)
+        context = self._attend(q, k, v, attention_bias, logit_scale, training, dropout_seed)  # [b,N,f,D]
         context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, self.hidden_size])   # [b*f, H]
         out = dense_2d(self.output_dense, context, self.compute_dtype)      # [batch*from, H]
         return tf.reshape(out, [batch, seq, self.hidden_size])
 
-    def _attend(self, q, k, v, attention_bias, logit_scale, training):
+    def _attend(self, q, k, v, attention_bias, logit_scale, training, dropout_seed):
         """Scaled dot-product attention of `[b, N, seq, D]` heads -> `[b, N, from, D]`; the scale is
         `logit_scale` (a Python float) or, when that is None, already in `q`."""
         logits = tf.matmul(q, k, transpose_b=True)                           # [b, N, from, to]
@@ -152,13 +113,13 @@ class AlbertAttention(keras.layers.Layer):
         logits = tf.cast(logits, tf.float32)
         if attention_bias is not None:
             logits += tf.cast(attention_bias, tf.float32)
-        if training is True and activations.FUSED_TRAINING_OPS:
+        if training is True:
             probs = activations.softmax_fused(logits)            # the same softmax, one-pass backward
         else:
             probs = tf.nn.softmax(logits, axis=-1)
         probs = tf.cast(probs, self.compute_dtype)
         if self.attention_dropout_rate > 0:
-            probs = tf.cast(self.dropout(probs, training=training), self.compute_dtype)
+            probs = tf.cast(dropout(self.dropout, probs, training, dropout_seed), self.compute_dtype)
         return tf.matmul(probs, v)
 
     def _heads(self, x, batch, seq):

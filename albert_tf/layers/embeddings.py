@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from albert_tf.layers.dropout import dropout
+
 
 def truncated_normal(stddev):
     """TF1's `truncated_normal_initializer(stddev)`: normal, re-drawn beyond 2 sigma."""
@@ -11,7 +13,7 @@ def truncated_normal(stddev):
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertEmbeddings(keras.layers.Layer):
-    """`bert/embeddings` of the original (original-release §3.3, step 1).
+    """`bert/embeddings` of the original (`embedding_lookup` and `embedding_postprocessor` in `modeling.py`).
 
     `word + token_type + position[:seq_len]` -> LayerNorm (epsilon 1e-12) -> dropout, all at width
     `embedding_size`. The projection to `hidden_size` is not part of this layer (the original keeps it under
@@ -50,7 +52,7 @@ class AlbertEmbeddings(keras.layers.Layer):
         self.layer_norm.build((None, None, self.embedding_size))
         self.built = True
 
-    def call(self, input_ids, segment_ids, training=None):
+    def call(self, input_ids, segment_ids, training=None, dropout_seed=None):
         seq_len = tf.shape(input_ids)[1]
         tf.debugging.assert_less_equal(
             seq_len, self.max_position_embeddings,
@@ -62,7 +64,7 @@ class AlbertEmbeddings(keras.layers.Layer):
         x = self.layer_norm(x)
         x = tf.cast(x, self.compute_dtype)
         if self.dropout_rate > 0:
-            x = self.dropout(x, training=training)
+            x = dropout(self.dropout, x, training, dropout_seed)   # stateless from `dropout_seed` if given
         return x
 
     def get_config(self):

@@ -14,7 +14,8 @@ def gather_positions(sequence, positions):
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertMaskedLMHead(keras.layers.Layer):
-    """`cls/predictions` (original-release §4.1): `dense(E, act)` -> LayerNorm -> `x @ word_embeddings^T + bias`.
+    """`cls/predictions` (`get_masked_lm_output` in the original `run_pretraining.py`):
+    `dense(E, act)` -> LayerNorm -> `x @ word_embeddings^T + bias`.
 
     The output projection is the encoder's embedding table, passed to `call`; this layer owns
     `transform/dense`, `transform/LayerNorm` and `output_bias`.

@@ -6,18 +6,19 @@ import tensorflow as tf
 from albert_tf.layers import activations
 from albert_tf.layers.activations import gelu, get_activation
 from albert_tf.layers.attention import AlbertAttention, dense_2d
+from albert_tf.layers.dropout import dropout
 from albert_tf.layers.embeddings import truncated_normal
 
 
 def layer_norm(layer, x, training=None):
     """A float32 `keras.layers.LayerNormalization`'s gamma/beta applied to float32 `x` over the last axis.
 
-    Written as `x * inv + (beta - mean * inv)` with `inv = gamma * rsqrt(var + eps)` (the form of
-    `tf.nn.batch_normalization`), which touches the `[rows, H]` tensor the fewest times and is the pattern
-    the oneDNN remapper can fuse. With `training=True` (and `activations.FUSED_TRAINING_OPS`), the same
-    normalisation with a fused forward and an analytic backward.
+    The original's two-pass LayerNorm (`layer_norm` in the original `modeling.py`), written as
+    `x * inv + (beta - mean * inv)` with `inv = gamma * rsqrt(var + eps)` (the form of
+    `tf.nn.batch_normalization`), which touches the `[rows, H]` tensor the fewest times. With `training=True`,
+    the same normalisation with a fused forward and an analytic backward (`activations.layer_norm_fused`).
     """
-    if training is True and activations.FUSED_TRAINING_OPS:       # one fused pass each way (activations.py)
+    if training is True:
         return activations.layer_norm_fused(x, tf.cast(layer.gamma, tf.float32),
                                             tf.cast(layer.beta, tf.float32), layer.epsilon)
     mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
@@ -25,26 +26,19 @@ def layer_norm(layer, x, training=None):
                                      tf.cast(layer.gamma, tf.float32), layer.epsilon)
 
 
-def residual_layer_norm(layer, a, x, compute_dtype, training=None, float32_output=True):
+def residual_layer_norm(layer, a, x, compute_dtype, training=None):
     """`layer` (a float32 LayerNormalization) applied to `a + x`, summed in float32.
 
-    Inference (`training` not True, `activations.FUSED_INFERENCE_OPS` on): `activations.add_layer_norm`
-    (oneDNN's LayerNorm on CPU, else one fused XLA pass). Otherwise the sum, then `layer_norm`.
-
     Returns:
-        `(float32 result or None, the result in compute_dtype)`; the float32 result is None only when
-        `float32_output` is False and the compute dtype is not float32.
+        `(float32 result, the result in compute_dtype)`.
     """
-    if training is not True and activations.FUSED_INFERENCE_OPS:
-        return activations.add_layer_norm(tf.cast(a, compute_dtype), x, tf.cast(layer.gamma, tf.float32),
-                                          tf.cast(layer.beta, tf.float32), layer.epsilon, float32_output)
     y = layer_norm(layer, tf.cast(a, tf.float32) + tf.cast(x, tf.float32), training)
     return y, tf.cast(y, compute_dtype)
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertTransformerBlock(keras.layers.Layer):
-    """One `group_g/inner_group_k` block (original-release §3.4)::
+    """One `group_g/inner_group_k` block (`attention_ffn_block` in the original `modeling.py`)::
 
         a   = dropout(attention(x))
         x1  = LayerNorm(a + x)
@@ -97,25 +91,31 @@ class AlbertTransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build((None, None, self.hidden_size))
         self.built = True
 
-    def call(self, x, attention_bias=None, training=None):
+    def call(self, x, attention_bias=None, training=None, dropout_seed=None):
+        """`x` `[batch, seq, H]` -> `[batch, seq, H]` in the compute dtype.
+
+        `dropout_seed`: optional int `[2]` tensor; with `training=True` the block's three dropouts are drawn
+        statelessly from it (see `albert_tf.layers.dropout`), otherwise by the Keras `Dropout` layers.
+        """
         batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-        a = self.attention(x, attention_bias, training=training)                 # [batch, seq, H]
+        seeds = [None] * 3
+        if dropout_seed is not None:
+            seeds = [tf.random.experimental.stateless_fold_in(dropout_seed, i) for i in range(3)]
+        a = self.attention(x, attention_bias, training=training, dropout_seed=seeds[0])  # [batch, seq, H]
         if self.hidden_dropout_rate > 0:
-            a = self.attention_dropout(a, training=training)
+            a = dropout(self.attention_dropout, a, training, seeds[1])
         x1, x1c = residual_layer_norm(self.attention_layer_norm, tf.reshape(a, [-1, self.hidden_size]),
                                       tf.reshape(x, [-1, self.hidden_size]), self.compute_dtype, training)
         # x1: float32 [batch*seq, H] (the next residual); x1c: the same in the compute dtype.
         activation = self.activation
         if activation is gelu:
-            # Training: one fused XLA pass each way; inference: the op pattern oneDNN fuses into the matmul.
-            fused = training is True and activations.FUSED_TRAINING_OPS
-            activation = activations.gelu_fused if fused else "gelu"
+            # Training: one fused XLA pass each way; inference: `tf.nn.gelu(approximate=True)`, the same formula.
+            activation = activations.gelu_fused if training is True else "gelu"
         h = dense_2d(self.ffn, x1c, self.compute_dtype, activation)              # [batch*seq, I]
         f = dense_2d(self.ffn_output, h, self.compute_dtype)                     # [batch*seq, H]
         if self.hidden_dropout_rate > 0:
-            f = self.ffn_dropout(f, training=training)
-        _, out = residual_layer_norm(self.output_layer_norm, f, x1, self.compute_dtype, training,
-                                     float32_output=False)
+            f = dropout(self.ffn_dropout, f, training, seeds[2])
+        _, out = residual_layer_norm(self.output_layer_norm, f, x1, self.compute_dtype, training)
         return tf.reshape(out, [batch, seq, self.hidden_size])
 
     def get_config(self):

@@ -53,15 +53,28 @@ class AlbertModel(keras.Model):
     `position_embeddings`, `layer_norm`), `embedding_projection` (a Dense, None when E == H),
     `groups[g][k]` (`AlbertTransformerBlock`), `pooler` (a Dense with tanh).
 
+    With `recompute=True`, training calls (`training=True`) keep only the input of each layer application (one
+    application of a group's `inner_group_num` blocks) for the backward pass and run that layer's forward again
+    there (`tf.recompute_grad`): activation memory of one layer instead of all of them, for one more forward.
+    Weights, outputs, gradients and the inference path are the same as without it.
+
+    Dropout (training only) is drawn statelessly from one seed per call (`dropout_seed`, or else one drawn from
+    the blocks' dropout seed generator outside any recomputed function), so that a recomputed forward sees the
+    same masks and a run gives the same numbers with and without `recompute`.
+
     Args:
         config: `AlbertConfig`, dict or path of an `albert_config.json`.
+        recompute: bool, recompute each layer's activations in the backward pass (training memory for time).
     """
 
-    def __init__(self, config, **kwargs):
+    def __init__(self, config, recompute=False, **kwargs):
         config = as_config(config).copy().validate()
         kwargs.setdefault("name", "albert")
         super().__init__(**kwargs)
+        if not isinstance(recompute, bool):
+            raise TypeError(f"`recompute` must be a bool. Received: `recompute={recompute!r}`.")
         self.config = config
+        self.recompute = recompute
         init = truncated_normal(config.initializer_range)
 
         # === Layers ===
@@ -99,18 +112,38 @@ class AlbertModel(keras.Model):
         self.pooler.build((None, config.hidden_size))
         self.built = True
 
-    def call(self, inputs, training=None):
+    def call(self, inputs, training=None, dropout_seed=None):
+        """Encodes `inputs`; see the class docstring for the outputs.
+
+        Args:
+            inputs: dict of `input_ids`, `input_mask`, `segment_ids`.
+            training: bool, dropout on when True.
+            dropout_seed: optional int `[2]` tensor: with `training=True`, every dropout of the encoder is
+                drawn statelessly from it (the embeddings' folds in 0, layer application `i`'s folds in `i + 1`);
+                by default a seed drawn from the blocks' dropout seed generator.
+        """
         input_ids, input_mask, segment_ids = split_inputs(inputs)
-        embedding_output = self.embeddings(input_ids, segment_ids, training=training)   # [batch, seq, E]
+        recompute = self.recompute and training is True
+        if training is not True:
+            dropout_seed = None
+        elif dropout_seed is None and self._block_seed_generator() is not None:
+            dropout_seed = keras.random.randint([2], 0, 2**31 - 1, dtype="int32",
+                                                seed=self._block_seed_generator())
+        seeds = [None] * (len(self.layer_groups) + 1)
+        if dropout_seed is not None:
+            seeds = [tf.random.experimental.stateless_fold_in(dropout_seed, i) for i in range(len(seeds))]
+        embedding_output = self.embeddings(input_ids, segment_ids, training=training,
+                                           dropout_seed=seeds[0])                        # [batch, seq, E]
         x = embedding_output
         if self.embedding_projection is not None:
             x = self.embedding_projection(x)                                             # [batch, seq, H]
         bias = attention_bias(input_mask, tf.float32)                                    # [batch, 1, 1, seq]
         encoder_outputs = []
-        for g in self.layer_groups:
-            for block in self.groups[g]:
-                x = block(x, bias, training=training)
-                encoder_outputs.append(x)
+        for i, g in enumerate(self.layer_groups):
+            layer = self._layer_function(self.groups[g], bias, training, seeds[i + 1])
+            outputs = tf.recompute_grad(layer)(x) if recompute else layer(x)
+            encoder_outputs.extend(outputs)
+            x = outputs[-1]
         pooled_output = self.pooler(x[:, 0])                                             # [batch, H]
         return {
             "sequence_output": x,
@@ -118,6 +151,31 @@ class AlbertModel(keras.Model):
             "encoder_outputs": encoder_outputs,
             "embedding_output": embedding_output,
         }
+
+    @staticmethod
+    def _layer_function(blocks, bias, training, seed):
+        """One layer: `x -> [output of each of the group's blocks]`, block `k` drawing its dropout from
+        `seed` folded with `k` (when `seed` is given)."""
+
+        def layer(x):
+            outputs = []
+            for k, block in enumerate(blocks):
+                block_seed = None if seed is None else tf.random.experimental.stateless_fold_in(seed, k)
+                x = block(x, bias, training=training, dropout_seed=block_seed)
+                outputs.append(x)
+            return outputs
+
+        return layer
+
+    def _block_seed_generator(self):
+        """A `SeedGenerator` of the blocks' dropout layers (None when every dropout rate is 0): the source of the
+        per-call dropout seed, so that `keras.utils.set_random_seed` governs it as it does Keras dropout."""
+        block = self.groups[0][0]
+        for layer in (block.attention_dropout, block.ffn_dropout, block.attention.dropout):
+            generator = getattr(layer, "seed_generator", None)
+            if layer.rate > 0 and generator is not None:
+                return generator
+        return None
 
     @property
     def embedding_table(self):
@@ -130,7 +188,7 @@ class AlbertModel(keras.Model):
         return {"input_ids": ones, "input_mask": ones, "segment_ids": tf.zeros_like(ones)}
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "name": self.name}
+        return {"config": self.config.to_dict(), "recompute": self.recompute, "name": self.name}
 
     @classmethod
     def from_config(cls, config):

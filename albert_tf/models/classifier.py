@@ -27,11 +27,13 @@ class AlbertClassifier(PretrainedMixin, keras.Model):
         num_labels: int, number of classes; 1 for regression.
         encoder: optional `AlbertModel` to put the head on.
         dropout_rate: float, dropout on the pooled output during training.
+        recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
+            in keeps its own).
     """
 
-    _CONFIG_ARGUMENTS = ("num_labels", "dropout_rate")
+    _CONFIG_ARGUMENTS = ("num_labels", "dropout_rate", "recompute")
 
-    def __init__(self, config=None, num_labels=2, encoder=None, dropout_rate=0.1, **kwargs):
+    def __init__(self, config=None, num_labels=2, encoder=None, dropout_rate=0.1, recompute=False, **kwargs):
         kwargs.setdefault("name", "albert_classifier")
         if not isinstance(num_labels, int) or num_labels < 1:
             raise ValueError(f"`num_labels` must be a positive int. Received: {num_labels!r}.")
@@ -40,10 +42,11 @@ class AlbertClassifier(PretrainedMixin, keras.Model):
         if encoder is None:
             if config is None:
                 raise ValueError("Pass `config` or `encoder` to AlbertClassifier.")
-            encoder = AlbertModel(as_config(config), dtype=kwargs.get("dtype"))
+            encoder = AlbertModel(as_config(config), recompute=recompute, dtype=kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.encoder = encoder
         self.config = encoder.config
+        self.recompute = encoder.recompute
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
         # Dropout is `tf.nn.dropout` in `call`, as the original, not a Keras `Dropout`: that layer owns a

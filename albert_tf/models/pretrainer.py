@@ -20,18 +20,24 @@ class AlbertPretrainer(PretrainedMixin, keras.Model):
 
     Args:
         config: `AlbertConfig`, dict or JSON path; or pass `encoder=` an existing `AlbertModel`.
+        encoder: optional `AlbertModel` to put the heads on.
+        recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
+            in keeps its own).
     """
 
-    def __init__(self, config=None, encoder=None, **kwargs):
+    _CONFIG_ARGUMENTS = ("recompute",)
+
+    def __init__(self, config=None, encoder=None, recompute=False, **kwargs):
         kwargs.setdefault("name", "albert_pretrainer")
         if encoder is None:
             if config is None:
                 raise ValueError("Pass `config` or `encoder` to AlbertPretrainer.")
-            encoder = AlbertModel(as_config(config), dtype=kwargs.get("dtype"))
+            encoder = AlbertModel(as_config(config), recompute=recompute, dtype=kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.encoder = encoder
         config = encoder.config
         self.config = config
+        self.recompute = encoder.recompute
         self.mlm_head = AlbertMaskedLMHead(config.vocab_size, config.embedding_size, config.hidden_size,
                                            config.hidden_act, config.initializer_range,
                                            dtype=self.dtype_policy, name="predictions")
@@ -52,7 +58,8 @@ class AlbertPretrainer(PretrainedMixin, keras.Model):
 
 
 def pretraining_loss(outputs, features):
-    """The original `total_loss` (original-release §4.1): weighted MLM NLL with the 1e-5 guard + mean SOP CE.
+    """The original `total_loss` (`model_fn` in `run_pretraining.py`): weighted MLM NLL with the 1e-5
+    guard + mean SOP CE.
 
     Returns `(total_loss, masked_lm_loss, sentence_order_loss)`, all scalars; `features` holds
     `masked_lm_ids`, `masked_lm_weights` `[batch, P]` and `next_sentence_labels` `[batch]` or `[batch, 1]`.

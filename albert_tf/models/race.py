@@ -1,4 +1,4 @@
-"""`AlbertRace`: the multiple-choice model of the original `race_utils.create_model` (original-release §8.6)."""
+"""`AlbertRace`: the multiple-choice model of the original `race_utils.create_model`."""
 
 import keras
 import tensorflow as tf
@@ -26,21 +26,24 @@ class AlbertRace(PretrainedMixin, keras.Model):
         config: `AlbertConfig`, dict or path of an `albert_config.json`; or pass `encoder=`.
         encoder: an existing `AlbertModel` (its config is used).
         dropout_prob: float, dropout on the pooled output while training (the original's `--dropout_prob`, 0.1).
+        recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
+            in keeps its own).
     """
 
-    _CONFIG_ARGUMENTS = ("dropout_prob",)
+    _CONFIG_ARGUMENTS = ("dropout_prob", "recompute")
 
-    def __init__(self, config=None, encoder=None, dropout_prob=0.1, **kwargs):
+    def __init__(self, config=None, encoder=None, dropout_prob=0.1, recompute=False, **kwargs):
         kwargs.setdefault("name", "albert_race")
         if encoder is None:
             if config is None:
                 raise ValueError("Pass `config` or `encoder` to AlbertRace. Received neither.")
-            encoder = AlbertModel(as_config(config), dtype=kwargs.get("dtype"))
+            encoder = AlbertModel(as_config(config), recompute=recompute, dtype=kwargs.get("dtype"))
         if not 0.0 <= float(dropout_prob) < 1.0:
             raise ValueError(f"`dropout_prob` must be in [0, 1). Received: `dropout_prob={dropout_prob}`.")
         super().__init__(**kwargs)
         self.encoder = encoder
         self.config = encoder.config
+        self.recompute = encoder.recompute
         self.dropout_prob = float(dropout_prob)
         self.num_choices = RACE_NUM_CHOICES
 

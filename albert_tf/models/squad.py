@@ -1,4 +1,5 @@
-"""SQuAD task models: the v1 span head and the v2 XLNet-style head (original-release §8.4, §8.5, §4.2)."""
+"""SQuAD task models: the v1 span head and the v2 XLNet-style head (the original `squad_utils.create_v1_model`
+and `create_v2_model`)."""
 
 import keras
 import tensorflow as tf
@@ -9,11 +10,11 @@ from albert_tf.models.albert_model import AlbertModel, as_config
 from albert_tf.models.base import PretrainedMixin
 
 
-def _encoder(config, encoder, dtype):
+def _encoder(config, encoder, dtype, recompute):
     if encoder is None:
         if config is None:
             raise ValueError("Pass `config` or `encoder`.")
-        encoder = AlbertModel(as_config(config), dtype=dtype)
+        encoder = AlbertModel(as_config(config), recompute=recompute, dtype=dtype)
     if not isinstance(encoder, AlbertModel):
         raise TypeError(f"`encoder` must be an AlbertModel. Received: {type(encoder).__name__}.")
     return encoder
@@ -32,14 +33,19 @@ class AlbertSquadV1(PretrainedMixin, keras.Model):
     Args:
         config: `AlbertConfig`, dict or JSON path; or pass `encoder=` an existing `AlbertModel`.
         encoder: optional `AlbertModel`.
+        recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
+            in keeps its own).
     """
 
-    def __init__(self, config=None, encoder=None, **kwargs):
+    _CONFIG_ARGUMENTS = ("recompute",)
+
+    def __init__(self, config=None, encoder=None, recompute=False, **kwargs):
         kwargs.setdefault("name", "albert_squad_v1")
-        encoder = _encoder(config, encoder, kwargs.get("dtype"))
+        encoder = _encoder(config, encoder, kwargs.get("dtype"), recompute)
         super().__init__(**kwargs)
         self.encoder = encoder
         self.config = encoder.config
+        self.recompute = encoder.recompute
         self.squad_head = AlbertOutputProjection(2, self.config.hidden_size, self.config.initializer_range,
                                                  dtype=self.dtype_policy, name="squad")
         self.squad_head.build()
@@ -100,9 +106,10 @@ class AlbertSquadV2(PretrainedMixin, keras.Model):
     `end_top_log_probs`, `end_top_index` `[batch, start_n_top * end_n_top]` (entry `i * end_n_top + j` is the
     j-th end of the i-th start); always `cls_logits` `[batch]` and the encoder's outputs.
 
-    Attributes (TF1 names of §4.2): `encoder`, `start_dense` (`start_logits/dense`), `end_dense_0`
-    (`end_logits/dense_0`), `end_layer_norm` (`end_logits/LayerNorm`), `end_dense_1` (`end_logits/dense_1`),
-    `answer_class_dense_0` (`answer_class/dense_0`), `answer_class_dense_1` (`answer_class/dense_1`).
+    Attributes (the TF1 names of `squad_utils.create_v2_model`): `encoder`, `start_dense`
+    (`start_logits/dense`), `end_dense_0` (`end_logits/dense_0`), `end_layer_norm` (`end_logits/LayerNorm`),
+    `end_dense_1` (`end_logits/dense_1`), `answer_class_dense_0` (`answer_class/dense_0`),
+    `answer_class_dense_1` (`answer_class/dense_1`).
 
     Args:
         config: `AlbertConfig`, dict or JSON path; or pass `encoder=`.
@@ -110,13 +117,16 @@ class AlbertSquadV2(PretrainedMixin, keras.Model):
         start_n_top: int, beam size for starts at inference.
         end_n_top: int, beam size for ends per start at inference.
         dropout_prob: float, dropout in the answer-class head (training only).
+        recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
+            in keeps its own).
     """
 
-    _CONFIG_ARGUMENTS = ("start_n_top", "end_n_top", "dropout_prob")
+    _CONFIG_ARGUMENTS = ("start_n_top", "end_n_top", "dropout_prob", "recompute")
 
-    def __init__(self, config=None, encoder=None, start_n_top=5, end_n_top=5, dropout_prob=0.1, **kwargs):
+    def __init__(self, config=None, encoder=None, start_n_top=5, end_n_top=5, dropout_prob=0.1, recompute=False,
+                 **kwargs):
         kwargs.setdefault("name", "albert_squad_v2")
-        encoder = _encoder(config, encoder, kwargs.get("dtype"))
+        encoder = _encoder(config, encoder, kwargs.get("dtype"), recompute)
         for name, value in (("start_n_top", start_n_top), ("end_n_top", end_n_top)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"`{name}` must be a positive int. Received: {value!r}.")
@@ -125,6 +135,7 @@ class AlbertSquadV2(PretrainedMixin, keras.Model):
         super().__init__(**kwargs)
         self.encoder = encoder
         self.config = encoder.config
+        self.recompute = encoder.recompute
         self.start_n_top = start_n_top
         self.end_n_top = end_n_top
         self.dropout_prob = dropout_prob
