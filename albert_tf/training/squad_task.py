@@ -33,7 +33,6 @@ from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.data import squad
 from albert_tf.data import squad_postprocess as post
 from albert_tf.fileio import write_bytes_atomic, write_text_atomic
-from albert_tf.layers import activations
 from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2, squad_v1_loss, squad_v2_loss
 from albert_tf.tokenization import FullTokenizer
 from albert_tf.training import driver, loop
@@ -190,8 +189,7 @@ def export_tflite(model, tflite_file, max_seq_length):
     module.serve = serve
     staging = tempfile.mkdtemp(prefix="albert_tflite_")
     try:
-        with activations.plain_inference_ops():    # no XLA clusters in what the converter reads
-            tf.saved_model.save(module, staging, signatures={"serving_default": serve})
+        tf.saved_model.save(module, staging, signatures={"serving_default": serve})
         converter = tf.lite.TFLiteConverter.from_saved_model(staging, signature_keys=["serving_default"])
         flatbuffer = converter.convert()
     finally:
@@ -199,8 +197,6 @@ def export_tflite(model, tflite_file, max_seq_length):
     write_bytes_atomic(tflite_file, flatbuffer)
     logging.info("Wrote %s (%d bytes).", tflite_file, len(flatbuffer))
     return tflite_file
-
-
 
 
 class SquadTask(driver.Task):
