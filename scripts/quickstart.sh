@@ -5,11 +5,5 @@
 # Extra arguments go to albert-quickstart (e.g. `--output_dir=/tmp/qs`, `--overwrite`, `--help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PYTHON" -m venv .venv
-fi
-.venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e .
-export TF_CPP_MIN_LOG_LEVEL=${TF_CPP_MIN_LOG_LEVEL:-2}
+source scripts/venv.sh ""
 exec .venv/bin/albert-quickstart "$@"
