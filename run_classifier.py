@@ -30,42 +30,18 @@ CLI_HELP = __doc__.split("\n\n")[0]
 ## Required parameters
 flags.DEFINE_string("data_dir", None,
                     "The input data dir. Should contain the .tsv files (or other data files) for the task.")
-flags.DEFINE_string("albert_config_file", None,
-                    "The config json file corresponding to the pre-trained ALBERT model. "
-                    "This specifies the model architecture.")
+runtime_flags.define_task_flags()
 flags.DEFINE_string("task_name", None, "The name of the task to train: cola mnli mismnli mrpc rte sst-2 sts-b "
                     "qqp qnli wnli (or ax: GLUE diagnostic, predict only).")
-flags.DEFINE_string("vocab_file", None, "The vocabulary file that the ALBERT model was trained on.")
-flags.DEFINE_string("spm_model_file", None, "The model file for sentence piece tokenization "
-                    "('from_tf_hub' or unset with --albert_hub_module_handle: the module's asset).")
-flags.DEFINE_string("output_dir", None, "The output directory where the model checkpoints will be written.")
 flags.DEFINE_string("cached_dir", None, "Path to cached training and dev tfrecord file. "
                     "The file will be generated if not exist.")
 
 ## Other parameters
-flags.DEFINE_string("init_checkpoint", None, "Initial checkpoint (usually from a pre-trained ALBERT model).")
-flags.DEFINE_string("albert_hub_module_handle", None, "If set, the ALBERT hub module to use (a local TF-Hub "
-                    "TF1 module directory).")
-flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text. Should be True for uncased "
-                  "models and False for cased models.")
-flags.DEFINE_integer("max_seq_length", 512, "The maximum total input sequence length after tokenization. "
-                     "Sequences longer than this will be truncated, and sequences shorter than this will be "
-                     "padded.")
-flags.DEFINE_bool("do_train", False, "Whether to run training.")
-flags.DEFINE_bool("do_eval", False, "Whether to run eval on the dev set.")
-flags.DEFINE_bool("do_predict", False, "Whether to run the model in inference mode on the test set.")
-flags.DEFINE_integer("train_batch_size", 32, "Total batch size for training.")
-flags.DEFINE_integer("eval_batch_size", 8, "Total batch size for eval.")
-flags.DEFINE_integer("predict_batch_size", 8, "Total batch size for predict.")
-flags.DEFINE_float("learning_rate", 5e-5, "The initial learning rate for Adam.")
 flags.DEFINE_integer("train_step", 1000, "Total number of training steps to perform.")
 flags.DEFINE_integer("warmup_step", 0, "number of steps to perform linear learning rate warmup for.")
-flags.DEFINE_integer("save_checkpoints_steps", 1000, "How often to save the model checkpoint.")
 flags.DEFINE_integer("keep_checkpoint_max", 5, "How many checkpoints to keep (unused, as in the original: every "
                      "checkpoint is kept for --do_eval).")
-flags.DEFINE_integer("iterations_per_loop", 1000, "How many steps to make in each estimator call.")
 flags.DEFINE_string("optimizer", "adamw", "Optimizer to use")
-flags.DEFINE_string("export_dir", None, "The directory where the exported SavedModel will be stored.")
 flags.DEFINE_float("threshold_to_export", float("nan"),
                    "The threshold value that should be used with the exported classifier. When specified, "
                    "the threshold will be attached to the exported SavedModel, and served along with the "
@@ -79,23 +55,11 @@ runtime_flags.define_seed_and_memory_flags()
 
 def main(argv):
     del argv
-    kwargs = dict(
-        task_name=FLAGS.task_name, data_dir=FLAGS.data_dir, output_dir=FLAGS.output_dir,
-        albert_config_file=FLAGS.albert_config_file, spm_model_file=FLAGS.spm_model_file,
-        vocab_file=FLAGS.vocab_file, cached_dir=FLAGS.cached_dir, init_checkpoint=FLAGS.init_checkpoint,
-        albert_hub_module_handle=FLAGS.albert_hub_module_handle, do_lower_case=FLAGS.do_lower_case,
-        max_seq_length=FLAGS.max_seq_length, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
-        do_predict=FLAGS.do_predict, train_batch_size=FLAGS.train_batch_size,
-        eval_batch_size=FLAGS.eval_batch_size, predict_batch_size=FLAGS.predict_batch_size,
-        learning_rate=FLAGS.learning_rate, train_step=FLAGS.train_step, warmup_step=FLAGS.warmup_step,
-        save_checkpoints_steps=FLAGS.save_checkpoints_steps, keep_checkpoint_max=FLAGS.keep_checkpoint_max,
-        iterations_per_loop=FLAGS.iterations_per_loop, optimizer=FLAGS.optimizer, export_dir=FLAGS.export_dir,
-        threshold_to_export=FLAGS.threshold_to_export)
+    kwargs = runtime_flags.flag_kwargs(classifier_task.run_classifier)
     if FLAGS.hparams_preset:
         for name, value in classifier_task.hparams_preset(FLAGS.hparams_preset, FLAGS.task_name).items():
             if not FLAGS[name].present:
                 kwargs[name] = value
-    kwargs.update(runtime_flags.runtime_kwargs(FLAGS))
     classifier_task.run_classifier(**kwargs)
 
 

@@ -65,19 +65,7 @@ runtime_flags.define_seed_and_memory_flags()
 
 def main(argv):
     del argv
-    runtime = runtime_flags.runtime_kwargs(FLAGS)
-    runtime["seed"] = runtime.pop("random_seed")
-    run_pretraining(
-        albert_config_file=FLAGS.albert_config_file, input_file=FLAGS.input_file, output_dir=FLAGS.output_dir,
-        init_checkpoint=FLAGS.init_checkpoint, max_seq_length=FLAGS.max_seq_length,
-        max_predictions_per_seq=FLAGS.max_predictions_per_seq, do_train=FLAGS.do_train, do_eval=FLAGS.do_eval,
-        train_batch_size=FLAGS.train_batch_size, eval_batch_size=FLAGS.eval_batch_size,
-        optimizer=FLAGS.optimizer, learning_rate=FLAGS.learning_rate, poly_power=FLAGS.poly_power,
-        num_train_steps=FLAGS.num_train_steps, num_warmup_steps=FLAGS.num_warmup_steps,
-        start_warmup_step=FLAGS.start_warmup_step, save_checkpoints_steps=FLAGS.save_checkpoints_steps,
-        keep_checkpoint_max=FLAGS.keep_checkpoint_max, iterations_per_loop=FLAGS.iterations_per_loop,
-        max_eval_steps=FLAGS.max_eval_steps, init_from_group0=FLAGS.init_from_group0,
-        masked_lm_budget=FLAGS.masked_lm_budget, **runtime)
+    run_pretraining(**runtime_flags.flag_kwargs(run_pretraining, renames={"seed": "random_seed"}))
 
 
 if __name__ == "__main__":

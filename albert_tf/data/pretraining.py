@@ -83,32 +83,18 @@ def options_from_flags(fl):
 def _main(argv):
     fl = flags.FLAGS
     extra = argv[1:]
+    common = dict(vocab_file=fl.vocab_file, spm_model_file=fl.spm_model_file, options=options_from_flags(fl),
+                  shard_size_mb=fl.shard_size_mb)
     if not fl.runner:
         if extra:
             raise app.UsageError(f"Unknown arguments {extra} (Beam pipeline options need --runner).")
-        write_pretraining_examples(
-            fl.input_file,
-            fl.output_file,
-            vocab_file=fl.vocab_file,
-            spm_model_file=fl.spm_model_file,
-            options=options_from_flags(fl),
-            num_workers=fl.num_workers,
-            shard_size_mb=fl.shard_size_mb,
-        )
+        write_pretraining_examples(fl.input_file, fl.output_file, num_workers=fl.num_workers, **common)
         return
     # Deferred: apache_beam is the optional `[beam]` extra, needed only with --runner.
     from albert_tf.data import pretraining_beam
 
-    pretraining_beam.run_pipeline(
-        fl.input_file,
-        fl.output_file,
-        vocab_file=fl.vocab_file,
-        spm_model_file=fl.spm_model_file,
-        options=options_from_flags(fl),
-        shard_size_mb=fl.shard_size_mb,
-        num_output_shards=fl.num_output_shards,
-        pipeline_args=[f"--runner={fl.runner}"] + extra,
-    )
+    pretraining_beam.run_pipeline(fl.input_file, fl.output_file, num_output_shards=fl.num_output_shards,
+                                  pipeline_args=[f"--runner={fl.runner}"] + extra, **common)
 
 
 def _parse_known_flags(argv):

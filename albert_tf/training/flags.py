@@ -1,15 +1,68 @@
-"""absl flags shared by the `run_*.py` CLIs: the original TPU flags plus the TF2 runtime additions.
+"""absl flags shared by the `run_*.py` CLIs: the flags the original fine-tuning scripts have in common, the
+original TPU flags, and the TF2 runtime additions.
 
-Library code never reads FLAGS: a CLI calls `define_runtime_flags()` at import, then passes
-`runtime_kwargs(FLAGS)` to its library function.
+Library code never reads FLAGS: a CLI calls `define_task_flags(...)` and `define_runtime_flags()` at import,
+then passes the values and `runtime_kwargs(FLAGS)` to its library function.
 """
+
+import inspect
 
 from absl import flags
 
 from albert_tf.training.distribution import MIXED_PRECISION_POLICIES, STRATEGIES
 
+# The flags that the original `run_classifier.py`, `run_squad_v1.py` / `run_squad_v2.py` and `run_race.py`
+# share, with the original names, kinds, defaults and help texts. A script whose own default differs passes it
+# to `define_task_flags` (e.g. `run_race.py`'s learning rate 1e-5, `run_squad_v1.py`'s sequence length 384).
+_TASK_FLAGS = {
+    "albert_config_file": ("string", None, "The config json file corresponding to the pre-trained ALBERT model. "
+                           "This specifies the model architecture."),
+    "vocab_file": ("string", None, "The vocabulary file that the ALBERT model was trained on."),
+    "spm_model_file": ("string", None, "The model file for sentence piece tokenization (unset, or "
+                       "'from_tf_hub', with --albert_hub_module_handle: the module's asset)."),
+    "output_dir": ("string", None, "The output directory where the model checkpoints will be written."),
+    "init_checkpoint": ("string", None, "Initial checkpoint (usually from a pre-trained ALBERT model)."),
+    "albert_hub_module_handle": ("string", None, "If set, the ALBERT hub module to use (a local TF-Hub module "
+                                 "directory, or any source the checkpoint readers accept)."),
+    "do_lower_case": ("bool", True, "Whether to lower case the input text. Should be True for uncased models and "
+                      "False for cased models."),
+    "max_seq_length": ("integer", 512, "The maximum total input sequence length after tokenization. Sequences "
+                       "longer than this will be truncated, and sequences shorter than this will be padded."),
+    "do_train": ("bool", False, "Whether to run training."),
+    "do_eval": ("bool", False, "Whether to run eval on the dev set."),
+    "do_predict": ("bool", False, "Whether to run the model in inference mode on the test set."),
+    "train_batch_size": ("integer", 32, "Total batch size for training."),
+    "eval_batch_size": ("integer", 8, "Total batch size for eval."),
+    "predict_batch_size": ("integer", 8, "Total batch size for predict."),
+    "learning_rate": ("float", 5e-5, "The initial learning rate for Adam."),
+    "save_checkpoints_steps": ("integer", 1000, "How often to save the model checkpoint."),
+    "iterations_per_loop": ("integer", 1000, "How many steps to make in each estimator call."),
+    "export_dir": ("string", None, "The directory where the exported SavedModel of the best model will be "
+                   "stored."),
+}
+
 _RUNTIME_FLAGS = ("use_tpu", "tpu_name", "tpu_zone", "gcp_project", "master", "num_tpu_cores", "strategy",
                   "mixed_precision", "jit_compile")
+
+
+FINE_TUNING_FLAGS = tuple(_TASK_FLAGS)
+
+
+def define_task_flags(names=FINE_TUNING_FLAGS, defaults=None, flag_values=flags.FLAGS):
+    """Defines the shared fine-tuning flags `names` (keys of `_TASK_FLAGS`) as the original scripts do.
+
+    Args:
+        names: the flags the script has.
+        defaults: {name: default} where the script's own default differs from the table's.
+        flag_values: the `FlagValues` to define them in.
+    """
+    defaults = defaults or {}
+    unknown = sorted(set(names).union(defaults) - set(_TASK_FLAGS))
+    if unknown:
+        raise ValueError(f"Not shared fine-tuning flags: {', '.join(unknown)}.")
+    for name in names:
+        kind, default, help_text = _TASK_FLAGS[name]
+        getattr(flags, f"DEFINE_{kind}")(name, defaults.get(name, default), help_text, flag_values=flag_values)
 
 
 def define_runtime_flags(gradient_accumulation=False, flag_values=flags.FLAGS):
@@ -74,3 +127,21 @@ def runtime_kwargs(flag_values=flags.FLAGS):
     names = list(_RUNTIME_FLAGS)
     names += [name for name in ("gradient_accumulation_steps", "random_seed", "recompute") if name in flag_values]
     return {name: flag_values[name].value for name in names}
+
+
+def flag_kwargs(fn, flag_values=flags.FLAGS, renames=None):
+    """`{parameter: value}` for every parameter of `fn` that has a flag of the same name, so that a CLI's `main`
+    is one call: `fn(**flag_kwargs(fn))`.
+
+    Args:
+        fn: the library function the CLI calls.
+        flag_values: the parsed `FlagValues`.
+        renames: {parameter: flag name} where the two names differ.
+    """
+    renames = renames or {}
+    kwargs = {}
+    for name in inspect.signature(fn).parameters:
+        flag_name = renames.get(name, name)
+        if flag_name in flag_values:
+            kwargs[name] = flag_values[flag_name].value
+    return kwargs
