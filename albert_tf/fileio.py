@@ -38,6 +38,26 @@ def atomic_path(path):
         raise
 
 
+@contextlib.contextmanager
+def atomic_prefix(prefix, suffixes):
+    """Yields a temporary prefix beside `prefix` for writers that make several files (`<prefix><suffix>`).
+
+    On success each `<tmp><suffix>` is renamed to `<prefix><suffix>`, in the order of `suffixes` (put the
+    file that readers look for first, e.g. a checkpoint's `.index`, last); on error every one is removed.
+    """
+    prefix = os.fspath(prefix)
+    directory, name = os.path.split(prefix)
+    tmp = os.path.join(directory, f".{name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        yield tmp
+        for suffix in suffixes:
+            tf.io.gfile.rename(tmp + suffix, prefix + suffix, overwrite=True)
+    finally:
+        for suffix in suffixes:
+            if tf.io.gfile.exists(tmp + suffix):
+                tf.io.gfile.remove(tmp + suffix)
+
+
 def write_text_atomic(path, text):
     """Writes the str `text` (UTF-8) to `path` atomically."""
     with atomic_path(path) as tmp:

@@ -6,11 +6,11 @@ Values are float32, one data shard, no optimizer slots and no `global_step`.
 """
 
 import os
-import uuid
 
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import fileio
 from albert_tf.checkpoints import table
 
 
@@ -46,16 +46,9 @@ def save_tf1_checkpoint(model, prefix):
     for name, tensor in tf1_tensors(model):
         names.append(name)
         tensors.append(tensor)
-    tmp_prefix = os.path.join(directory, f".tmp-{uuid.uuid4().hex}-{os.path.basename(prefix)}")
-    try:
+    # SaveV2 writes one shard: `<prefix>.data-00000-of-00001` and `<prefix>.index`.
+    with fileio.atomic_prefix(prefix, (".data-00000-of-00001", ".index")) as tmp_prefix:
         tf.raw_ops.SaveV2(prefix=tmp_prefix, tensor_names=names, shape_and_slices=[""] * len(names),
                           tensors=tensors)
-        # SaveV2 writes one shard: `<prefix>.data-00000-of-00001` and `<prefix>.index`.
-        for suffix in (".data-00000-of-00001", ".index"):
-            os.replace(tmp_prefix + suffix, prefix + suffix)
-    finally:
-        for suffix in (".data-00000-of-00001", ".index"):
-            if os.path.exists(tmp_prefix + suffix):
-                os.remove(tmp_prefix + suffix)
     logging.info("Wrote %d variables of %s to TF1 checkpoint `%s`.", len(names), type(model).__name__, prefix)
     return prefix

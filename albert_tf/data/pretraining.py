@@ -14,6 +14,8 @@ Usage:
       --spm_model_file=gs://my-bucket/30k-clean.model --vocab_file=gs://my-bucket/30k-clean.vocab
 """
 
+import dataclasses
+
 from absl import app, flags
 
 from albert_tf import cli
@@ -64,20 +66,8 @@ def define_flags():
 
 
 def options_from_flags(fl):
-    return PretrainingOptions(
-        max_seq_length=fl.max_seq_length,
-        max_predictions_per_seq=fl.max_predictions_per_seq,
-        random_seed=fl.random_seed,
-        dupe_factor=fl.dupe_factor,
-        masked_lm_prob=fl.masked_lm_prob,
-        short_seq_prob=fl.short_seq_prob,
-        ngram=fl.ngram,
-        do_lower_case=fl.do_lower_case,
-        do_whole_word_mask=fl.do_whole_word_mask,
-        do_permutation=fl.do_permutation,
-        favor_shorter_ngram=fl.favor_shorter_ngram,
-        random_next_sentence=fl.random_next_sentence,
-    )
+    """`PretrainingOptions` from the flags of the same names (the original's)."""
+    return PretrainingOptions(**{field.name: fl[field.name].value for field in dataclasses.fields(PretrainingOptions)})
 
 
 def _main(argv):

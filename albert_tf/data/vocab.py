@@ -20,13 +20,12 @@ Usage:
 """
 
 import os
-import tempfile
 
 import sentencepiece as spm
 import tensorflow as tf
 from absl import app, flags, logging
 
-from albert_tf import cli
+from albert_tf import cli, fileio
 
 CLI_HELP = (
     "Trains a SentencePiece vocabulary with the flags of the original ALBERT README's spm_train command "
@@ -90,8 +89,7 @@ def train_sentencepiece(
             )
     out_dir = os.path.dirname(os.path.abspath(model_prefix))
     os.makedirs(out_dir, exist_ok=True)
-    tmp_prefix = os.path.join(out_dir, f".{os.path.basename(model_prefix)}.tmp{os.getpid()}")
-    try:
+    with fileio.atomic_prefix(model_prefix, (".vocab", ".model")) as tmp_prefix:
         spm.SentencePieceTrainer.train(
             input=input_files,
             model_prefix=tmp_prefix,
@@ -108,12 +106,6 @@ def train_sentencepiece(
             model_type=model_type,
             **trainer_kwargs,
         )
-        for ext in (".model", ".vocab"):
-            os.replace(tmp_prefix + ext, model_prefix + ext)
-    finally:
-        for ext in (".model", ".vocab"):
-            if os.path.exists(tmp_prefix + ext):
-                os.remove(tmp_prefix + ext)
     logging.info("Wrote %s.model and %s.vocab (%d pieces).", model_prefix, model_prefix, vocab_size)
     return model_prefix + ".model"
 

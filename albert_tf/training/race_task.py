@@ -163,12 +163,9 @@ def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None,
         num_keep_checkpoint: int, unused, as in the original (its RunConfig keeps every checkpoint so that each
             one is evaluated).
         high_only, middle_only: bool, read one level only.
-        do_train, do_eval, do_predict: bool.
-        train_batch_size, eval_batch_size, predict_batch_size: int, global batch sizes.
-        learning_rate: float, peak learning rate.
-        train_step: int, total training steps.
-        warmup_step: int, linear warm-up steps.
-        save_checkpoints_steps: int.
+        do_train, do_eval, do_predict: bool, run the stages (as `run_classifier`).
+        train_batch_size, eval_batch_size, predict_batch_size, learning_rate, train_step, warmup_step,
+            save_checkpoints_steps: as `run_classifier` (global batch sizes, peak rate, linear warm-up).
         iterations_per_loop: int, steps per `tf.function` call (at most `save_checkpoints_steps`).
         export_dir: str, export a SavedModel of the best model here (`albert_tf.export`).
         optimizer: str, `adamw` (the original's RACE optimizer) or `lamb`.
