@@ -8,6 +8,8 @@ documents (the input format of the original `create_pretraining_data.py`).
 import os
 import re
 
+from pydoc_data.topics import topics
+
 from albert_tf import fileio
 
 _HEADING_RULE = re.compile(r"^[*=\-~^]{3,}\s*$")
@@ -16,8 +18,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(\[])")
 
 def topic_documents():
     """Returns `[(topic_name, [sentence, ...]), ...]` in a stable (sorted) order."""
-    from pydoc_data.topics import topics
-
     documents = []
     for name in sorted(topics):
         sentences = []
