@@ -16,12 +16,13 @@ It reports, from `/proc/self/status` on CPU:
 * `state`: RSS after building the weights and the optimizer state, less the RSS after importing TensorFlow;
 * `peak`: the peak RSS of the process (`VmHWM`) over all steps, less the same import baseline;
 * `activations`: the peak RSS of the steps after the first (`VmHWM` reset through `/proc/self/clear_refs`)
-  less the RSS before them (weights, optimizer state, the traced and optimized graph): the activations kept
+  less the RSS before them (weights, optimizer state, the traced and optimized graph; measured after
+  `malloc_trim`): the activations kept
   for the backward pass, the gradients and the step's temporaries;
 * `step_s`: the wall time of the last step (the first one also traces).
 
-On a GPU it reports `tf.config.experimental.get_memory_info("GPU:0")` (`current` after building, `peak` after
-the steps) instead. The table is printed and written as markdown to `--output`; the raw results go beside it
+On a GPU `state` and `peak` are `tf.config.experimental.get_memory_info("GPU:0")`'s (`current` after building,
+`peak` of the steps) instead. The table is printed and written as markdown to `--output`; the raw results go beside it
 as JSON.
 
 Example (large and xxlarge at seq 512, batch 1)::
@@ -106,28 +107,24 @@ def worker(args):
         tf.config.experimental.reset_memory_stats("GPU:0")
     state = (tf.config.experimental.get_memory_info("GPU:0")["current"] if gpu
              else _status_bytes("VmRSS") - base_rss)
+    device = "GPU:0" if gpu else "CPU:0"
     times = []
     for i in range(args["steps"]):
-        if i == 1 and not gpu:
-            # After the first step (tracing, graph optimization, first run): the steady RSS, then the peak
-            # counter reset so that the next steps' peak is the step's own.
-            first_peak, steady = _status_bytes("VmHWM") - base_rss, _status_bytes("VmRSS") - base_rss
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")
+        if i == 1:
+            # After the first step (tracing, graph optimization, first run): the allocator's peak counter reset,
+            # so that the next steps' peak is the step's own.
+            tf.config.experimental.reset_memory_stats(device)
+            steady = tf.config.experimental.get_memory_info(device)["current"]
         start = time.perf_counter()
         float(step(inputs))
         times.append(time.perf_counter() - start)
-    if gpu:
-        peak = step_peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
-        steady = state
-    else:
-        step_peak = _status_bytes("VmHWM") - base_rss
-        peak = max(first_peak, step_peak) if args["steps"] > 1 else step_peak
-        if args["steps"] == 1:
-            steady = state
+    step_peak = tf.config.experimental.get_memory_info(device)["peak"]
+    if args["steps"] == 1:
+        steady = state if gpu else 0
+    peak = step_peak if gpu else _status_bytes("VmHWM") - base_rss
     return {"size": size, "impl": impl, "batch_size": batch, "seq_len": seq, "device": "GPU" if gpu else "CPU",
             "params": int(sum(int(tf.size(v)) for v in variables)), "state_bytes": int(state),
-            "steady_bytes": int(steady), "peak_bytes": int(peak), "activation_bytes": int(step_peak - steady),
+            "peak_bytes": int(peak), "activation_bytes": int(step_peak - steady),
             "step_s": times[-1], "first_step_s": times[0], "keras": keras.__version__}
 
 
