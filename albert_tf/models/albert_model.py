@@ -207,12 +207,11 @@ class AlbertModel(keras.Model):
         return load_pretrained(cls, path, config=config, **kwargs)
 
 
-def _after(x, dy):
-    """`x`, made to depend on the value of `dy` (not only on its op finishing), with `x`'s value: the
-    recomputation of a layer then runs only once its output gradient exists, in graphs and under XLA alike (the
-    data-dependency form of `tf.recompute_grad`)."""
-    first = tf.reshape(dy, [-1])[:1]
-    flag = tf.cast(tf.reduce_max(first), tf.bool)
+def _after(x, deps):
+    """`x`, made to depend on the values of the tensors `deps` (one element of each is read), with `x`'s value:
+    the data-dependency form of `tf.recompute_grad`, which graphs and XLA both keep."""
+    firsts = tf.concat([tf.cast(tf.reshape(d, [-1])[:1], tf.float32) for d in deps], axis=0)
+    flag = tf.cast(tf.reduce_max(firsts), tf.bool)
     zero = tf.where(tf.equal(flag, flag), 0.0, float("nan"))
     return x + tf.cast(zero, x.dtype)
 
@@ -249,7 +248,10 @@ def recompute_layers(layers, x):
                 if dx is not None:
                     dys[-1] = dys[-1] + tf.cast(dx, dys[-1].dtype)
                 with tf.GradientTape() as tape:
-                    xi = _after(inputs[i], dys[-1])
+                    # Layer i is recomputed once its output gradient exists and the previous layer's variable
+                    # gradients are summed in; reading the running sums here also keeps grappler from merging
+                    # the chain of sums into one `AddN` that would hold every layer's gradients at once.
+                    xi = _after(inputs[i], [dys[-1]] + [t for t in totals if t is not None])
                     tape.watch(xi)
                     recomputed = layers[i](xi)
                 grads = tape.gradient(recomputed, [xi] + variables, output_gradients=dys)
