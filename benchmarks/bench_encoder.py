@@ -35,7 +35,6 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -738,17 +737,11 @@ def render_targets(med, peak32, impls, basis, ceilings=None):
 
 
 def write_atomic(path, text):
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp_", suffix=os.path.splitext(path)[1])
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)   # mkstemp creates 0600.
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    # Imported here, not at the top: the tf-models-official worker runs this module under
+    # TF_USE_LEGACY_KERAS=1, where importing albert_tf (Keras 3 models) must not happen.
+    from albert_tf.fileio import write_text_atomic
+
+    write_text_atomic(path, text)
 
 
 def _parse_list(value, allowed, name):

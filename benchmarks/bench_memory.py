@@ -10,23 +10,25 @@ For each `--sizes` (v2 configurations: base, large, xlarge, xxlarge; E=128, voca
 The process builds the encoder and the library's optimizer (`create_optimizer(..., optimizer="lamb")`, the
 original's pretraining optimizer; its two moment slots built before anything is measured), then runs
 `--steps` training steps in one `tf.function` (forward, the loss `mean(sequence_output ** 2)` (the same
-MLM-free loss for every implementation, so the comparison is the encoder's step), backward, optimizer update).
+MLM-free loss for every implementation, so the comparison is the encoder's step) and backward in one, the
+optimizer update in another).
 It reports, from `/proc/self/status` on CPU:
 
 * `state`: RSS after building the weights and the optimizer state, less the RSS after importing TensorFlow;
 * `peak`: the peak RSS of the process (`VmHWM`) over all steps, less the same import baseline;
 * `activations`: the peak RSS of the steps after the first (`VmHWM` reset through `/proc/self/clear_refs`)
-  less the RSS before them (weights, optimizer state, the traced and optimized graph): the activations kept
+  less the RSS before them (weights, optimizer state, the traced and optimized graph; measured after
+  `malloc_trim`): the activations kept
   for the backward pass, the gradients and the step's temporaries;
 * `step_s`: the wall time of the last step (the first one also traces).
 
-On a GPU it reports `tf.config.experimental.get_memory_info("GPU:0")` (`current` after building, `peak` after
-the steps) instead. The table is printed and written as markdown to `--output`; the raw results go beside it
+On a GPU `state` and `peak` are `tf.config.experimental.get_memory_info("GPU:0")`'s (`current` after building,
+`peak` of the steps) instead. The table is printed and written as markdown to `--output`; the raw results go beside it
 as JSON.
 
-Example (large and xxlarge at seq 512, batch 1)::
+Example (every size at seq 512, batch 1; about 25 minutes on 2 cores)::
 
-    python benchmarks/bench_memory.py --sizes=large,xxlarge --batch_size=1
+    python benchmarks/bench_memory.py --sizes=large,xxlarge,base,xlarge --batch_size=1 --output=memory.md
 """
 
 import json
@@ -95,39 +97,44 @@ def worker(args):
     variables = model.trainable_variables
 
     @tf.function
-    def step(inputs):
+    def gradients(inputs):
         with tf.GradientTape() as tape:
             sequence_output = model(inputs, training=True)["sequence_output"]
             loss = tf.reduce_mean(tf.square(tf.cast(sequence_output, tf.float32)))
-        optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
-        return loss
+        grads = tape.gradient(loss, variables)
+        # The pooler is not in the loss: zeros keep its update in the step, as in real training.
+        return loss, [tf.zeros_like(v) if g is None else g for g, v in zip(grads, variables)]
+
+    @tf.function
+    def update(grads):
+        optimizer.apply_gradients(zip(grads, variables))
 
     if gpu:
         tf.config.experimental.reset_memory_stats("GPU:0")
     state = (tf.config.experimental.get_memory_info("GPU:0")["current"] if gpu
              else _status_bytes("VmRSS") - base_rss)
+    device = "GPU:0" if gpu else "CPU:0"
     times = []
     for i in range(args["steps"]):
-        if i == 1 and not gpu:
-            # After the first step (tracing, graph optimization, first run): the steady RSS, then the peak
-            # counter reset so that the next steps' peak is the step's own.
-            first_peak, steady = _status_bytes("VmHWM") - base_rss, _status_bytes("VmRSS") - base_rss
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")
+        # The allocator's peak counter reset before each step, so that the last step's peaks are its own (the
+        # first one also traces and optimizes the graphs).
+        tf.config.experimental.reset_memory_stats(device)
+        before = tf.config.experimental.get_memory_info(device)["current"]
         start = time.perf_counter()
-        float(step(inputs))
+        loss, grads = gradients(inputs)
+        float(loss)
+        backward_peak = tf.config.experimental.get_memory_info(device)["peak"]
+        update(grads)
         times.append(time.perf_counter() - start)
-    if gpu:
-        peak = step_peak = tf.config.experimental.get_memory_info("GPU:0")["peak"]
-        steady = state
-    else:
-        step_peak = _status_bytes("VmHWM") - base_rss
-        peak = max(first_peak, step_peak) if args["steps"] > 1 else step_peak
-        if args["steps"] == 1:
-            steady = state
+        step_peak = tf.config.experimental.get_memory_info(device)["peak"]
+        gradient_bytes = sum(int(tf.size(tf.convert_to_tensor(g))) * g.dtype.size for g in grads)
+        del grads
+    peak = step_peak if gpu else _status_bytes("VmHWM") - base_rss
     return {"size": size, "impl": impl, "batch_size": batch, "seq_len": seq, "device": "GPU" if gpu else "CPU",
             "params": int(sum(int(tf.size(v)) for v in variables)), "state_bytes": int(state),
-            "steady_bytes": int(steady), "peak_bytes": int(peak), "activation_bytes": int(step_peak - steady),
+            "peak_bytes": int(peak), "gradient_bytes": gradient_bytes,
+            "activation_bytes": int(backward_peak - before - gradient_bytes),
+            "step_peak_bytes": int(step_peak - before),
             "step_s": times[-1], "first_step_s": times[0], "keras": keras.__version__}
 
 
@@ -146,8 +153,8 @@ def run_worker(args):
 
 def render(results):
     """The markdown table: per size, the three implementations and the ratios that the targets name."""
-    lines = ["| size | batch | implementation | weights + optimizer state (GiB) | activations (GiB) | peak (GiB) "
-             "| step (s) |", "|---|---|---|---|---|---|---|"]
+    lines = ["| size | batch | implementation | weights + optimizer state (GiB) | gradients (GiB) | activations (GiB) "
+             "| step peak (GiB) | peak RSS (GiB) | step (s) |", "|---|---|---|---|---|---|---|---|---|"]
     by = {(r["size"], r["impl"]): r for r in results}
     notes = []
     for size in SIZES:
@@ -156,10 +163,11 @@ def render(results):
             if r is None:
                 continue
             if "error" in r:
-                lines.append(f"| {size} | {r['batch_size']} | {impl} | failed: {r['error'][:80]} | | | |")
+                lines.append(f"| {size} | {r['batch_size']} | {impl} | failed: {r['error'][:80]} | | | | | |")
                 continue
             lines.append(f"| {size} | {r['batch_size']} | {impl} | {r['state_bytes'] / GIB:.2f} | "
-                         f"{r['activation_bytes'] / GIB:.2f} | {r['peak_bytes'] / GIB:.2f} | {r['step_s']:.1f} |")
+                         f"{r['gradient_bytes'] / GIB:.2f} | {r['activation_bytes'] / GIB:.2f} | "
+                         f"{r['step_peak_bytes'] / GIB:.2f} | {r['peak_bytes'] / GIB:.2f} | {r['step_s']:.1f} |")
         plain, recompute, hub = (by.get((size, impl)) for impl in IMPLS)
         if plain and recompute and "error" not in plain and "error" not in recompute:
             notes.append(f"{size}: activations {plain['activation_bytes'] / recompute['activation_bytes']:.2f}x "
@@ -167,8 +175,10 @@ def render(results):
         if hub and "error" not in hub:
             for impl, r in (("albert_tf", plain), ("albert_tf_recompute", recompute)):
                 if r and "error" not in r:
-                    notes.append(f"{size}: {impl} peak / keras-hub peak = "
-                                 f"{r['peak_bytes'] / hub['peak_bytes']:.2f}")
+                    notes.append(f"{size}: {impl} / keras-hub: step peak "
+                                 f"{r['step_peak_bytes'] / hub['step_peak_bytes']:.2f}, peak RSS "
+                                 f"{r['peak_bytes'] / hub['peak_bytes']:.2f}, "
+                                 f"step time {r['step_s'] / hub['step_s']:.2f}")
     return "\n".join(lines + [""] + [f"* {note}" for note in notes]) + "\n"
 
 
@@ -197,9 +207,11 @@ def main(argv):
             result = run_worker(args)
             results.append(result)
             logging.info("%s %s: %s (%.0f s)", size, impl,
-                         result.get("error") or "peak %.2f GiB, state %.2f GiB, activations %.2f GiB, step %.1f s"
-                         % (result["peak_bytes"] / GIB, result["state_bytes"] / GIB,
-                            result["activation_bytes"] / GIB, result["step_s"]), time.time() - start)
+                         result.get("error") or "peak RSS %.2f GiB, state %.2f GiB, activations %.2f GiB, step peak "
+                         "%.2f GiB, step %.1f s" % (result["peak_bytes"] / GIB, result["state_bytes"] / GIB,
+                                                    result["activation_bytes"] / GIB,
+                                                    result["step_peak_bytes"] / GIB, result["step_s"]),
+                         time.time() - start)
             text = render(results)
             if FLAGS.output:
                 write_text_atomic(FLAGS.output, text)

@@ -55,7 +55,7 @@ class AlbertModel(keras.Model):
 
     With `recompute=True`, training calls (`training=True`) keep only the input of each layer application (one
     application of a group's `inner_group_num` blocks) for the backward pass and run that layer's forward again
-    there (`tf.recompute_grad`): activation memory of one layer instead of all of them, for one more forward.
+    there (`recompute_layers`): activation memory of one layer instead of all of them, for one more forward.
     Weights, outputs, gradients and the inference path are the same as without it.
 
     Dropout (training only) is drawn statelessly from one seed per call (`dropout_seed`, or else one drawn from
@@ -138,12 +138,16 @@ class AlbertModel(keras.Model):
         if self.embedding_projection is not None:
             x = self.embedding_projection(x)                                             # [batch, seq, H]
         bias = attention_bias(input_mask, tf.float32)                                    # [batch, 1, 1, seq]
-        encoder_outputs = []
-        for i, g in enumerate(self.layer_groups):
-            layer = self._layer_function(self.groups[g], bias, training, seeds[i + 1])
-            outputs = tf.recompute_grad(layer)(x) if recompute else layer(x)
-            encoder_outputs.extend(outputs)
-            x = outputs[-1]
+        layers = [self._layer_function(self.groups[g], bias, training, seeds[i + 1])
+                  for i, g in enumerate(self.layer_groups)]
+        if recompute:
+            encoder_outputs = recompute_layers(layers, x)
+        else:
+            encoder_outputs = []
+            for layer in layers:
+                encoder_outputs.extend(layer(x))
+                x = encoder_outputs[-1]
+        x = encoder_outputs[-1]
         pooled_output = self.pooler(x[:, 0])                                             # [batch, H]
         return {
             "sequence_output": x,
@@ -201,6 +205,68 @@ class AlbertModel(keras.Model):
         from albert_tf.checkpoints import load_pretrained  # Local import: checkpoints imports models.
 
         return load_pretrained(cls, path, config=config, **kwargs)
+
+
+def _after(x, deps):
+    """`x`, made to depend on the values of the tensors `deps` (one element of each is read), with `x`'s value:
+    the data-dependency form of `tf.recompute_grad`, which graphs and XLA both keep."""
+    firsts = tf.concat([tf.cast(tf.reshape(d, [-1])[:1], tf.float32) for d in deps], axis=0)
+    flag = tf.cast(tf.reduce_max(firsts), tf.bool)
+    zero = tf.where(tf.equal(flag, flag), 0.0, float("nan"))
+    return x + tf.cast(zero, x.dtype)
+
+
+def recompute_layers(layers, x):
+    """Applies `layers` (functions `x -> [outputs]`, the last output feeding the next layer) to `x`, keeping only
+    each layer's input for the backward pass, which recomputes one layer at a time.
+
+    Unlike `tf.recompute_grad` per layer, the gradients of variables shared between layers (ALBERT's groups are
+    applied many times) are summed into one running total as the backward pass goes, instead of one
+    full-size gradient per application waiting for a final sum: with shared blocks, those per-application
+    gradients would take more memory than the activations saved. The sum is the same.
+
+    Returns:
+        the list of every layer's outputs, in order.
+    """
+
+    @tf.custom_gradient
+    def run(x):
+        inputs, outputs = [], []
+        for layer in layers:
+            inputs.append(x)
+            outputs.extend(layer(x))
+            x = outputs[-1]
+        per_layer = len(outputs) // len(layers)
+
+        def grad(*output_grads, variables=None):
+            variables = list(variables or [])
+            output_grads = [tf.zeros_like(o) if d is None else d for o, d in zip(outputs, output_grads)]
+            totals = [None] * len(variables)
+            dx = None
+            for i in reversed(range(len(layers))):
+                dys = output_grads[i * per_layer:(i + 1) * per_layer]
+                if dx is not None:
+                    dys[-1] = dys[-1] + tf.cast(dx, dys[-1].dtype)
+                with tf.GradientTape() as tape:
+                    # Layer i is recomputed once its output gradient exists and the previous layer's variable
+                    # gradients are summed in; reading the running sums here also keeps grappler from merging
+                    # the chain of sums into one `AddN` that would hold every layer's gradients at once.
+                    xi = _after(inputs[i], [dys[-1]] + [t for t in totals if t is not None])
+                    tape.watch(xi)
+                    recomputed = layers[i](xi)
+                grads = tape.gradient(recomputed, [xi] + variables, output_gradients=dys)
+                dx = grads[0]
+                for j, g in enumerate(grads[1:]):
+                    if g is not None:
+                        g = tf.convert_to_tensor(g)
+                        totals[j] = g if totals[j] is None else totals[j] + g
+            totals = [tf.zeros_like(v) if t is None and v.dtype.is_floating else t
+                      for v, t in zip(variables, totals)]
+            return dx, totals
+
+        return outputs, grad
+
+    return run(x)
 
 
 def compile_forward(model, jit_compile=None, training=False):
