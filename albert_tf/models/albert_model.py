@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from albert_tf.checkpoints import load_pretrained
 from albert_tf.config import AlbertConfig
 from albert_tf.layers.attention import attention_bias
 from albert_tf.layers.embeddings import AlbertEmbeddings, truncated_normal
@@ -202,8 +203,6 @@ class AlbertModel(keras.Model):
     @classmethod
     def from_pretrained(cls, path, config=None, **kwargs):
         """Builds the encoder from a release dir, `.tar.gz`, TF1 checkpoint prefix or TF-Hub TF1 module dir."""
-        from albert_tf.checkpoints import load_pretrained  # Local import: checkpoints imports models.
-
         return load_pretrained(cls, path, config=config, **kwargs)
 
 
