@@ -1,4 +1,5 @@
-"""An independent NumPy forward pass of the original ALBERT, written from original-release §3 and §4.1.
+"""An independent NumPy forward pass of the original ALBERT, written from the original `modeling.py` (`AlbertModel`,
+`embedding_lookup`, `embedding_postprocessor`, `transformer_model`) and the variable names of Google's checkpoints.
 
 Weights are a dict keyed by the original TF1 variable names (`bert/embeddings/word_embeddings`, ...), so the
 reference knows nothing about the Keras models. Float64 throughout.
@@ -36,7 +37,7 @@ def softmax(x, axis=-1):
 
 
 def block(w, scope, x, mask, num_heads, act):
-    """`attention_ffn_block` (§3.4, §3.5), post-LN, no dropout."""
+    """`attention_ffn_block` and `attention_layer` of the original `modeling.py`, post-LN, no dropout."""
     b, t, h = x.shape
     d = h // num_heads
 
@@ -87,7 +88,7 @@ def albert_forward(w, config, input_ids, input_mask, segment_ids):
 
 
 def pretraining_heads(w, config, sequence_output, pooled_output, masked_lm_positions):
-    """`get_masked_lm_output` logits `[b, P, V]` and `get_sentence_order_output` logits `[b, 2]` (§4.1)."""
+    """`get_masked_lm_output` logits `[b, P, V]` and `get_sentence_order_output` logits `[b, 2]` (the original `run_pretraining.py`)."""
     w = {k: np.asarray(v, np.float64) for k, v in w.items()}
     act = ACTIVATIONS[config.get("hidden_act", "gelu")]
     positions = np.asarray(masked_lm_positions)

@@ -69,7 +69,7 @@ def test_variables_float32_compute_bfloat16(pair):
     out = bf16(make_features(), training=False)
     assert out["sequence_output"].dtype == tf.bfloat16
     assert out["pooled_output"].dtype == tf.bfloat16
-    # Logits stay float32 (original-release heads), as does the embedding LayerNorm output.
+    # Logits stay float32 (as the original's heads), as does the embedding LayerNorm output.
     assert out["mlm_logits"].dtype == tf.float32
     assert out["sop_logits"].dtype == tf.float32
 

@@ -1,4 +1,4 @@
-"""Foundation: config, layers and AlbertModel against the NumPy reference of original-release §3."""
+"""Foundation: config, layers and AlbertModel against the NumPy reference of the original `modeling.py`."""
 
 import json
 import os

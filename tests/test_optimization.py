@@ -1,4 +1,5 @@
-"""The ALBERT AdamW / LAMB and learning-rate schedule against a NumPy transcription of original-release §7."""
+"""The ALBERT AdamW / LAMB and learning-rate schedule against a NumPy transcription of the original
+`optimization.py` and `lamb_optimizer.py`."""
 
 import re
 
@@ -43,7 +44,7 @@ def np_step(params, grads, m, v, names, lr, kind):
 
 
 def test_schedule_matches_spec_example():
-    # original-release §7: warm-up 4, peak 0.01 -> steps 1..6 use lr(0..5) = 0, .0025, .005, .0075, decayed.
+    # The original `create_optimizer`: warm-up 4, peak 0.01 -> steps 1..6 use lr(0..5) = 0, .0025, .005, .0075, decayed.
     schedule = optimization.AlbertLearningRateSchedule(0.01, 100, 4)
     got = [float(schedule(s)) for s in range(6)]
     np.testing.assert_allclose(got[:4], [0.0, 0.0025, 0.005, 0.0075], rtol=1e-6)

@@ -452,7 +452,7 @@ def test_cli_predicts_from_a_checkpoint_and_exports(trained, workdir, tmp_path):
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     defaults = json.loads(proc.stdout.split("DEFAULTS=", 1)[1].splitlines()[0])
-    assert defaults == {  # original-release §2.5
+    assert defaults == {  # the original run_race.py's flags
         "task_name": "race", "do_lower_case": True, "dropout_prob": 0.1, "max_seq_length": 512,
         "max_qa_length": 128, "num_keep_checkpoint": 5, "high_only": False, "middle_only": False,
         "do_train": True, "do_eval": True, "do_predict": False, "train_batch_size": 32, "eval_batch_size": 8,

@@ -28,7 +28,7 @@ CONFIG = dict(vocab_size=VOCAB, embedding_size=8, hidden_size=16, num_hidden_lay
 
 
 def _example(rng, index, seq=SEQ, pred=PRED):
-    """One record of the original schema (§5.4); `input_ids[1]` carries the record index for order checks."""
+    """One record of the original schema (`write_instance_to_example_files`); `input_ids[1]` carries the record index for order checks."""
     length = rng.randint(seq // 2, seq + 1)
     ids = [2] + list(rng.randint(5, VOCAB, size=length - 2)) + [3]
     ids[1] = 5 + index % (VOCAB - 5)
@@ -142,7 +142,7 @@ def test_train_eval_and_resume(data, tmp_path):
 
 
 # -------------------------------------------------------------------------------------------------------
-# Google-format (TF1) checkpoint with the original variable names (original-release §4.1), written with
+# Google-format (TF1) checkpoint with the original variable names (as Google's releases), written with
 # tf.compat.v1 so the test does not depend on our own writer.
 
 def _tf1_names_and_shapes(h=16, e=8, i=32, v=VOCAB, p=SEQ, groups=(0,)):

@@ -204,7 +204,7 @@ def test_v1_logits_and_loss_match_numpy():
 
 
 def test_heads_round_trip_through_tf1_checkpoint_names(v2_model, tmp_path):
-    """The heads are written and read under the original TF1 names of original-release §4.2."""
+    """The heads are written and read under the original TF1 names of `run_squad_v1.py` / `run_squad_v2.py`."""
     from albert_tf.checkpoints import save_tf1_checkpoint
 
     prefix = save_tf1_checkpoint(v2_model, str(tmp_path / "v2" / "model.ckpt"))

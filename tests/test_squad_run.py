@@ -36,7 +36,7 @@ def env(tmp_path_factory):
 
 
 def test_num_train_steps_as_the_original():
-    # SQuAD 1.1 (87599 examples, batch 48, 2 epochs) and 2.0 (130319, 48, 3) of original-release §8.2.
+    # SQuAD 1.1 (87599 examples, batch 48, 2 epochs) and 2.0 (130319, 48, 3) of the original README.
     assert squad_task.num_train_steps_and_warmup(87599, 48, 2.0, 0.1) == (3649, 364)
     assert squad_task.num_train_steps_and_warmup(130319, 48, 3.0, 0.1) == (8144, 814)
 
