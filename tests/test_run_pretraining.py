@@ -307,3 +307,26 @@ def test_recompute_reaches_the_model_only_when_set(data, tmp_path, monkeypatch, 
     with pytest.raises(Built):
         _run(data, tmp_path / "out", recompute=recompute)
     assert ("recompute" in seen[0]) == recompute and seen[0].get("recompute", True) is True
+
+
+def test_recompute_gives_the_same_run(data, tmp_path):
+    """A few seeded pretraining steps (with dropout) give the same checkpoints and eval losses with and without
+    `recompute`: recomputation changes the memory, not the numbers."""
+    config = dict(CONFIG, hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1, num_hidden_layers=3)
+    (tmp_path / "albert_config.json").write_text(json.dumps(config))
+    runs = {}
+    for recompute in (False, True):
+        out = tmp_path / f"recompute_{recompute}"
+        result = _run(data, out, albert_config_file=str(tmp_path / "albert_config.json"), do_eval=True,
+                      recompute=recompute)
+        assert result["train"]["global_step"] == 6
+        weights = tf.train.load_checkpoint(str(out / "model.ckpt-6"))
+        names = sorted(n for n in weights.get_variable_to_shape_map()
+                       if n.startswith("model") and "OPTIMIZER_SLOT" not in n and n.endswith("VARIABLE_VALUE"))
+        runs[recompute] = (result["eval"], {n: weights.get_tensor(n) for n in names})
+    (eval_a, weights_a), (eval_b, weights_b) = runs[False], runs[True]
+    assert weights_a.keys() == weights_b.keys() and len(weights_a) > 10
+    for name in weights_a:
+        np.testing.assert_allclose(weights_b[name], weights_a[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    for key in ("masked_lm_loss", "sentence_order_loss"):
+        assert eval_b[key] == pytest.approx(eval_a[key], rel=1e-5)
