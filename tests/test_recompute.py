@@ -164,8 +164,9 @@ def test_jit_compile_smoke():
     assert_same_grads(got, want, rtol=1e-4)
 
 
-def test_mixed_bfloat16_smoke():
-    plain, recomputing = twin_models(DROPOUT, dtype="mixed_bfloat16")
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_smoke(policy):
+    plain, recomputing = twin_models(DROPOUT, dtype=policy)
     inputs = batch(DROPOUT)
     seed = tf.constant([5, 6], tf.int32)
     want_loss, want = tf.function(loss_and_grads)(plain, inputs, seed)

@@ -77,7 +77,7 @@ def pretraining_loss_fn(model, features, training):
 
 def train_once(strategy, model_dir, num_train_steps=6, global_batch=4, iterations_per_loop=2,
                save_checkpoints_steps=2, accumulation=1, shuffle_seed=None, optimizer="lamb", lr=1e-2,
-               num_examples=16, jit_compile=False, loss_factor=1.0):
+               num_examples=16, jit_compile=False, loss_factor=1.0, recompute=False):
     features = make_features(num_examples)
 
     def loss_fn(model, features, training):
@@ -97,7 +97,7 @@ def train_once(strategy, model_dir, num_train_steps=6, global_batch=4, iteration
     keras_seed = 1234
     tf.keras.utils.set_random_seed(keras_seed)
     with strategy.scope():
-        model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig.from_dict(TINY))
+        model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig.from_dict(TINY), recompute=recompute)
         if optimizer == "sgd":
             opt = tf.keras.optimizers.SGD(lr)
         else:
@@ -266,26 +266,33 @@ def _free_ports(n):
     return ports
 
 
-@pytest.mark.slow  # ~80 s on 2 shared CPU cores: two TF processes plus the collective setup.
+@pytest.mark.slow  # ~160 s on 2 shared CPU cores: two pairs of TF processes plus the collective setup.
 def test_multi_worker_two_processes_end_with_equal_weights(tmp_path):
-    ports = _free_ports(2)
-    model_dir = str(tmp_path / "mw")
-    procs = []
-    for index in range(2):
-        runs = [dict(strategy="multi_worker", model_dir=model_dir, out=str(tmp_path / f"w{index}.npz"),
-                     kwargs=dict(global_batch=4, num_train_steps=4))]
-        env = _env(TF_CONFIG=distribution.tf_config_for_local_workers(ports, index))
-        procs.append(run_worker(tmp_path, dict(runs=runs), env=env))
-    results = [_wait(p, 180) for p in procs]
-    for code, out in results:
-        assert code == 0, out[-3000:]
-    w0, w1 = _load(str(tmp_path / "w0.npz")), _load(str(tmp_path / "w1.npz"))
-    for a, b in zip(w0, w1):
-        np.testing.assert_array_equal(a, b)
-    assert json.load(open(str(tmp_path / "w0.npz") + ".json"))["global_step"] == 4
-    # The chief wrote the checkpoints; the other worker's scratch directory is gone.
-    assert [step for step, _ in loop.list_checkpoints(model_dir)] == [2, 4]
-    assert not [d for d in os.listdir(model_dir) if d.startswith(".tmp_")]
+    """Two workers end with equal weights; with `recompute` they end with the same weights as without it."""
+    final = {}
+    for recompute in (False, True):
+        ports = _free_ports(2)
+        model_dir = str(tmp_path / f"mw_{recompute}")
+        procs = []
+        for index in range(2):
+            out = str(tmp_path / f"w{index}_{recompute}.npz")
+            runs = [dict(strategy="multi_worker", model_dir=model_dir, out=out,
+                         kwargs=dict(global_batch=4, num_train_steps=4, recompute=recompute))]
+            env = _env(TF_CONFIG=distribution.tf_config_for_local_workers(ports, index))
+            procs.append(run_worker(tmp_path, dict(runs=runs), env=env))
+        results = [_wait(p, 180) for p in procs]
+        for code, out in results:
+            assert code == 0, out[-3000:]
+        w0, w1 = _load(str(tmp_path / f"w0_{recompute}.npz")), _load(str(tmp_path / f"w1_{recompute}.npz"))
+        for a, b in zip(w0, w1):
+            np.testing.assert_array_equal(a, b)
+        assert json.load(open(str(tmp_path / f"w0_{recompute}.npz") + ".json"))["global_step"] == 4
+        # The chief wrote the checkpoints; the other worker's scratch directory is gone.
+        assert [step for step, _ in loop.list_checkpoints(model_dir)] == [2, 4]
+        assert not [d for d in os.listdir(model_dir) if d.startswith(".tmp_")]
+        final[recompute] = w0
+    for a, b in zip(final[False], final[True]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.slow  # ~80 s: three subprocess runs of 24 one-step loops.
