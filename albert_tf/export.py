@@ -32,6 +32,7 @@ variables of nested layer lists untracked. Every signature is a `tf.function` wi
 `input_signature`, so int32 inputs stay int32 and a wrong dtype or rank is rejected by the signature.
 """
 
+import abc
 import inspect
 import os
 import re
@@ -78,7 +79,7 @@ def _string_specs(names):
 # --- One serving spec per model class ---------------------------------------------------------------------
 
 
-class ServingSpec:
+class ServingSpec(abc.ABC):
     """How one model class is served. Subclasses set `kind` and `model_class` and override what differs.
 
     The defaults describe a model called on the three token inputs `[batch, seq]` and served from the
@@ -98,9 +99,9 @@ class ServingSpec:
         """The model's call inputs from the serving features."""
         return {name: features[name] for name in TOKEN_INPUTS}
 
+    @abc.abstractmethod
     def outputs(self, out, threshold):
         """The named serving outputs from the model's output dict."""
-        raise NotImplementedError
 
     # serve_examples: the original TFRecord features.
 

@@ -96,8 +96,10 @@ def test_inference_without_checkpoint_or_init_says_what_to_do(example, tmp_path)
     model = task.build_model(example["config"])
     with pytest.raises(ValueError, match="nothing to run"):
         driver.restore_for_inference(task, model, str(tmp_path), None)
-    with pytest.raises(NotImplementedError):
-        driver.Task().build_model(example["config"])
+    with pytest.raises(TypeError, match="abstract"):
+        driver.Task()
+    with pytest.raises(ValueError, match="no prediction stage"):
+        driver.Task.predict(task, model, None, None)   # the base refusal of tasks without predictions
 
 
 def test_the_checks_before_any_work(example, tmp_path):

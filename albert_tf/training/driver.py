@@ -22,6 +22,7 @@ size differs from the config's `vocab_size`, a damaged checkpoint) are found by 
 `check_checkpoints` before anything is written to `output_dir`.
 """
 
+import abc
 import os
 
 import sentencepiece as spm
@@ -38,8 +39,8 @@ EVAL_RESULTS_FILE = "eval_results.txt"
 BEST_TRIAL_FILE = "best_trial.txt"
 
 
-class Task:
-    """What one task says to the driver. Subclasses set the attributes and override the methods they use.
+class Task(abc.ABC):
+    """What one task says to the driver. Subclasses set the attributes and implement the abstract methods.
 
     Attributes:
         name: str, shown in logs.
@@ -53,41 +54,47 @@ class Task:
     checkpoint_iterator = False
     delete_non_best = True
 
+    @abc.abstractmethod
     def build_model(self, config, **model_kwargs):
         """The task's Keras model for `config` (built under the strategy's scope by the driver)."""
-        raise NotImplementedError
 
     def init_weights(self, model, path):
         """Initial weights from any checkpoint source (pretraining checkpoints lack the task head)."""
         logging.info("Initialising from %s", path)
         return init_from_checkpoint(model, path, allow_missing_heads=True)
 
+    @abc.abstractmethod
     def prepare_training(self):
         """Writes (or reuses) the training features; returns `(num_train_steps, num_warmup_steps)`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def train_dataset(self, input_context, batch_size):
         """The repeated, shuffled training `tf.data.Dataset` of one input pipeline, per-replica `batch_size`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def loss(self, model, features, training):
         """`(mean loss over the batch, {name: scalar to log})`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def evaluate(self, model):
         """Scores `model` on the evaluation data; returns `{metric: value}` with `metric_key`."""
-        raise NotImplementedError
 
     def prepare_evaluation(self):
         """Writes (or reuses) the evaluation features, before the first checkpoint is scored."""
 
     def predict(self, model, checkpoint, step):
-        """Writes the task's predictions files for `model` (restored from `checkpoint`, `step` or None)."""
-        raise NotImplementedError
+        """Writes the task's predictions files for `model` (restored from `checkpoint`, `step` or None).
+
+        Optional: a task without a prediction stage (pretraining) keeps this refusal.
+        """
+        raise ValueError(f"The {self.name} task has no prediction stage (`do_predict`).")
 
     def export(self, model, export_dir):
-        """Exports `model`; returns a dict of what was written (`export_path`, ...)."""
-        raise NotImplementedError
+        """Exports `model`; returns a dict of what was written (`export_path`, ...).
+
+        Optional: a task without a serving export keeps this refusal.
+        """
+        raise ValueError(f"The {self.name} task has no SavedModel export (`export_dir`).")
 
 
 # --- sources, runtime and checks -------------------------------------------------------------------------
