@@ -54,10 +54,12 @@ class AlbertModel(keras.Model):
     `position_embeddings`, `layer_norm`), `embedding_projection` (a Dense, None when E == H),
     `groups[g][k]` (`AlbertTransformerBlock`), `pooler` (a Dense with tanh).
 
-    With `recompute=True`, training calls (`training=True`) keep only the input of each layer application (one
-    application of a group's `inner_group_num` blocks) for the backward pass and run that layer's forward again
-    there (`recompute_layers`): activation memory of one layer instead of all of them, for one more forward.
-    Weights, outputs, gradients and the inference path are the same as without it.
+    Training calls in a `tf.function` run the layer stack through `layer_stack`: its backward pass goes one layer
+    application (one application of a group's `inner_group_num` blocks) at a time and adds the shared blocks'
+    gradients into running sums as it goes, instead of one full-size gradient per application waiting for a
+    final sum. With `recompute=True`, it keeps only the input of each layer application for the backward pass
+    and runs that layer's forward again there: activation memory of one layer instead of all of them, for one
+    more forward. Weights, outputs, gradients and the inference path are the same either way.
 
     Dropout (training only) is drawn statelessly from one seed per call (`dropout_seed`, or else one drawn from
     the blocks' dropout seed generator outside any recomputed function), so that a recomputed forward sees the
@@ -141,8 +143,8 @@ class AlbertModel(keras.Model):
         bias = attention_bias(input_mask, tf.float32)                                    # [batch, 1, 1, seq]
         layers = [self._layer_function(self.groups[g], bias, training, seeds[i + 1])
                   for i, g in enumerate(self.layer_groups)]
-        if recompute:
-            encoder_outputs = recompute_layers(layers, x)
+        if training is True and (recompute or not tf.executing_eagerly()):
+            encoder_outputs = layer_stack(layers, x, recompute=recompute)
         else:
             encoder_outputs = []
             for layer in layers:
@@ -215,14 +217,22 @@ def _after(x, deps):
     return x + tf.cast(zero, x.dtype)
 
 
-def recompute_layers(layers, x):
-    """Applies `layers` (functions `x -> [outputs]`, the last output feeding the next layer) to `x`, keeping only
-    each layer's input for the backward pass, which recomputes one layer at a time.
+def layer_stack(layers, x, recompute=False):
+    """Applies `layers` (functions `x -> [outputs]`, the last output feeding the next layer) to `x` with a backward
+    pass that goes one layer at a time and sums the gradients of shared variables as it goes.
 
-    Unlike `tf.recompute_grad` per layer, the gradients of variables shared between layers (ALBERT's groups are
-    applied many times) are summed into one running total as the backward pass goes, instead of one
-    full-size gradient per application waiting for a final sum: with shared blocks, those per-application
-    gradients would take more memory than the activations saved. The sum is the same.
+    ALBERT applies its shared blocks many times. Plain autodiff makes one full-size gradient of the shared
+    weights per application and sums them when all exist (an `AddN`); at xxlarge width those gradients weigh as
+    much as the activations. Here each layer's variable gradients are added into one running total before the
+    layer below it starts its backward pass, so at most one application's gradients exist beside the total.
+    The sum is the same.
+
+    Args:
+        layers: the layer functions, in order.
+        x: the input of the first layer.
+        recompute: False keeps every layer's activations for the backward pass (each layer is recorded on its
+            own tape in the forward pass); True keeps only each layer's input and runs the layer's forward again
+            in the backward pass, one layer at a time.
 
     Returns:
         the list of every layer's outputs, in order.
@@ -230,10 +240,16 @@ def recompute_layers(layers, x):
 
     @tf.custom_gradient
     def run(x):
-        inputs, outputs = [], []
+        inputs, outputs, tapes = [], [], []
         for layer in layers:
             inputs.append(x)
-            outputs.extend(layer(x))
+            if recompute:
+                outputs.extend(layer(x))
+            else:
+                with tf.GradientTape() as tape:
+                    tape.watch(x)
+                    outputs.extend(layer(x))
+                tapes.append(tape)
             x = outputs[-1]
         per_layer = len(outputs) // len(layers)
 
@@ -246,14 +262,21 @@ def recompute_layers(layers, x):
                 dys = output_grads[i * per_layer:(i + 1) * per_layer]
                 if dx is not None:
                     dys[-1] = dys[-1] + tf.cast(dx, dys[-1].dtype)
-                with tf.GradientTape() as tape:
-                    # Layer i is recomputed once its output gradient exists and the previous layer's variable
-                    # gradients are summed in; reading the running sums here also keeps grappler from merging
-                    # the chain of sums into one `AddN` that would hold every layer's gradients at once.
-                    xi = _after(inputs[i], [dys[-1]] + [t for t in totals if t is not None])
-                    tape.watch(xi)
-                    recomputed = layers[i](xi)
-                grads = tape.gradient(recomputed, [xi] + variables, output_gradients=dys)
+                # Layer i's backward pass starts once the layer above has summed its variable gradients in.
+                # Reading the running sums here also keeps grappler from merging the chain of sums into one
+                # `AddN` that would hold every layer's gradients at once.
+                running = [t for t in totals if t is not None]
+                if recompute:
+                    with tf.GradientTape() as tape:
+                        xi = _after(inputs[i], [dys[-1]] + running)
+                        tape.watch(xi)
+                        layer_outputs = layers[i](xi)
+                else:
+                    tape, xi = tapes[i], inputs[i]
+                    layer_outputs = outputs[i * per_layer:(i + 1) * per_layer]
+                    if running:
+                        dys[-1] = _after(dys[-1], running)
+                grads = tape.gradient(layer_outputs, [xi] + variables, output_gradients=dys)
                 dx = grads[0]
                 for j, g in enumerate(grads[1:]):
                     if g is not None:

@@ -94,6 +94,35 @@ def _matches_any(patterns, name):
     return any(re.search(pattern, name) is not None for pattern in patterns or ())
 
 
+@tf.function(jit_compile=True, autograph=False)
+def _adam_lamb_update(gradient, scale, weight, m, v, learning_rate, beta_1, beta_2, epsilon, weight_decay_rate,
+                      layer_adaptation):
+    """One variable's step of the original `AdamWeightDecayOptimizer` (`layer_adaptation=False`) or
+    `LAMBOptimizer` (True): returns `(next weight, next m, next v)`.
+
+    `gradient * scale` is the clipped gradient; `update = m / (sqrt(v) + eps) + wd * w` (no bias correction),
+    times LAMB's trust ratio `||w|| / ||update||` (1.0 when either norm is 0); `w - lr * update`. One XLA
+    computation, so that the step's elementwise temporaries are not each a full-size tensor.
+    """
+    gradient = gradient * scale
+    next_m = beta_1 * m + (1.0 - beta_1) * gradient
+    next_v = beta_2 * v + (1.0 - beta_2) * tf.square(gradient)
+    update = next_m / (tf.sqrt(next_v) + epsilon)
+    if weight_decay_rate:
+        update += weight_decay_rate * weight
+    if layer_adaptation:
+        w_norm = tf.norm(weight, ord=2)
+        g_norm = tf.norm(update, ord=2)
+        ratio = tf.where(w_norm > 0, tf.where(g_norm > 0, w_norm / g_norm, 1.0), 1.0)
+        update = ratio * update
+    return weight - learning_rate * update, next_m, next_v
+
+
+def _tf_variable(variable):
+    """The `tf.Variable` behind a Keras variable (or `variable` itself)."""
+    return variable.value if isinstance(variable, keras.Variable) else variable
+
+
 class _AlbertAdamBase(keras.optimizers.Optimizer):
     """Shared parts of `AdamWeightDecay` and `Lamb`: slots, exclusions, clipping after aggregation."""
 
@@ -160,46 +189,51 @@ class _AlbertAdamBase(keras.optimizers.Optimizer):
         if replica_context is not None and tf.distribute.has_strategy() and (
                 tf.distribute.get_strategy().num_replicas_in_sync > 1):
             grads = replica_context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        norm = tf.linalg.global_norm(grads)
+        # The clip of `tf.clip_by_global_norm` (the same scale, the same products), applied in each variable's
+        # update rather than to a clipped copy of every gradient at once.
+        self._gradient_scale = None
         if self.clip_norm is not None:
-            grads, norm = tf.clip_by_global_norm(grads, self.clip_norm)
-        else:
-            norm = tf.linalg.global_norm(grads)
+            clip_norm = tf.constant(self.clip_norm, norm.dtype)
+            scale = clip_norm * tf.minimum(1.0 / norm, 1.0 / clip_norm)
+            self._gradient_scale = scale + (norm - norm)          # NaN for a non-finite norm, as there
         self.gradient_norm.assign(norm)
         self._gradients_reduced = True
+        # On each device, a variable's update starts after the previous variable's assignments there
+        # (`_updated`, by device), so that the temporaries of one variable's update exist at a time instead of
+        # those of every variable at once. The numbers are the same in any order.
+        self._updated = {}
         try:
             super()._backend_update_step(grads, trainable_variables, learning_rate)
         finally:
             self._gradients_reduced = False
+            self._gradient_scale = None
+            self._updated = None
 
     def _all_reduce_sum_gradients(self, grads_and_vars):
         if getattr(self, "_gradients_reduced", False):
             return list(grads_and_vars)
         return super()._all_reduce_sum_gradients(grads_and_vars)
 
-    def _adam_update(self, gradient, variable, index):
-        """Returns `(update, next_m, next_v)`: the original's `update` before the learning rate."""
-        gradient = tf.cast(tf.convert_to_tensor(gradient), variable.dtype)  # IndexedSlices -> dense, as TF1.
-        m = self._adam_m[index]
-        v = self._adam_v[index]
-        next_m = self.beta_1 * m + (1.0 - self.beta_1) * gradient
-        next_v = self.beta_2 * v + (1.0 - self.beta_2) * tf.square(gradient)
-        update = next_m / (tf.sqrt(next_v) + self.epsilon)
-        if self._decay_flags[index]:
-            update += self.weight_decay_rate * variable
-        return update, next_m, next_v
-
     def update_step(self, gradient, variable, learning_rate):
         index = self._get_variable_index(variable)
-        learning_rate = tf.cast(learning_rate, variable.dtype)
-        update, next_m, next_v = self._adam_update(gradient, variable, index)
-        if self._adapt_flags[index]:
-            w_norm = tf.norm(variable, ord=2)
-            g_norm = tf.norm(update, ord=2)
-            ratio = tf.where(w_norm > 0, tf.where(g_norm > 0, w_norm / g_norm, 1.0), 1.0)
-            update = ratio * update
-        self.assign_sub(variable, learning_rate * update)
-        self.assign(self._adam_m[index], next_m)
-        self.assign(self._adam_v[index], next_v)
+        chain = getattr(self, "_updated", None)
+        if chain is not None and tf.executing_eagerly():
+            chain = None
+        gradient = tf.cast(tf.convert_to_tensor(gradient), variable.dtype)  # IndexedSlices -> dense, as TF1.
+        if chain and chain.get(variable.device):
+            with tf.control_dependencies(chain[variable.device]):
+                gradient = tf.identity(gradient)
+        scale = getattr(self, "_gradient_scale", None)
+        scale = tf.constant(1.0, variable.dtype) if scale is None else tf.cast(scale, variable.dtype)
+        weight, m, v = _tf_variable(variable), _tf_variable(self._adam_m[index]), _tf_variable(self._adam_v[index])
+        next_weight, next_m, next_v = _adam_lamb_update(
+            gradient, scale, *(tf.convert_to_tensor(x) for x in (weight, m, v)),
+            tf.cast(learning_rate, variable.dtype), self.beta_1, self.beta_2, self.epsilon,
+            self.weight_decay_rate if self._decay_flags[index] else 0.0, self._adapt_flags[index])
+        assigned = [weight.assign(next_weight), m.assign(next_m), v.assign(next_v)]
+        if chain is not None:
+            chain[variable.device] = assigned
 
     def get_config(self):
         config = super().get_config()
