@@ -20,6 +20,8 @@ It reports, from `/proc/self/status` on CPU:
   less the RSS before them (weights, optimizer state, the traced and optimized graph; measured after
   `malloc_trim`): the activations kept
   for the backward pass, the gradients and the step's temporaries;
+* `update`: the optimizer update's peak above the memory at its start (the gradients already held): its
+  temporaries;
 * `step_s`: the wall time of the last step (the first one also traces).
 
 On a GPU `state` and `peak` are `tf.config.experimental.get_memory_info("GPU:0")`'s (`current` after building,
@@ -124,9 +126,12 @@ def worker(args):
         loss, grads = gradients(inputs)
         float(loss)
         backward_peak = tf.config.experimental.get_memory_info(device)["peak"]
+        tf.config.experimental.reset_memory_stats(device)
+        before_update = tf.config.experimental.get_memory_info(device)["current"]
         update(grads)
         times.append(time.perf_counter() - start)
-        step_peak = tf.config.experimental.get_memory_info(device)["peak"]
+        update_peak = tf.config.experimental.get_memory_info(device)["peak"]
+        step_peak = max(backward_peak, update_peak)
         gradient_bytes = sum(int(tf.size(tf.convert_to_tensor(g))) * g.dtype.size for g in grads)
         del grads
     peak = step_peak if gpu else _status_bytes("VmHWM") - base_rss
@@ -134,7 +139,7 @@ def worker(args):
             "params": int(sum(int(tf.size(v)) for v in variables)), "state_bytes": int(state),
             "peak_bytes": int(peak), "gradient_bytes": gradient_bytes,
             "activation_bytes": int(backward_peak - before - gradient_bytes),
-            "step_peak_bytes": int(step_peak - before),
+            "step_peak_bytes": int(step_peak - before), "update_bytes": int(update_peak - before_update),
             "step_s": times[-1], "first_step_s": times[0], "keras": keras.__version__}
 
 
@@ -154,7 +159,7 @@ def run_worker(args):
 def render(results):
     """The markdown table: per size, the three implementations and the ratios that the targets name."""
     lines = ["| size | batch | implementation | weights + optimizer state (GiB) | gradients (GiB) | activations (GiB) "
-             "| step peak (GiB) | peak RSS (GiB) | step (s) |", "|---|---|---|---|---|---|---|---|---|"]
+             "| update (GiB) | step peak (GiB) | peak RSS (GiB) | step (s) |", "|---|---|---|---|---|---|---|---|---|---|"]
     by = {(r["size"], r["impl"]): r for r in results}
     notes = []
     for size in SIZES:
@@ -163,10 +168,11 @@ def render(results):
             if r is None:
                 continue
             if "error" in r:
-                lines.append(f"| {size} | {r['batch_size']} | {impl} | failed: {r['error'][:80]} | | | | | |")
+                lines.append(f"| {size} | {r['batch_size']} | {impl} | failed: {r['error'][:80]} | | | | | | |")
                 continue
             lines.append(f"| {size} | {r['batch_size']} | {impl} | {r['state_bytes'] / GIB:.2f} | "
                          f"{r['gradient_bytes'] / GIB:.2f} | {r['activation_bytes'] / GIB:.2f} | "
+                         f"{r['update_bytes'] / GIB:.2f} | "
                          f"{r['step_peak_bytes'] / GIB:.2f} | {r['peak_bytes'] / GIB:.2f} | {r['step_s']:.1f} |")
         plain, recompute, hub = (by.get((size, impl)) for impl in IMPLS)
         if plain and recompute and "error" not in plain and "error" not in recompute:
@@ -207,10 +213,11 @@ def main(argv):
             result = run_worker(args)
             results.append(result)
             logging.info("%s %s: %s (%.0f s)", size, impl,
-                         result.get("error") or "peak RSS %.2f GiB, state %.2f GiB, activations %.2f GiB, step peak "
-                         "%.2f GiB, step %.1f s" % (result["peak_bytes"] / GIB, result["state_bytes"] / GIB,
-                                                    result["activation_bytes"] / GIB,
-                                                    result["step_peak_bytes"] / GIB, result["step_s"]),
+                         result.get("error") or "peak RSS %.2f GiB, state %.2f GiB, activations %.2f GiB, update "
+                         "%.2f GiB, step peak %.2f GiB, step %.1f s" % (
+                             result["peak_bytes"] / GIB, result["state_bytes"] / GIB,
+                             result["activation_bytes"] / GIB, result["update_bytes"] / GIB,
+                             result["step_peak_bytes"] / GIB, result["step_s"]),
                          time.time() - start)
             text = render(results)
             if FLAGS.output:
