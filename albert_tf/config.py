@@ -11,6 +11,7 @@ import json
 import os
 
 from albert_tf import fileio
+from albert_tf.errors import InputError
 
 ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
 
@@ -139,23 +140,23 @@ class AlbertConfig:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as e:
-            raise ValueError(f"`{json_file}` is not valid JSON (line {e.lineno}, column {e.colno}): "
+            raise InputError(f"`{json_file}` is not valid JSON (line {e.lineno}, column {e.colno}): "
                              f"{e.msg}.") from None
         if not isinstance(data, dict):
-            raise ValueError(f"`{json_file}` must hold a JSON object of config fields. "
+            raise InputError(f"`{json_file}` must hold a JSON object of config fields. "
                              f"Received: {type(data).__name__}.")
         config = cls.from_dict(data)
         try:
             config.validate()
         except ValueError as e:
-            raise ValueError(f"Invalid ALBERT config `{json_file}`: {e}") from None
+            raise InputError(f"Invalid ALBERT config `{json_file}`: {e}") from None
         return config
 
     @classmethod
     def from_preset(cls, name):
         """Config of a released English model: `base_v1` ... `xxlarge_v2` (their `albert_config.json`)."""
         if name not in PRESETS:
-            raise ValueError(f"Unknown preset `{name}`. Expected one of: {', '.join(sorted(PRESETS))}.")
+            raise InputError(f"Unknown preset `{name}`. Expected one of: {', '.join(sorted(PRESETS))}.")
         return cls.from_dict(copy.deepcopy(PRESETS[name]))
 
     # --- output -------------------------------------------------------------------------------------
@@ -182,26 +183,26 @@ class AlbertConfig:
                      "max_position_embeddings", "type_vocab_size"):
             value = getattr(self, name, None)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"`{name}` must be a positive integer. Received: `{name}={value!r}`.")
+                raise InputError(f"`{name}` must be a positive integer. Received: `{name}={value!r}`.")
         if self.hidden_size % self.num_attention_heads:
-            raise ValueError(
+            raise InputError(
                 "`hidden_size` must be divisible by `num_attention_heads`. Received: "
                 f"`hidden_size={self.hidden_size}`, `num_attention_heads={self.num_attention_heads}`.")
         if self.num_hidden_groups > self.num_hidden_layers:
-            raise ValueError(
+            raise InputError(
                 "`num_hidden_groups` must not exceed `num_hidden_layers` (a group would never be used). "
                 f"Received: `num_hidden_groups={self.num_hidden_groups}`, "
                 f"`num_hidden_layers={self.num_hidden_layers}`.")
         act = self.hidden_act
         if isinstance(act, str) and act.lower() not in ACTIVATIONS + ("",):
-            raise ValueError(f"`hidden_act` must be one of {', '.join(ACTIVATIONS)}. "
+            raise InputError(f"`hidden_act` must be one of {', '.join(ACTIVATIONS)}. "
                              f"Received: `hidden_act={act!r}`.")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
-                raise ValueError(f"`{name}` must be a float in [0, 1). Received: `{name}={value!r}`.")
+                raise InputError(f"`{name}` must be a float in [0, 1). Received: `{name}={value!r}`.")
         if not isinstance(self.initializer_range, (int, float)) or self.initializer_range <= 0:
-            raise ValueError("`initializer_range` must be a positive float. "
+            raise InputError("`initializer_range` must be a positive float. "
                              f"Received: `initializer_range={self.initializer_range!r}`.")
         return self
 

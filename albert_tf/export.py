@@ -47,6 +47,7 @@ from absl import app, flags, logging
 
 from albert_tf import cli, text_ops
 from albert_tf.checkpoints import load_pretrained, resolve_source
+from albert_tf.errors import InputError
 from albert_tf.models.albert_model import AlbertModel, as_config
 from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.pretrainer import AlbertPretrainer
@@ -135,7 +136,7 @@ class ServingSpec(abc.ABC):
         """Raises ValueError on export arguments that do not fit this model class."""
         del max_seq_length, max_query_length, max_qa_length  # Used by the task specs.
         if threshold is not None:
-            raise ValueError(f"`threshold` applies to classifiers only. Received `threshold={threshold}` for a "
+            raise InputError(f"`threshold` applies to classifiers only. Received `threshold={threshold}` for a "
                              f"{type(model).__name__}.")
 
     def model_kwargs(self, num_labels):
@@ -257,7 +258,7 @@ class SquadV1Spec(ServingSpec):
     def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
         if max_seq_length <= max_query_length + 3:
             # The original's `validate_flags_or_throw` rule: the document needs room after the question.
-            raise ValueError(f"`max_seq_length={max_seq_length}` must be greater than `max_query_length="
+            raise InputError(f"`max_seq_length={max_seq_length}` must be greater than `max_query_length="
                              f"{max_query_length}` + 3.")
         super().check_arguments(model, max_seq_length, max_query_length, max_qa_length, threshold)
 
@@ -332,7 +333,7 @@ class RaceSpec(ServingSpec):
 
     def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
         if max_qa_length > max_seq_length - 3:
-            raise ValueError(f"`max_qa_length={max_qa_length}` leaves no room in `max_seq_length={max_seq_length}`: "
+            raise InputError(f"`max_qa_length={max_qa_length}` leaves no room in `max_seq_length={max_seq_length}`: "
                              "need max_qa_length <= max_seq_length - 3.")
         super().check_arguments(model, max_seq_length, max_query_length, max_qa_length, threshold)
 
@@ -357,7 +358,7 @@ def serving_spec(model):
 
 def _spec_for_kind(kind):
     if kind not in _SPECS_BY_KIND:
-        raise ValueError(f"`model` must be one of {', '.join(MODEL_KINDS)}. Received: `model={kind!r}`.")
+        raise InputError(f"`model` must be one of {', '.join(MODEL_KINDS)}. Received: `model={kind!r}`.")
     return _SPECS_BY_KIND[kind]
 
 
@@ -422,7 +423,7 @@ class _TextPipeline(tf.Module):
         self.max_qa_length = int(max_qa_length)
         ids = _special_ids(spm_model_proto)
         if self.tokenizer.vocab_size > vocab_size:
-            raise ValueError(f"The SentencePiece model has {self.tokenizer.vocab_size} pieces but the model's "
+            raise InputError(f"The SentencePiece model has {self.tokenizer.vocab_size} pieces but the model's "
                              f"`vocab_size` is {vocab_size}: they must come from the same release.")
         self.cls_id, self.sep_id, self.mask_id = ids["[CLS]"], ids["[SEP]"], ids["[MASK]"]
 
@@ -451,7 +452,7 @@ def _special_ids(spm_model_proto):
     for piece in ("[CLS]", "[SEP]", "[MASK]"):
         piece_id = sp.PieceToId(piece)
         if piece_id == sp.unk_id():
-            raise ValueError(f"The SentencePiece model has no `{piece}` piece; ALBERT models are trained with "
+            raise InputError(f"The SentencePiece model has no `{piece}` piece; ALBERT models are trained with "
                              "`--control_symbols=[CLS],[SEP],[MASK]` (the original README's `spm_train` command).")
         ids[piece] = piece_id
     return ids
@@ -571,10 +572,10 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
     """
     spec = serving_spec(model)
     if not isinstance(max_seq_length, (int, np.integer)) or max_seq_length < 3:
-        raise ValueError(f"`max_seq_length` must be an int >= 3. Received: `max_seq_length={max_seq_length!r}`.")
+        raise InputError(f"`max_seq_length` must be an int >= 3. Received: `max_seq_length={max_seq_length!r}`.")
     max_positions = model.config.max_position_embeddings
     if max_seq_length > max_positions:
-        raise ValueError(f"`max_seq_length={max_seq_length}` exceeds the model's "
+        raise InputError(f"`max_seq_length={max_seq_length}` exceeds the model's "
                          f"`max_position_embeddings={max_positions}`.")
     spec.check_arguments(model, max_seq_length, max_query_length, max_qa_length, threshold)
     if spm_model_file is not None and not tf.io.gfile.exists(spm_model_file):
@@ -582,10 +583,10 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
     if version is None:
         version = next_version(export_dir)
     if isinstance(version, bool) or not isinstance(version, (int, np.integer)) or version < 0:
-        raise ValueError(f"`version` must be a non-negative int. Received: `version={version!r}`.")
+        raise InputError(f"`version` must be a non-negative int. Received: `version={version!r}`.")
     final_dir = os.path.join(export_dir, str(int(version)))
     if tf.io.gfile.exists(final_dir):
-        raise ValueError(f"`{final_dir}` already exists; pass another `version` or none for the next one.")
+        raise InputError(f"`{final_dir}` already exists; pass another `version` or none for the next one.")
 
     config = as_config(config) if config is not None else model.config
     proto = None
@@ -649,7 +650,7 @@ def export_from_checkpoint(input_path, export_dir, model="encoder", num_labels=2
     with resolve_source(input_path) as source:
         config = albert_config_file or source.config_file
         if config is None:
-            raise ValueError(f"No `albert_config.json` found with `{input_path}`; pass `albert_config_file`.")
+            raise InputError(f"No `albert_config.json` found with `{input_path}`; pass `albert_config_file`.")
         # Heads must come from the checkpoint: an export with a freshly initialised head would serve noise.
         net = load_pretrained(spec.model_class, source.checkpoint_prefix, config=config,
                               allow_missing_heads=False, **spec.model_kwargs(num_labels))

@@ -29,6 +29,7 @@ import sentencepiece as spm
 import tensorflow as tf
 
 from albert_tf import tokenization
+from albert_tf.errors import InputError
 
 _UNDERLINE = "▁"
 
@@ -126,7 +127,7 @@ class AlbertTextTokenizer(tf.Module):
         """Ids of already normalised strings (`encode_ids` without `preprocess_text`)."""
         strings = tf.convert_to_tensor(strings, dtype=tf.string)
         if strings.shape.rank is not None and strings.shape.rank != 1:
-            raise ValueError(f"`strings` must be a batch of strings, shape [batch]. Received shape {strings.shape}.")
+            raise InputError(f"`strings` must be a batch of strings, shape [batch]. Received shape {strings.shape}.")
         ids = self._sp.tokenize(strings)                                          # [batch, (n)]
         return self._split_digit_commas(ids)
 
@@ -268,7 +269,7 @@ def pack_inputs(ids_a, ids_b=None, max_seq_length=128, cls_id=2, sep_id=3):
     """
     max_seq_length = int(max_seq_length)
     if max_seq_length < (3 if ids_b is None else 4):
-        raise ValueError(f"`max_seq_length` is too small for [CLS]/[SEP]. Received: `{max_seq_length}`.")
+        raise InputError(f"`max_seq_length` is too small for [CLS]/[SEP]. Received: `{max_seq_length}`.")
     ids_a = tf.cast(ids_a, tf.int32)
     if ids_b is None:
         a = keep_first(ids_a, tf.minimum(ids_a.row_lengths(), max_seq_length - 2))

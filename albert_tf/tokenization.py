@@ -46,6 +46,7 @@ import sentencepiece as spm
 import tensorflow as tf
 
 from albert_tf.checkpoints.sources import resolve_source
+from albert_tf.errors import InputError
 
 SPIECE_UNDERLINE = "▁"
 
@@ -122,7 +123,7 @@ def convert_to_unicode(text):
         return text
     if isinstance(text, bytes):
         return text.decode("utf-8", "ignore")
-    raise ValueError(f"Unsupported string type: {type(text)}")
+    raise InputError(f"Unsupported string type: {type(text)}")
 
 
 def printable_text(text):
@@ -331,7 +332,7 @@ class FullTokenizer:
             self.basic_tokenizer = BasicTokenizer(do_lower_case=do_lower_case)
             self.wordpiece_tokenizer = WordpieceTokenizer(vocab=self.vocab)
         else:
-            raise ValueError(
+            raise InputError(
                 "`FullTokenizer` needs `spm_model_file` or `vocab_file`. "
                 f"Received: `vocab_file={vocab_file!r}`, `spm_model_file={spm_model_file!r}`."
             )
@@ -354,7 +355,7 @@ class FullTokenizer:
         with resolve_source(hub_module) as source:
             asset = source.spm_model_file if use_spm else source.vocab_file
             if asset is None:
-                raise ValueError(
+                raise InputError(
                     f"`hub_module`: no {'SentencePiece model' if use_spm else 'vocab file'} found in "
                     f"`{hub_module}` (expected it in the module's assets).")
             if use_spm:

@@ -32,6 +32,7 @@ from albert_tf.checkpoints.restore import restore_source
 from albert_tf.checkpoints.sources import CONFIG_NAME, RELEASE_CHECKPOINT, SPM_MODEL_NAME, resolve_source
 from albert_tf.checkpoints.writer import save_tf1_checkpoint
 from albert_tf.config import AlbertConfig
+from albert_tf.errors import InputError
 
 FORMATS = ("keras", "tf1", "hf", "keras_hub")
 KERAS_WEIGHTS_NAME = "model.weights.h5"
@@ -51,7 +52,7 @@ MODELS = ("auto",) + tuple(MODEL_CLASSES)
 def model_class(kind):
     """The class for a `--model` value (`encoder`, `pretrainer`, `classifier`, `squad_v1`, `squad_v2`, `race`)."""
     if kind not in MODEL_CLASSES:
-        raise ValueError(f"`model` must be one of {', '.join(MODELS)}. Received: `model={kind!r}`.")
+        raise InputError(f"`model` must be one of {', '.join(MODELS)}. Received: `model={kind!r}`.")
     module, name = MODEL_CLASSES[kind]
     return getattr(importlib.import_module(module), name)
 
@@ -164,16 +165,16 @@ def convert(input_path, output_dir, output_format="keras", model="auto", config_
         `keras_hub`, whose configs are `config.json`), `spm_model_file` (or None).
     """
     if output_format not in FORMATS:
-        raise ValueError(f"`output_format` must be one of {', '.join(FORMATS)}. Received: `{output_format!r}`.")
+        raise InputError(f"`output_format` must be one of {', '.join(FORMATS)}. Received: `{output_format!r}`.")
     if model not in MODELS:
-        raise ValueError(f"`model` must be one of {', '.join(MODELS)}. Received: `model={model!r}`.")
+        raise InputError(f"`model` must be one of {', '.join(MODELS)}. Received: `model={model!r}`.")
     start = time.time()
     output_dir = os.path.abspath(os.fspath(output_dir))
     with resolve_source(input_path) as source:
         config_path = config_file or source.config_file
         if config_path is None:
             reason = source.config_note or f"no `{CONFIG_NAME}` found with `{input_path}`."
-            raise ValueError(f"No config for `{input_path}`: {reason} Pass `config_file` (`--albert_config_file`).")
+            raise InputError(f"No config for `{input_path}`: {reason} Pass `config_file` (`--albert_config_file`).")
         config = AlbertConfig.from_json_file(config_path)
         reader = reader_lib.open_reader(source)
         kind, detected_kwargs = detect_model(reader) if model == "auto" else (model, {})

@@ -14,6 +14,8 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.errors import InputError
+
 # Names of one transformer block of the original, relative to `bert/encoder/transformer/group_{g}/inner_group_{k}/`.
 BLOCK = "bert/encoder/transformer/group_{g}/inner_group_{k}/"
 
@@ -82,7 +84,7 @@ def check_identity_projection(path, kernel, bias, kernel_name):
     anything else cannot be expressed by the original architecture.
     """
     if not (np.array_equal(kernel, np.eye(kernel.shape[0], dtype=kernel.dtype)) and not np.any(bias)):
-        raise ValueError(
+        raise InputError(
             f"`{path}`: `{kernel_name}` is not the identity, but embedding_size == hidden_size, where the original "
             "ALBERT has no embedding projection. This model cannot be expressed in the original architecture.")
 
@@ -112,7 +114,7 @@ class MappedReader:
         try:
             return np.asarray(self._entries[name][1]())
         except (OSError, ValueError, TypeError) as e:
-            raise ValueError(f"Cannot read `{name}` from `{self.prefix}` (damaged file?): {e}") from None
+            raise InputError(f"Cannot read `{name}` from `{self.prefix}` (damaged file?): {e}") from None
 
     def read_tensor(self, name):
         """The value of `name` as a tensor."""
@@ -123,7 +125,7 @@ def unmatched_error(path, layout, names, expected_hint):
     """The error for foreign names that have no place in the original's variables."""
     shown = "\n".join(f"    {name}" for name in sorted(names)[:200])
     more = f"\n    ... and {len(names) - 200} more" if len(names) > 200 else ""
-    return ValueError(f"`{path}` ({layout}) holds weights that match no ALBERT variable ({len(names)}):\n"
+    return InputError(f"`{path}` ({layout}) holds weights that match no ALBERT variable ({len(names)}):\n"
                       f"{shown}{more}\n  {expected_hint}")
 
 
@@ -145,7 +147,7 @@ def build_entries(path, links, present, read, layout, hint, skipped=()):
         try:
             tf1_shape = link.transform.tf1_shape(tuple(shape))
         except (IndexError, TypeError):
-            raise ValueError(f"`{path}`: `{link.foreign}` has shape {list(shape)}; expected a shape that "
+            raise InputError(f"`{path}`: `{link.foreign}` has shape {list(shape)}; expected a shape that "
                              f"maps to `{link.tf1}` by {link.transform.name}.") from None
         entries[link.tf1] = (tf1_shape, _reader_for(read, link))
     return entries
@@ -166,4 +168,4 @@ def read_json(path):
         with open(path, "r", encoding="utf-8") as f:
             return json.load(f)
     except json.JSONDecodeError as e:
-        raise ValueError(f"`{path}` is not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}.") from None
+        raise InputError(f"`{path}` is not valid JSON (line {e.lineno}, column {e.colno}): {e.msg}.") from None

@@ -18,6 +18,7 @@ from albert_tf import fileio
 from albert_tf.checkpoints import foreign
 from albert_tf.checkpoints.foreign import TRANSPOSE, Link
 from albert_tf.checkpoints.safetensors_io import SafetensorsFile, write_safetensors
+from albert_tf.errors import InputError
 
 CONFIG = "config.json"
 WEIGHTS = "model.safetensors"
@@ -104,7 +105,7 @@ def links(config):
 
 def refuse_pickle(path):
     """Raises for a pickled PyTorch (or other non-safetensors) weight file: loading a pickle can run code."""
-    raise ValueError(
+    raise InputError(
         f"`{path}` is a pickled PyTorch checkpoint; albert_tf never unpickles downloaded files (unpickling can "
         "run arbitrary code). Use the `model.safetensors` file that Hugging Face repositories carry, or convert "
         "the checkpoint to safetensors in a trusted environment (e.g. `transformers` "
@@ -122,7 +123,7 @@ def check_model_type(directory):
     path = os.path.join(directory, CONFIG)
     model_type = foreign.read_json(path).get("model_type")
     if model_type != "albert":
-        raise ValueError(f"`{path}` has `model_type: {model_type!r}`; expected `albert`.")
+        raise InputError(f"`{path}` has `model_type: {model_type!r}`; expected `albert`.")
 
 
 def config_dict(directory):
@@ -132,18 +133,18 @@ def config_dict(directory):
     hf = dict(_HF_DEFAULTS, **foreign.read_json(path))
     act = hf["hidden_act"]
     if act not in _ACT_FROM_HF:
-        raise ValueError(f"`{path}`: `hidden_act={act!r}` has no counterpart in the original ALBERT "
+        raise InputError(f"`{path}`: `hidden_act={act!r}` has no counterpart in the original ALBERT "
                          f"(supported: {', '.join(_ACT_FROM_HF)}).")
     if act == "gelu":
         logging.warning("`%s` says `hidden_act: gelu` (erf GELU in transformers, as in the v1 configs there); "
                         "ALBERT's weights were trained with the tanh GELU the original code uses, which is used "
                         "here (transformers#2395).", path)
     if hf.get("position_embedding_type", "absolute") != "absolute":
-        raise ValueError(f"`{path}`: `position_embedding_type={hf['position_embedding_type']!r}`; the original "
+        raise InputError(f"`{path}`: `position_embedding_type={hf['position_embedding_type']!r}`; the original "
                          "ALBERT has absolute position embeddings only.")
     eps = hf["layer_norm_eps"]
     if not np.isclose(eps, 1e-12, rtol=0, atol=1e-13):
-        raise ValueError(f"`{path}`: `layer_norm_eps={eps}`; the original ALBERT uses 1e-12.")
+        raise InputError(f"`{path}`: `layer_norm_eps={eps}`; the original ALBERT uses 1e-12.")
     config = {key: hf[key] for key in _COPIED}
     config["hidden_act"] = _ACT_FROM_HF[act]
     config.update((key, hf[key]) for key in _EXTRA if key in hf)
@@ -153,7 +154,7 @@ def config_dict(directory):
 def to_hf_config(config, architecture, num_labels=None):
     """transformers' `AlbertConfig` JSON for our `config`."""
     if config.hidden_act not in _ACT_TO_HF:
-        raise ValueError(f"`hidden_act={config.hidden_act!r}` has no transformers counterpart.")
+        raise InputError(f"`hidden_act={config.hidden_act!r}` has no transformers counterpart.")
     hf = {"architectures": [architecture], "model_type": "albert"}
     hf.update((key, getattr(config, key)) for key in _COPIED)
     hf.update(hidden_act=_ACT_TO_HF[config.hidden_act], layer_norm_eps=1e-12, classifier_dropout_prob=0.1,
@@ -174,11 +175,11 @@ def weight_files(directory):
         data = foreign.read_json(index)
         weight_map = data.get("weight_map") if isinstance(data, dict) else None
         if not isinstance(weight_map, dict) or not weight_map:
-            raise ValueError(f"`{index}` has no `weight_map`.")
+            raise InputError(f"`{index}` has no `weight_map`.")
         files = sorted(set(weight_map.values()))
         for name in files:
             if os.path.basename(name) != name:
-                raise ValueError(f"`{index}` names shard `{name}` outside its directory.")
+                raise InputError(f"`{index}` names shard `{name}` outside its directory.")
         return [os.path.join(directory, name) for name in files], weight_map
     single = os.path.join(directory, WEIGHTS)
     if os.path.isfile(single):
@@ -199,14 +200,14 @@ def open_reader(directory, config):
         for name, shape in shard.shapes.items():
             key = name if name.startswith(PREFIX) or name.split(".")[0] in _HEAD_ROOTS else PREFIX + name
             if key in tensors:
-                raise ValueError(f"`{path}` holds `{name}` twice (with and without the `albert.` prefix, or in "
+                raise InputError(f"`{path}` holds `{name}` twice (with and without the `albert.` prefix, or in "
                                  "two shards).")
             tensors[key], where[key] = shape, (shard, name)
     if weight_map is not None:
         for name, file_name in weight_map.items():
             key = name if name.startswith(PREFIX) or name.split(".")[0] in _HEAD_ROOTS else PREFIX + name
             if key not in where or os.path.basename(where[key][0].path) != file_name:
-                raise ValueError(f"`{os.path.join(directory, INDEX)}` lists `{name}` in `{file_name}`, which "
+                raise InputError(f"`{os.path.join(directory, INDEX)}` lists `{name}` in `{file_name}`, which "
                                  "does not hold it.")
 
     def read(key):
@@ -224,13 +225,13 @@ def open_reader(directory, config):
     if _DECODER_WEIGHT in tensors:
         # Tied to the word embeddings in transformers (`_tied_weights_keys`), as in the original.
         if not np.array_equal(read(_DECODER_WEIGHT), read(PREFIX + "embeddings.word_embeddings.weight")):
-            raise ValueError(f"`{source}`: `{_DECODER_WEIGHT}` differs from the word embeddings; the original "
+            raise InputError(f"`{source}`: `{_DECODER_WEIGHT}` differs from the word embeddings; the original "
                              "ALBERT ties the MLM output matrix to them.")
         skipped.append(_DECODER_WEIGHT)
     if _DECODER_BIAS in tensors:
         if "predictions.bias" in tensors:
             if not np.array_equal(read(_DECODER_BIAS), read("predictions.bias")):
-                raise ValueError(f"`{source}`: `{_DECODER_BIAS}` differs from `predictions.bias` (tied in "
+                raise InputError(f"`{source}`: `{_DECODER_BIAS}` differs from `predictions.bias` (tied in "
                                  "transformers).")
             skipped.append(_DECODER_BIAS)
         else:
@@ -267,7 +268,7 @@ def architecture(components):
     for needed, name in _ARCHITECTURES:
         if heads == needed:
             return name
-    raise ValueError(f"No transformers ALBERT class has the heads {sorted(heads)} (the SQuAD 2.0 head of the "
+    raise InputError(f"No transformers ALBERT class has the heads {sorted(heads)} (the SQuAD 2.0 head of the "
                      "original has no transformers counterpart). Convert with `--model=encoder` to write the "
                      "encoder alone.")
 

@@ -18,6 +18,7 @@ import numpy as np
 from albert_tf import fileio
 from albert_tf.checkpoints import foreign
 from albert_tf.checkpoints.foreign import MERGE_OUTPUT, SPLIT_BIAS, SPLIT_KERNEL, Link
+from albert_tf.errors import InputError
 
 CONFIG = "config.json"
 WEIGHTS = "model.weights.h5"
@@ -84,13 +85,13 @@ def config_dict(directory):
     path = os.path.join(directory, CONFIG)
     data = foreign.read_json(path)
     if data.get("class_name") != BACKBONE and data.get("registered_name") != REGISTERED_NAME:
-        raise ValueError(f"`{path}` describes `{data.get('registered_name') or data.get('class_name')}`; expected "
+        raise InputError(f"`{path}` describes `{data.get('registered_name') or data.get('class_name')}`; expected "
                          f"keras-hub's `{REGISTERED_NAME}`.")
     kh = data.get("config", {})
     needed = ("vocabulary_size", "num_layers", "num_heads", "embedding_dim", "hidden_dim", "intermediate_dim")
     missing = [key for key in needed if key not in kh]
     if missing:
-        raise ValueError(f"`{path}` lacks {', '.join(missing)} in `config`.")
+        raise InputError(f"`{path}` lacks {', '.join(missing)} in `config`.")
     dropout = kh.get("dropout", 0.0)
     return dict(vocab_size=kh["vocabulary_size"], embedding_size=kh["embedding_dim"], hidden_size=kh["hidden_dim"],
                 num_hidden_layers=kh["num_layers"], num_hidden_groups=kh.get("num_groups", 1),
@@ -104,13 +105,13 @@ def config_dict(directory):
 def backbone_config(config):
     """keras-hub's `config.json` for our `config` (keras-hub's backbone: tanh GELU, one dropout rate)."""
     if config.hidden_act != "gelu":
-        raise ValueError(f"keras-hub's AlbertBackbone always uses the tanh GELU; `hidden_act={config.hidden_act!r}` "
+        raise InputError(f"keras-hub's AlbertBackbone always uses the tanh GELU; `hidden_act={config.hidden_act!r}` "
                          "cannot be written as a keras-hub preset.")
     if config.num_hidden_layers % config.num_hidden_groups:
-        raise ValueError(f"keras-hub's AlbertBackbone needs `num_hidden_layers` ({config.num_hidden_layers}) "
+        raise InputError(f"keras-hub's AlbertBackbone needs `num_hidden_layers` ({config.num_hidden_layers}) "
                          f"divisible by `num_hidden_groups` ({config.num_hidden_groups}).")
     if config.hidden_dropout_prob != config.attention_probs_dropout_prob:
-        raise ValueError("keras-hub's AlbertBackbone has one dropout rate; this config has "
+        raise InputError("keras-hub's AlbertBackbone has one dropout rate; this config has "
                          f"`hidden_dropout_prob={config.hidden_dropout_prob}` and "
                          f"`attention_probs_dropout_prob={config.attention_probs_dropout_prob}`.")
     return {
@@ -142,14 +143,14 @@ def _datasets(path, handle, config):
     found = {}
     layers = handle.get("layers")
     if layers is None:
-        raise ValueError(f"`{path}` is not a Keras 3 weights file: it has no `layers` group.")
+        raise InputError(f"`{path}` is not a Keras 3 weights file: it has no `layers` group.")
     by_group = {group: layer for group, layer, _ in _layout(config)}
     for group_name, group in layers.items():
         vars_group = group.get("vars")
         layer_name = vars_group.attrs.get("name") if vars_group is not None else None
         layer_name = by_group.get(group_name) if layer_name is None else layer_name
         if layer_name is None:
-            raise ValueError(f"`{path}`: layer group `layers/{group_name}` is not a layer of keras-hub's "
+            raise InputError(f"`{path}`: layer group `layers/{group_name}` is not a layer of keras-hub's "
                              "AlbertBackbone (and names no layer).")
         if isinstance(layer_name, bytes):
             layer_name = layer_name.decode("utf-8")
@@ -170,16 +171,16 @@ class _H5:
         try:
             self.handle = h5py.File(path, "r")
         except OSError as e:
-            raise ValueError(f"Cannot open `{path}` as an HDF5 weights file (truncated or damaged?): {e}") from None
+            raise InputError(f"Cannot open `{path}` as an HDF5 weights file (truncated or damaged?): {e}") from None
 
     def read(self, dataset_path):
         dataset = self.handle[dataset_path]
         if dataset.dtype.kind != "f":
-            raise ValueError(f"`{self.path}`: `{dataset_path}` has dtype {dataset.dtype}; expected floats.")
+            raise InputError(f"`{self.path}`: `{dataset_path}` has dtype {dataset.dtype}; expected floats.")
         try:
             return dataset[()]
         except OSError as e:
-            raise ValueError(f"Cannot read `{dataset_path}` from `{self.path}` (truncated or damaged?): {e}") \
+            raise InputError(f"Cannot read `{dataset_path}` from `{self.path}` (truncated or damaged?): {e}") \
                 from None
 
 
@@ -286,12 +287,12 @@ def write(tf1_values, config, directory, spm_model_file=None):
                         value = producer() if link is None else link.transform.from_tf1(producer(), heads)
                         value = np.asarray(value, np.float32)
                         if value.shape != tuple(shape):
-                            raise ValueError(f"`{key}`: shape {list(value.shape)}, expected {list(shape)}.")
+                            raise InputError(f"`{key}`: shape {list(value.shape)}, expected {list(shape)}.")
                         vars_group.create_dataset(str(i), data=value)
                         written.add(key)
     unwritten = sorted(set(values) - written)
     if unwritten:
-        raise ValueError(f"keras-hub layout has no place for: {', '.join(unwritten)}.")
+        raise InputError(f"keras-hub layout has no place for: {', '.join(unwritten)}.")
     fileio.write_text_atomic(os.path.join(directory, CONFIG), json.dumps(backbone, indent=4) + "\n")
     fileio.write_text_atomic(os.path.join(directory, METADATA), json.dumps({
         "keras_version": keras.__version__,

@@ -26,6 +26,7 @@ from albert_tf.checkpoints import hf, keras_hub, saved_model, table
 from albert_tf.checkpoints.foreign import MappedReader
 from albert_tf.checkpoints.sources import FOREIGN_KINDS, resolve_source
 from albert_tf.config import AlbertConfig
+from albert_tf.errors import InputError
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 MODEL_VARIABLES = "model_variables"      # Root entry of `albert_tf.training.loop.checkpoint_objects`.
@@ -64,7 +65,7 @@ class CheckpointReader:
         try:
             self._reader = tf.train.load_checkpoint(prefix)
         except (tf.errors.OpError, ValueError) as e:
-            raise ValueError(f"Cannot read checkpoint `{prefix}`: {e}") from None
+            raise InputError(f"Cannot read checkpoint `{prefix}`: {e}") from None
         shapes = self._reader.get_variable_to_shape_map()
         self._raw_dtypes = self._reader.get_variable_to_dtype_map()
         self.raw_shapes = {name: tuple(shape) for name, shape in shapes.items()}
@@ -78,13 +79,13 @@ class CheckpointReader:
                 continue
             name = raw[len(HUB_PREFIX):] if raw.startswith(HUB_PREFIX) else raw
             if name in self._raw_names:
-                raise ValueError(f"Checkpoint `{prefix}` holds `{name}` both with and without the `module/` "
+                raise InputError(f"Checkpoint `{prefix}` holds `{name}` both with and without the `module/` "
                                  "prefix; cannot tell which to use.")
             self._raw_names[name] = raw
             self.shapes[name] = tuple(shapes[raw])
 
     def _damaged(self, name, error):
-        return ValueError(f"Checkpoint `{self.prefix}` is damaged (truncated or corrupt `.data-*` file?): reading "
+        return InputError(f"Checkpoint `{self.prefix}` is damaged (truncated or corrupt `.data-*` file?): reading "
                           f"`{self._raw_names[name]}` failed: {error.message if hasattr(error, 'message') else error}")
 
     def read(self, name):
@@ -205,7 +206,7 @@ def _check_tf1(model, reader, allow_missing_heads):
                                       unexpected))
         if mismatched:
             parts.append(_format_list("shape mismatch", mismatched))
-        raise ValueError("\n".join(parts))
+        raise InputError("\n".join(parts))
     return targets, ignored, missing_heads
 
 
@@ -257,7 +258,7 @@ def open_reader(source):
     if source.layout == "tf2_saved_model":
         return saved_model.open_reader(source.directory)
     if source.config_file is None:
-        raise ValueError(f"No config for `{source.path}`: {source.config_note}")
+        raise InputError(f"No config for `{source.path}`: {source.config_note}")
     config = AlbertConfig.from_json_file(source.config_file)
     if source.layout == "keras_hub_preset":
         return keras_hub.open_reader(source.directory, config)
@@ -282,7 +283,7 @@ def _restore_object(prefix, node, description, root_name="model"):
     try:
         status.assert_existing_objects_matched()
     except AssertionError as e:
-        raise ValueError(f"TF2 checkpoint `{prefix}` does not hold all variables of {description}: {e}") from None
+        raise InputError(f"TF2 checkpoint `{prefix}` does not hold all variables of {description}: {e}") from None
     status.expect_partial()
 
 
@@ -314,19 +315,19 @@ def restore_tf2(model, prefix, allow_missing_heads=True):
     elif "embeddings" in children:
         node, saved_encoder_vars = encoder, reader.tf2_model_variable_count()
     else:
-        raise ValueError(f"TF2 checkpoint `{prefix}` holds no albert_tf model: expected variables under "
+        raise InputError(f"TF2 checkpoint `{prefix}` holds no albert_tf model: expected variables under "
                          "`model/encoder/` or `model/embeddings/`. Found under `model/`: "
                          f"{sorted(children) or 'nothing'}.")
     # Extra saved variables (a bigger config) would be ignored by tf.train.Checkpoint: compare counts.
     if saved_encoder_vars != len(encoder.weights) - len(untracked):
-        raise ValueError(f"TF2 checkpoint `{prefix}` holds {saved_encoder_vars} encoder variables in its object "
+        raise InputError(f"TF2 checkpoint `{prefix}` holds {saved_encoder_vars} encoder variables in its object "
                          f"graph; this encoder ({encoder.config.num_hidden_groups} groups x "
                          f"{encoder.config.inner_group_num} inner groups) has {len(encoder.weights) - len(untracked)} "
                          "there. The checkpoint was written with a different config or albert_tf version.")
     try:
         _restore_object(prefix, node, "the encoder")
     except (tf.errors.OpError, ValueError) as e:
-        raise ValueError(f"Cannot restore the encoder from TF2 checkpoint `{prefix}`: {e}") from None
+        raise InputError(f"Cannot restore the encoder from TF2 checkpoint `{prefix}`: {e}") from None
     if untracked:
         saved = set(reader.tf2_children(MODEL_VARIABLES))
         lacking = sorted(set(untracked) - saved)
@@ -338,11 +339,11 @@ def restore_tf2(model, prefix, allow_missing_heads=True):
                 parts.append(_format_list("missing from the checkpoint", lacking))
             if extra:
                 parts.append(_format_list("unexpected in the checkpoint (config too small)", extra))
-            raise ValueError("\n".join(parts))
+            raise InputError("\n".join(parts))
         try:
             _restore_object(prefix, untracked, "the encoder's transformer blocks", root_name=MODEL_VARIABLES)
         except (tf.errors.OpError, ValueError) as e:
-            raise ValueError(f"Cannot restore the encoder from TF2 checkpoint `{prefix}`: {e}") from None
+            raise InputError(f"Cannot restore the encoder from TF2 checkpoint `{prefix}`: {e}") from None
     loaded, missing_heads, used = ["encoder"], [], {"encoder"}
     for component in table.model_components(model)[1:]:
         roots = sorted({row.path.split(".")[0] for row in table.TABLE if row.component == component})
@@ -351,13 +352,13 @@ def restore_tf2(model, prefix, allow_missing_heads=True):
             missing_heads.append(component)
             continue
         if len(have) != len(roots):
-            raise ValueError(f"TF2 checkpoint `{prefix}` lacks {sorted(set(roots) - set(have))} of the "
+            raise InputError(f"TF2 checkpoint `{prefix}` lacks {sorted(set(roots) - set(have))} of the "
                              f"{component} head of {type(model).__name__}.")
         try:
             _restore_object(prefix, tf.train.Checkpoint(**{r: getattr(model, r) for r in roots}),
                             f"the {component} head")
         except (tf.errors.OpError, ValueError) as e:
-            raise ValueError(f"Cannot restore the {component} head from TF2 checkpoint `{prefix}`: {e}") from None
+            raise InputError(f"Cannot restore the {component} head from TF2 checkpoint `{prefix}`: {e}") from None
         loaded.extend(roots)
         used.update(roots)
     ignored = sorted(c for c in set(children) - used if children[c]) if "encoder" in children else []
@@ -388,7 +389,7 @@ def init_groups_from_group0(model, path):
     with resolve_source(path) as source:
         reader = open_reader(source)
         if reader.is_tf2:
-            raise ValueError(f"`init_from_group0` reads TF1 checkpoints with the original names; `{path}` is a "
+            raise InputError(f"`init_from_group0` reads TF1 checkpoints with the original names; `{path}` is a "
                              "TF2 object-graph checkpoint.")
         targets = table.model_targets(model)
         assignment, unmatched, mismatched = collections.OrderedDict(), [], []
@@ -402,10 +403,10 @@ def init_groups_from_group0(model, path):
                                   f"model expects {list(target.tf1_shape())}")
             assignment[name] = source_name
         if mismatched:
-            raise ValueError(f"Checkpoint `{reader.prefix}` does not fit {type(model).__name__}:\n"
+            raise InputError(f"Checkpoint `{reader.prefix}` does not fit {type(model).__name__}:\n"
                              + _format_list("shape mismatch", mismatched))
         if not assignment:
-            raise ValueError(f"No variable of {type(model).__name__} found in checkpoint `{reader.prefix}`, "
+            raise InputError(f"No variable of {type(model).__name__} found in checkpoint `{reader.prefix}`, "
                              "neither under its own name nor under `group_0`.")
         for name, source_name in assignment.items():
             if name != source_name:

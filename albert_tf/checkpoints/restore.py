@@ -21,13 +21,14 @@ import tensorflow as tf
 from albert_tf.checkpoints import reader as reader_lib
 from albert_tf.checkpoints import table
 from albert_tf.checkpoints.sources import FOREIGN_KINDS, resolve_source
+from albert_tf.errors import InputError
 
 _SHOWN = 5                    # variable names listed per kind in an error message
 _DAMAGE_ERRORS = (tf.errors.OutOfRangeError, tf.errors.DataLossError)
 _VARIABLE_NAME = re.compile(r"<(?:tf\.Variable|KerasVariable|Variable)[^>]*?(?:path|name)?=?\s*'([^']+)'")
 
 
-class DamagedCheckpointError(ValueError):
+class DamagedCheckpointError(InputError):
     """A checkpoint whose files cannot be read completely (e.g. a truncated `.data-*` shard)."""
 
 
@@ -48,7 +49,7 @@ def check_readable(prefix):
     """Raises `ValueError` unless `prefix` is a complete checkpoint: its index reads and its data shards hold at
     least the bytes its tensors need. Reads no tensor values."""
     if not tf.io.gfile.exists(prefix + ".index"):
-        raise ValueError(f"`{prefix}` is not a checkpoint: {prefix}.index does not exist.")
+        raise InputError(f"`{prefix}` is not a checkpoint: {prefix}.index does not exist.")
     try:
         checkpoint = tf.train.load_checkpoint(prefix)
         shapes = checkpoint.get_variable_to_shape_map()
@@ -56,7 +57,7 @@ def check_readable(prefix):
     except _DAMAGE_ERRORS as e:
         raise _damaged(prefix, f"its index cannot be read ({type(e).__name__})") from None
     except (tf.errors.OpError, ValueError) as e:
-        raise ValueError(f"Cannot read checkpoint `{prefix}` ({type(e).__name__}): "
+        raise InputError(f"Cannot read checkpoint `{prefix}` ({type(e).__name__}): "
                          f"{str(e).splitlines()[0][:300]}") from None
     needed = 0
     for name, shape in shapes.items():
@@ -97,7 +98,7 @@ def _tf1_mismatch(model, prefix, checkpoint, allow_missing_heads):
     unexpected = [name for name in present if name not in targets and not table.is_head_name(name)]
     mismatched = [f"{name} {list(present[name])} (model: {list(target.tf1_shape())})"
                   for name, target in targets.items() if name in present and present[name] != target.tf1_shape()]
-    return ValueError(f"Checkpoint `{prefix}` (TF1 variable names) does not fit {type(model).__name__}:"
+    return InputError(f"Checkpoint `{prefix}` (TF1 variable names) does not fit {type(model).__name__}:"
                       + _listing("missing from the checkpoint", missing)
                       + _listing("unexpected in the checkpoint", unexpected)
                       + _listing("shape mismatch", mismatched))
@@ -110,7 +111,7 @@ def _short_tf2_error(model, prefix, error):
     head = re.split(r"<|numpy=|\[\s*-?\d", text.splitlines()[0] if text else "", maxsplit=1)[0].strip()
     head = head[:300].rstrip(":,. ")
     detail = _listing("variables not restored", names) if names else ""
-    return ValueError(f"Checkpoint `{prefix}` (object-based) does not fit {type(model).__name__}: {head}."
+    return InputError(f"Checkpoint `{prefix}` (object-based) does not fit {type(model).__name__}: {head}."
                       + detail)
 
 
@@ -150,7 +151,7 @@ def restore_checkpoint(model, prefix, allow_missing_heads=False):
         except ValueError as e:
             error = _tf1_mismatch(model, prefix, checkpoint, allow_missing_heads)
             if str(error).endswith(":"):      # not a name / shape mismatch: keep the reader's first line
-                error = ValueError(f"{error} {str(e).splitlines()[0][:300]}")
+                error = InputError(f"{error} {str(e).splitlines()[0][:300]}")
             raise error from None
     except _DAMAGE_ERRORS as e:
         raise _damaged(prefix, f"a tensor cannot be read ({type(e).__name__})") from None
@@ -207,7 +208,7 @@ def load_pretrained(model_cls, path, config=None, allow_missing_heads=True, **mo
             if source.config_file is None:
                 reason = source.config_note or (f"no `albert_config.json` found with checkpoint source `{path}` "
                                                 f"(checkpoint `{source.checkpoint_prefix}`).")
-                raise ValueError(f"No config for `{path}`: {reason} Pass `config=`.")
+                raise InputError(f"No config for `{path}`: {reason} Pass `config=`.")
             config = source.config_file
         model = model_cls(config, **model_kwargs)   # Every model class accepts a config, dict or JSON path.
         restore_source(model, source, allow_missing_heads)

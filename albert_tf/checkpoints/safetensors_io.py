@@ -15,6 +15,7 @@ import struct
 import numpy as np
 
 from albert_tf import fileio
+from albert_tf.errors import InputError
 
 # safetensors dtype names -> numpy dtypes (little-endian). BF16 is read as float32 (exactly).
 DTYPES = {
@@ -50,18 +51,18 @@ class SafetensorsFile:
         with open(self.path, "rb") as f:
             head = f.read(8)
             if len(head) < 8:
-                raise ValueError(f"`{self.path}` is not a safetensors file: {size} bytes, shorter than the "
+                raise InputError(f"`{self.path}` is not a safetensors file: {size} bytes, shorter than the "
                                  "8-byte header length.")
             (header_len,) = struct.unpack("<Q", head)
             if header_len > min(_MAX_HEADER, size - 8):
-                raise ValueError(f"`{self.path}` is truncated or not a safetensors file: its header length "
+                raise InputError(f"`{self.path}` is truncated or not a safetensors file: its header length "
                                  f"{header_len} exceeds the file ({size} bytes).")
             try:
                 header = json.loads(f.read(header_len).decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                raise ValueError(f"`{self.path}` is not a safetensors file: the header is not JSON ({e}).") from None
+                raise InputError(f"`{self.path}` is not a safetensors file: the header is not JSON ({e}).") from None
         if not isinstance(header, dict):
-            raise ValueError(f"`{self.path}`: the safetensors header is not a JSON object.")
+            raise InputError(f"`{self.path}`: the safetensors header is not a JSON object.")
         self.metadata = header.pop("__metadata__", None) or {}
         self._data_start = 8 + header_len
         data_size = size - self._data_start
@@ -72,23 +73,23 @@ class SafetensorsFile:
                 dtype, shape, (begin, end) = entry["dtype"], tuple(int(d) for d in entry["shape"]), \
                     entry["data_offsets"]
             except (KeyError, TypeError, ValueError):
-                raise ValueError(f"`{self.path}`: malformed header entry for `{name}`: {entry!r}.") from None
+                raise InputError(f"`{self.path}`: malformed header entry for `{name}`: {entry!r}.") from None
             if dtype not in DTYPES:
-                raise ValueError(f"`{self.path}`: tensor `{name}` has unsupported dtype `{dtype}` "
+                raise InputError(f"`{self.path}`: tensor `{name}` has unsupported dtype `{dtype}` "
                                  f"(supported: {', '.join(DTYPES)}).")
             expected = int(np.prod(shape, dtype=np.int64)) * DTYPES[dtype].itemsize
             if not 0 <= begin <= end or end - begin != expected:
-                raise ValueError(f"`{self.path}`: tensor `{name}` ({dtype} {list(shape)}) needs {expected} bytes; "
+                raise InputError(f"`{self.path}`: tensor `{name}` ({dtype} {list(shape)}) needs {expected} bytes; "
                                  f"its data_offsets are [{begin}, {end}].")
             if end > data_size:
-                raise ValueError(f"`{self.path}` is truncated: tensor `{name}` ends at byte {end} of the data "
+                raise InputError(f"`{self.path}` is truncated: tensor `{name}` ends at byte {end} of the data "
                                  f"section, which has {data_size} bytes.")
             spans.append((begin, end, name))
             self.shapes[name], self.dtypes[name], self._offsets[name] = shape, dtype, begin
         position = 0
         for begin, end, name in sorted(spans):
             if begin < position:
-                raise ValueError(f"`{self.path}`: tensor `{name}` overlaps the tensor before it.")
+                raise InputError(f"`{self.path}`: tensor `{name}` overlaps the tensor before it.")
             position = end
 
     def read(self, name):
@@ -99,7 +100,7 @@ class SafetensorsFile:
             f.seek(self._data_start + begin)
             read = f.readinto(memoryview(value.reshape(-1).view(np.uint8))) if value.size else 0
         if read != value.nbytes:
-            raise ValueError(f"`{self.path}` is truncated: `{name}` has {read} of {value.nbytes} bytes.")
+            raise InputError(f"`{self.path}` is truncated: `{name}` has {read} of {value.nbytes} bytes.")
         if self.dtypes[name] == "BF16":
             return (value.astype(np.uint32) << 16).view(np.float32)
         return value
@@ -120,7 +121,7 @@ def write_safetensors(path, entries, metadata=None):
     for name, shape, dtype, _ in entries:
         dtype = np.dtype(dtype).newbyteorder("<")
         if dtype not in _NAMES:
-            raise ValueError(f"Cannot write `{name}` with dtype {dtype} to safetensors.")
+            raise InputError(f"Cannot write `{name}` with dtype {dtype} to safetensors.")
         size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         header[name] = {"dtype": _NAMES[dtype], "shape": [int(d) for d in shape],
                         "data_offsets": [offset, offset + size]}
@@ -134,6 +135,6 @@ def write_safetensors(path, entries, metadata=None):
             for name, shape, dtype, producer in entries:
                 value = np.ascontiguousarray(producer(), dtype=np.dtype(dtype).newbyteorder("<"))
                 if value.shape != tuple(shape):
-                    raise ValueError(f"`{name}`: produced shape {list(value.shape)}, header says {list(shape)}.")
+                    raise InputError(f"`{name}`: produced shape {list(value.shape)}, header says {list(shape)}.")
                 if value.size:
                     f.write(value.reshape(-1).view(np.uint8).data)

@@ -17,6 +17,7 @@ from tensorflow.core.protobuf import saved_model_pb2, trackable_object_graph_pb2
 
 from albert_tf.checkpoints import foreign
 from albert_tf.checkpoints.foreign import MERGE_OUTPUT, SPLIT_BIAS, SPLIT_KERNEL, Link
+from albert_tf.errors import InputError
 
 SAVED_MODEL = "saved_model.pb"
 KERAS_METADATA = "keras_metadata.pb"
@@ -82,9 +83,9 @@ def _parse_saved_model(directory):
         with open(path, "rb") as f:
             proto.ParseFromString(f.read())
     except Exception as e:  # noqa: BLE001  (protobuf raises its own DecodeError)
-        raise ValueError(f"Cannot parse `{path}` (truncated or not a SavedModel?): {e}") from None
+        raise InputError(f"Cannot parse `{path}` (truncated or not a SavedModel?): {e}") from None
     if not proto.meta_graphs:
-        raise ValueError(f"`{path}` holds no MetaGraph.")
+        raise InputError(f"`{path}` holds no MetaGraph.")
     return proto.meta_graphs[0].object_graph_def
 
 
@@ -96,7 +97,7 @@ class _Variables:
         try:
             self.reader = tf.train.load_checkpoint(self.prefix)
         except (tf.errors.OpError, ValueError) as e:
-            raise ValueError(f"Cannot read the variables of SavedModel `{directory}` (`{self.prefix}`): {e}") \
+            raise InputError(f"Cannot read the variables of SavedModel `{directory}` (`{self.prefix}`): {e}") \
                 from None
         shapes = self.reader.get_variable_to_shape_map()
         checkpoint_graph = trackable_object_graph_pb2.TrackableObjectGraph()
@@ -111,14 +112,14 @@ class _Variables:
             name = node.variable.name.split(":")[0]
             if keys and keys[0] in shapes:
                 if name in self.names:
-                    raise ValueError(f"SavedModel `{directory}` has two variables named `{name}`.")
+                    raise InputError(f"SavedModel `{directory}` has two variables named `{name}`.")
                 self.names[name] = (keys[0], tuple(shapes[keys[0]]))
 
     def read(self, name):
         try:
             return self.reader.get_tensor(self.names[name][0])
         except (tf.errors.OpError, ValueError) as e:
-            raise ValueError(f"Cannot read `{name}` from `{self.prefix}` (truncated or damaged?): {e}") from None
+            raise InputError(f"Cannot read `{name}` from `{self.prefix}` (truncated or damaged?): {e}") from None
 
 
 def _match(names):
@@ -131,7 +132,7 @@ def _match(names):
                 unmatched.append(name)
             continue
         if link.foreign in matched:
-            raise ValueError(f"Two variables map to tf-models' `{link.foreign}`: `{matched[link.foreign]}` and "
+            raise InputError(f"Two variables map to tf-models' `{link.foreign}`: `{matched[link.foreign]}` and "
                              f"`{name}`.")
         matched[link.foreign] = name
     return matched, unmatched
@@ -169,7 +170,7 @@ def _protobuf_fields(data):
         elif wire == 5:
             value, position = data[position:position + 4], position + 4
         else:
-            raise ValueError(f"unsupported protobuf wire type {wire}")
+            raise InputError(f"unsupported protobuf wire type {wire}")
         yield number, wire, value
 
 
@@ -197,7 +198,7 @@ def _keras_metadata(directory):
                 if number == 1 and wire == 2:
                     texts.extend(value.decode("utf-8") for n, w, value in _protobuf_fields(node) if n == 5 and w == 2)
         except (ValueError, IndexError, UnicodeDecodeError) as e:
-            raise ValueError(f"Cannot parse `{path}`: {e}") from None
+            raise InputError(f"Cannot parse `{path}`: {e}") from None
     for node in _parse_saved_model(directory).nodes:
         if node.WhichOneof("kind") == "user_object" and node.user_object.metadata:
             texts.append(node.user_object.metadata)
@@ -235,7 +236,7 @@ def config_dict(directory):
 
     def shape(name):
         if name not in matched:
-            raise ValueError(f"SavedModel `{directory}` has no `{name}` variable of tf-models' AlbertEncoder.")
+            raise InputError(f"SavedModel `{directory}` has no `{name}` variable of tf-models' AlbertEncoder.")
         return variables.names[matched[name]][1]
 
     vocab, embedding = shape("word_embeddings/embeddings")
@@ -247,11 +248,11 @@ def config_dict(directory):
     recorded = _encoder_config(directory)
     hint = ("Pass the model's albert_config.json (`--albert_config_file`, or `config=` in Python).")
     if recorded is None:
-        raise ValueError(f"SavedModel `{directory}` records no AlbertEncoder config (Keras metadata), and the "
+        raise InputError(f"SavedModel `{directory}` records no AlbertEncoder config (Keras metadata), and the "
                          f"number of layers and the activation are not visible in its variables. {hint}")
     activation = _activation(recorded.get("activation"))
     if activation is None:
-        raise ValueError(f"SavedModel `{directory}`: the AlbertEncoder's activation {recorded.get('activation')!r} "
+        raise InputError(f"SavedModel `{directory}`: the AlbertEncoder's activation {recorded.get('activation')!r} "
                          f"is not one the original has (tf-models' tanh `Text>gelu`, relu, tanh, linear). {hint}")
     initializer = recorded.get("initializer") or {}
     stddev = (initializer.get("config") or {}).get("stddev", 0.02) if isinstance(initializer, dict) else 0.02

@@ -32,6 +32,7 @@ from absl import logging
 
 from albert_tf.checkpoints import hf, keras_hub, saved_model
 from albert_tf.config import AlbertConfig
+from albert_tf.errors import InputError
 
 CONFIG_NAME = "albert_config.json"
 SPM_MODEL_NAME = "30k-clean.model"
@@ -143,7 +144,7 @@ def _resolve_directory(path, directory, stack):
     if len(indexes) == 1:
         return _with_assets(path, "checkpoint_dir", indexes[0][:-len(".index")], [directory])
     if len(indexes) > 1:
-        raise ValueError(
+        raise InputError(
             f"Directory `{path}` holds several checkpoints ({', '.join(os.path.basename(i) for i in indexes)}) "
             f"and no `{RELEASE_CHECKPOINT}` or `checkpoint` file saying which to use. Pass a checkpoint prefix.")
     raise FileNotFoundError(
@@ -176,7 +177,7 @@ def _resolve_plain(path, local, stack):
         directory = os.path.dirname(local) or "."
         if hf.is_hf_dir(directory):
             return _resolve_directory(path, directory, stack)
-        raise ValueError(f"`{path}` is a safetensors file without a Hugging Face `config.json` beside it; pass the "
+        raise InputError(f"`{path}` is a safetensors file without a Hugging Face `config.json` beside it; pass the "
                          "model directory.")
     if os.path.isfile(local) and base in (keras_hub.WEIGHTS, saved_model.SAVED_MODEL, "config.json"):
         return _resolve_directory(path, os.path.dirname(local) or ".", stack)
@@ -214,7 +215,7 @@ def resolve_source(path):
                 with tarfile.open(local, "r:*") as archive:
                     archive.extractall(tmp, filter="data")
             except (tarfile.TarError, OSError) as e:
-                raise ValueError(f"Cannot extract archive `{path}`: {e}") from None
+                raise InputError(f"Cannot extract archive `{path}`: {e}") from None
             source = _resolve_plain(path, _archive_root(tmp), stack)
             yield dataclasses.replace(source, kind="archive:" + source.kind)
             return

@@ -25,6 +25,8 @@ import collections
 import dataclasses
 import re
 
+from albert_tf.errors import InputError
+
 ENCODER = "encoder"
 MLM = "mlm"
 SOP = "sop"
@@ -244,7 +246,7 @@ def model_targets(model):
     covered = {id(t.variable) for t in targets.values()}
     uncovered = [w.path for w in model.weights if id(w) not in covered]
     if uncovered:
-        raise ValueError(f"The checkpoint table does not cover these weights of {type(model).__name__}: "
+        raise InputError(f"The checkpoint table does not cover these weights of {type(model).__name__}: "
                          f"{', '.join(uncovered)}.")
     return targets
 

@@ -11,6 +11,8 @@ import collections
 
 import tensorflow as tf
 
+from albert_tf.errors import InputError
+
 Feature = collections.namedtuple("Feature", ["name", "dtype", "length"])
 
 # Lengths are symbolic: "seq" = max_seq_length, "pred" = max_predictions_per_seq, "scalar" = no dimension.
@@ -72,7 +74,7 @@ def parse_spec(features, **lengths):
             shape = [feature.length]
         else:
             if feature.length not in lengths:
-                raise ValueError(f"Schema feature `{feature.name}` needs the length `{feature.length}=`.")
+                raise InputError(f"Schema feature `{feature.name}` needs the length `{feature.length}=`.")
             shape = [int(lengths[feature.length])]
         spec[feature.name] = tf.io.FixedLenFeature(shape, feature.dtype)
     return spec

@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from albert_tf import fileio, tokenization
 from albert_tf.data import features as features_lib
+from albert_tf.errors import InputError
 
 
 class InputExample:
@@ -170,7 +171,7 @@ class DataProcessor:
 
     def _examples(self, data_dir, filename, set_type):
         if filename is None:
-            raise ValueError(f"Task directory `{self.DIR}` has no {set_type} split in the original "
+            raise InputError(f"Task directory `{self.DIR}` has no {set_type} split in the original "
                              f"(`{type(self).__name__}`).")
         path = task_file(data_dir, self.DIR, filename)
         return self._create_examples(read_tsv(path), set_type, path)
@@ -181,30 +182,30 @@ class DataProcessor:
         try:
             return line[index]
         except IndexError:
-            raise ValueError(
+            raise InputError(
                 f"{path}:{line_number}: row has {len(line)} tab-separated column(s); expected at least "
                 f"{needed} ({what}). Row: {line!r}") from None
 
     def _check_label(self, label, path, line_number):
         labels = self.get_labels()
         if label not in labels:
-            raise ValueError(f"{path}:{line_number}: unknown label {label!r}; expected one of {labels}.")
+            raise InputError(f"{path}:{line_number}: unknown label {label!r}; expected one of {labels}.")
         return label
 
 
 def task_file(data_dir, dirname, filename):
     """`data_dir/dirname/filename`, or a ValueError naming what is missing."""
     if not data_dir:
-        raise ValueError(f"`data_dir` must be set. Received: {data_dir!r}.")
+        raise InputError(f"`data_dir` must be set. Received: {data_dir!r}.")
     if not tf.io.gfile.isdir(data_dir):
-        raise ValueError(f"`data_dir` {data_dir!r} is not a directory.")
+        raise InputError(f"`data_dir` {data_dir!r} is not a directory.")
     task_dir = os.path.join(data_dir, dirname)
     if not tf.io.gfile.isdir(task_dir):
-        raise ValueError(f"Task directory {task_dir!r} not found: `data_dir` must contain the GLUE "
+        raise InputError(f"Task directory {task_dir!r} not found: `data_dir` must contain the GLUE "
                          f"`{dirname}/` folder. Found: {sorted(tf.io.gfile.listdir(data_dir))}.")
     path = os.path.join(task_dir, filename)
     if not tf.io.gfile.exists(path):
-        raise ValueError(f"File {path!r} not found. Found in {task_dir!r}: "
+        raise InputError(f"File {path!r} not found. Found in {task_dir!r}: "
                          f"{sorted(tf.io.gfile.listdir(task_dir))}.")
     return path
 
@@ -312,7 +313,7 @@ class StsbProcessor(DataProcessor):
         try:
             return float(value)
         except ValueError:
-            raise ValueError(f"{path}:{line_number}: the score in the last column must be a float. "
+            raise InputError(f"{path}:{line_number}: the score in the last column must be a float. "
                              f"Received: {value!r}.") from None
 
 
@@ -398,7 +399,7 @@ def get_processor(task_name, use_spm=True, do_lower_case=True):
     """The processor of `task_name` (case-insensitive), e.g. `get_processor("MNLI")`."""
     name = (task_name or "").lower()
     if name not in PROCESSORS:
-        raise ValueError(f"Task not found: `task_name` must be one of {sorted(PROCESSORS)}. "
+        raise InputError(f"Task not found: `task_name` must be one of {sorted(PROCESSORS)}. "
                          f"Received: {task_name!r}.")
     return PROCESSORS[name](use_spm=use_spm, do_lower_case=do_lower_case)
 
@@ -457,7 +458,7 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
         label_id = float(example.label)
     else:
         if example.label not in label_list:
-            raise ValueError(f"Example {example.guid!r} of task `{task_name}` has unknown label "
+            raise InputError(f"Example {example.guid!r} of task `{task_name}` has unknown label "
                              f"{example.label!r}; expected one of {label_list}.")
         label_id = label_list.index(example.label)
 
@@ -528,13 +529,13 @@ def ensure_cached_features(examples, label_list, max_seq_length, tokenizer, outp
     if tf.io.gfile.exists(output_file):
         length = cached_record_length(output_file)
         if length is not None and length != max_seq_length:
-            raise ValueError(f"Cached features {output_file!r} have sequence length {length}, but "
+            raise InputError(f"Cached features {output_file!r} have sequence length {length}, but "
                              f"`max_seq_length` is {max_seq_length}: delete the file or use another "
                              "`cached_dir`.")
         if check_count:
             count = sum(1 for _ in tf.data.TFRecordDataset(output_file))
             if count != len(examples):
-                raise ValueError(f"Cached features {output_file!r} hold {count} records for {len(examples)} "
+                raise InputError(f"Cached features {output_file!r} hold {count} records for {len(examples)} "
                                  "examples (stale cache): delete the file or use another `cached_dir`.")
         logging.info("Using cached features %s.", output_file)
         return

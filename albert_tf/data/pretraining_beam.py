@@ -36,6 +36,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from albert_tf.data.pretraining_input import expand_input_files
 from albert_tf.data.pretraining_instances import (PretrainingOptions, PretrainingStats, ShardProcessor, TokenSpace,
                                                   check_vocab_file, shard_seed)
+from albert_tf.errors import InputError
 
 _BLOCK = 1 << 20
 _SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
@@ -65,7 +66,7 @@ def stage_file(path, directory):
                     break
                 dst.write(block)
     except Exception as e:
-        raise ValueError(f"Cannot read `{path}`: {e}") from e
+        raise InputError(f"Cannot read `{path}`: {e}") from e
     return local
 
 
@@ -94,7 +95,7 @@ def blank_line_offsets(path):
                         offsets.append(position)
                     position += len(line) + 1
     except Exception as e:
-        raise ValueError(f"Cannot read the input file `{path}`: {e}") from e
+        raise InputError(f"Cannot read the input file `{path}`: {e}") from e
     return np.asarray(offsets, dtype=np.int64)
 
 
@@ -121,7 +122,7 @@ def plan_shards(files, sizes, blank_offsets, shard_bytes):
         j = int(np.argmax(gaps > shard_bytes))
         at = int(bounds[j])
         f = int(np.searchsorted(starts, at, side="right") - 1)
-        raise ValueError(
+        raise InputError(
             f"A document of `{files[f]}` starting at byte {at - int(starts[f])} runs {int(gaps[j])} bytes without "
             f"a blank line, more than a shard ({shard_bytes} bytes): raise --shard_size_mb or split the document "
             "(memory per worker is bounded by one shard).")
@@ -153,9 +154,9 @@ def read_shard_lines(ranges):
                 reader.seek(start)
                 data = reader.read(end - start)
         except Exception as e:
-            raise ValueError(f"Cannot read the input file `{path}`: {e}") from e
+            raise InputError(f"Cannot read the input file `{path}`: {e}") from e
         if len(data) != end - start:
-            raise ValueError(f"The input file `{path}` changed while the pipeline ran (expected {end - start} "
+            raise InputError(f"The input file `{path}` changed while the pipeline ran (expected {end - start} "
                              f"bytes at offset {start}, read {len(data)}).")
         parts = data.split(b"\n")
         last = parts.pop()
@@ -243,13 +244,13 @@ def _write_text(path, text):
 def _finalize(_, written, stats, prefixes, temp_prefixes, input_files):
     """Renames the temporary files to their final names and writes the summary, or fails on an empty corpus."""
     if stats.documents == 0:
-        raise ValueError(
+        raise InputError(
             f"The corpus is empty: no line of `{','.join(input_files)}` gives a token (expected one sentence per "
             "line, blank lines between documents).")
     sources, destinations = [], []
     for j, path in sorted(written):
         if not path.startswith(temp_prefixes[j]):
-            raise ValueError(f"Unexpected output file `{path}` (expected the prefix `{temp_prefixes[j]}`).")
+            raise InputError(f"Unexpected output file `{path}` (expected the prefix `{temp_prefixes[j]}`).")
         sources.append(path)
         destinations.append(prefixes[j] + path[len(temp_prefixes[j]):])
     FileSystems.rename(sources, destinations)
@@ -285,17 +286,17 @@ def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None
     """
     options.validate()
     if not spm_model_file and not vocab_file:
-        raise ValueError("`vocab_file` or `spm_model_file` is required (both are None).")
+        raise InputError("`vocab_file` or `spm_model_file` is required (both are None).")
     if shard_size_mb <= 0:
-        raise ValueError(f"`shard_size_mb` must be positive. Received: `shard_size_mb={shard_size_mb}`.")
+        raise InputError(f"`shard_size_mb` must be positive. Received: `shard_size_mb={shard_size_mb}`.")
     if num_output_shards < 0:
-        raise ValueError(f"`num_output_shards` must be >= 0. Received: `{num_output_shards}`.")
+        raise InputError(f"`num_output_shards` must be >= 0. Received: `{num_output_shards}`.")
     prefixes = [p for p in output_files.split(",") if p] if isinstance(output_files, str) else list(output_files)
     if not prefixes:
-        raise ValueError(f"`output_file` names no prefix. Received: `{output_files!r}`.")
+        raise InputError(f"`output_file` names no prefix. Received: `{output_files!r}`.")
     for name, path in (("spm_model_file", spm_model_file), ("vocab_file", vocab_file)):
         if path and not FileSystems.exists(path):
-            raise ValueError(f"`{name}`: the file `{path}` does not exist.")
+            raise InputError(f"`{name}`: the file `{path}` does not exist.")
     with tempfile.TemporaryDirectory(prefix="albert-beam-check-") as local:
         # The checks read local copies, so any Beam file system works for the vocabulary files.
         model = stage_file(spm_model_file, local) if spm_model_file else None
@@ -304,7 +305,7 @@ def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None
             try:
                 check_vocab_file(vocab, model)
             except ValueError as e:
-                raise ValueError(str(e).replace(vocab, vocab_file).replace(model, spm_model_file)) from None
+                raise InputError(str(e).replace(vocab, vocab_file).replace(model, spm_model_file)) from None
         TokenSpace(None if model else vocab, model, options.do_lower_case)  # [CLS]/[SEP]/[MASK] present
     files = expand_input_files(input_files, glob=beam_glob)
     sizes = [_file_size(f) for f in files]

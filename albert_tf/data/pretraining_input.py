@@ -9,6 +9,7 @@ number of steps), batched with `drop_remainder=True`. Shapes are static.
 import tensorflow as tf
 
 from albert_tf.data import features as features_lib
+from albert_tf.errors import InputError
 
 # The features `run_pretraining.py` reads (`token_boundary` is written but only read for online masking).
 _READ = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
@@ -31,7 +32,7 @@ def expand_input_files(input_file, glob=tf.io.gfile.glob):
     patterns = input_file.split(",") if isinstance(input_file, str) else list(input_file or [])
     patterns = [p.strip() for p in patterns if p and p.strip()]
     if not patterns:
-        raise ValueError(f"`input_file` must name files (globs, comma separated). Received: {input_file!r}.")
+        raise InputError(f"`input_file` must name files (globs, comma separated). Received: {input_file!r}.")
     files, empty = [], []
     for pattern in patterns:
         matched = sorted(glob(pattern))
@@ -39,7 +40,7 @@ def expand_input_files(input_file, glob=tf.io.gfile.glob):
             empty.append(pattern)
         files.extend(matched)
     if empty:
-        raise ValueError(f"`input_file` pattern(s) matched no file (missing input): {empty}.")
+        raise InputError(f"`input_file` pattern(s) matched no file (missing input): {empty}.")
     return files
 
 
@@ -57,14 +58,14 @@ def check_record_lengths(input_files, max_seq_length, max_predictions_per_seq):
                     name_to_features(max_seq_length, max_predictions_per_seq).items()}
         for name, length in expected.items():
             if name not in example.features.feature:
-                raise ValueError(f"{input_files[0]}: the first record has no feature `{name}`; expected the "
+                raise InputError(f"{input_files[0]}: the first record has no feature `{name}`; expected the "
                                  "pretraining schema of create_pretraining_data.py.")
             feature = example.features.feature[name]
             values = feature.int64_list.value or feature.float_list.value
             if len(values) != length:
                 flag = "max_seq_length" if length == max_seq_length and name in (
                     "input_ids", "input_mask", "segment_ids") else "max_predictions_per_seq"
-                raise ValueError(f"{input_files[0]}: feature `{name}` has {len(values)} values but "
+                raise InputError(f"{input_files[0]}: feature `{name}` has {len(values)} values but "
                                  f"`{flag}` asks for {length}. The flags must match data generation.")
 
 
@@ -86,16 +87,16 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
         seed: int or None; makes the shuffles and the interleave order deterministic.
     """
     if masked_lm_budget and masked_lm_budget > 0:
-        raise ValueError("`masked_lm_budget` > 0 (online masking) is not implemented: the original release "
+        raise InputError("`masked_lm_budget` > 0 (online masking) is not implemented: the original release "
                          "only switches its parser to `token_boundary` and then fails on the missing "
                          f"`masked_lm_*` features. Received: masked_lm_budget={masked_lm_budget}.")
     if isinstance(input_files, str):
         input_files = expand_input_files(input_files)
     input_files = list(input_files)
     if not input_files:
-        raise ValueError("`input_files` is empty.")
+        raise InputError("`input_files` is empty.")
     if int(batch_size) < 1:
-        raise ValueError(f"`batch_size` must be positive. Received: batch_size={batch_size}.")
+        raise InputError(f"`batch_size` must be positive. Received: batch_size={batch_size}.")
     spec = name_to_features(max_seq_length, max_predictions_per_seq)
 
     def decode(record):

@@ -44,6 +44,7 @@ import tensorflow as tf
 from albert_tf import tokenization
 from albert_tf.data.pretraining_records import ExampleEncoder
 from albert_tf.data.pretraining_shuffle import advance_shuffle, shuffled_range
+from albert_tf.errors import InputError
 
 
 # `_is_start_piece_sp` of the original. Its string lists `"` twice and has no `'`; the `€`/`£` it adds
@@ -86,20 +87,20 @@ class PretrainingOptions:
 
     def validate(self):
         if self.max_seq_length < 5:
-            raise ValueError(
+            raise InputError(
                 "`max_seq_length` must be at least 5 ([CLS] A [SEP] B [SEP] with a target of 2 tokens). "
                 f"Received: `max_seq_length={self.max_seq_length}`."
             )
         if self.max_predictions_per_seq < 1:
-            raise ValueError(f"`max_predictions_per_seq` must be >= 1. Received: `{self.max_predictions_per_seq}`.")
+            raise InputError(f"`max_predictions_per_seq` must be >= 1. Received: `{self.max_predictions_per_seq}`.")
         if self.dupe_factor < 1:
-            raise ValueError(f"`dupe_factor` must be >= 1. Received: `dupe_factor={self.dupe_factor}`.")
+            raise InputError(f"`dupe_factor` must be >= 1. Received: `dupe_factor={self.dupe_factor}`.")
         if self.ngram < 1:
-            raise ValueError(f"`ngram` must be >= 1. Received: `ngram={self.ngram}`.")
+            raise InputError(f"`ngram` must be >= 1. Received: `ngram={self.ngram}`.")
         for name in ("masked_lm_prob", "short_seq_prob"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
-                raise ValueError(f"`{name}` must be in [0, 1]. Received: `{name}={value}`.")
+                raise InputError(f"`{name}` must be in [0, 1]. Received: `{name}={value}`.")
 
 
 @dataclasses.dataclass
@@ -192,7 +193,7 @@ class TokenSpace:
         ids = {}
         for token in ("[CLS]", "[SEP]", "[MASK]"):
             if token not in vocab:
-                raise ValueError(
+                raise InputError(
                     f"The vocabulary (`{spm_model_file or vocab_file}`) has no `{token}` token; ALBERT's "
                     "`spm_train` flags make [CLS], [SEP], [MASK] control symbols (ids 2, 3, 4)."
                 )
@@ -264,14 +265,14 @@ def check_vocab_file(vocab_file, spm_model_file):
     try:
         lines = data.decode("utf-8").split("\n")
     except UnicodeDecodeError as e:
-        raise ValueError(f"`vocab_file` `{vocab_file}` is not UTF-8 text ({e}); expected the `.vocab` file of "
+        raise InputError(f"`vocab_file` `{vocab_file}` is not UTF-8 text ({e}); expected the `.vocab` file of "
                          f"`{spm_model_file}`.") from None
     if lines and lines[-1] == "":
         lines.pop()
     listed = [line.split("\t")[0] for line in lines]
     if listed != pieces:
         first = next((i for i, (a, b) in enumerate(zip(listed, pieces)) if a != b), min(len(listed), len(pieces)))
-        raise ValueError(
+        raise InputError(
             f"`vocab_file` `{vocab_file}` does not match `spm_model_file` `{spm_model_file}`: {len(listed)} "
             f"pieces vs {len(pieces)}, first difference at line {first + 1} "
             f"({listed[first] if first < len(listed) else '<end>'!r} vs "

@@ -23,6 +23,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.data.pretraining_input import expand_input_files
+from albert_tf.errors import InputError
 from albert_tf.fileio import atomic_path
 from albert_tf.data.pretraining_instances import (PretrainingOptions, PretrainingStats, ShardProcessor, TokenSpace,
                                                   check_vocab_file, shard_seed)
@@ -126,20 +127,20 @@ def write_pretraining_examples(
     """
     options.validate()
     if not spm_model_file and not vocab_file:
-        raise ValueError("`vocab_file` or `spm_model_file` is required (both are None).")
+        raise InputError("`vocab_file` or `spm_model_file` is required (both are None).")
     for name, path in (("spm_model_file", spm_model_file), ("vocab_file", None if spm_model_file else vocab_file)):
         if path and not tf.io.gfile.exists(path):
-            raise ValueError(f"`{name}`: the file `{path}` does not exist.")
+            raise InputError(f"`{name}`: the file `{path}` does not exist.")
     if num_workers < 1:
-        raise ValueError(f"`num_workers` must be >= 1. Received: `num_workers={num_workers}`.")
+        raise InputError(f"`num_workers` must be >= 1. Received: `num_workers={num_workers}`.")
     if shard_size_mb <= 0:
-        raise ValueError(f"`shard_size_mb` must be positive. Received: `shard_size_mb={shard_size_mb}`.")
+        raise InputError(f"`shard_size_mb` must be positive. Received: `shard_size_mb={shard_size_mb}`.")
     check_vocab_file(vocab_file, spm_model_file)
     files = expand_input_files(input_files)
     if isinstance(output_files, str):
         output_files = [f for f in output_files.split(",") if f]
     if not output_files:
-        raise ValueError(f"`output_file` names no file. Received: `{output_files!r}`.")
+        raise InputError(f"`output_file` names no file. Received: `{output_files!r}`.")
     total_bytes = sum(tf.io.gfile.stat(f).length for f in files)
     logging.info("Reading %d input files (%.1f MB):", len(files), total_bytes / 1e6)
     for f in files:
@@ -202,7 +203,7 @@ def write_pretraining_examples(
             for w in writers:
                 w.close()
             if stats.documents == 0:
-                raise ValueError(
+                raise InputError(
                     f"The corpus is empty: no line of `{','.join(files)}` gives a token (expected one sentence "
                     "per line, blank lines between documents)."
                 )

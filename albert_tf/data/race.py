@@ -24,6 +24,7 @@ from absl import logging
 
 from albert_tf import fileio, tokenization
 from albert_tf.data import features as features_lib
+from albert_tf.errors import InputError
 
 LEVELS = ("middle", "high")
 SPLITS = ("train", "dev", "test")
@@ -45,7 +46,7 @@ when the data has no answers), `source` (file, with `:line` for `all.txt`).
 def levels_for(high_only=False, middle_only=False):
     """The levels read under `--high_only` / `--middle_only` (original order: middle, then high)."""
     if high_only and middle_only:
-        raise ValueError("`high_only` and `middle_only` cannot both be True: no level would be read.")
+        raise InputError("`high_only` and `middle_only` cannot both be True: no level would be read.")
     if high_only:
         return ("high",)
     if middle_only:
@@ -56,28 +57,28 @@ def levels_for(high_only=False, middle_only=False):
 def split_dir(data_dir, split):
     """`data_dir/RACE/<split>`; `data_dir` may also be the `RACE` directory itself."""
     if split not in SPLITS:
-        raise ValueError(f"`split` must be one of {SPLITS}. Received: `split={split!r}`.")
+        raise InputError(f"`split` must be one of {SPLITS}. Received: `split={split!r}`.")
     if data_dir is None:
-        raise ValueError("`data_dir` is required: the directory that contains `RACE/{train,dev,test}`.")
+        raise InputError("`data_dir` is required: the directory that contains `RACE/{train,dev,test}`.")
     candidate = os.path.join(data_dir, "RACE", split)
     if tf.io.gfile.isdir(candidate):
         return candidate
     direct = os.path.join(data_dir, split)
     if os.path.basename(os.path.normpath(data_dir)) == "RACE" and tf.io.gfile.isdir(direct):
         return direct
-    raise ValueError(f"RACE {split} directory not found: expected `{candidate}` (the layout "
+    raise InputError(f"RACE {split} directory not found: expected `{candidate}` (the layout "
                      f"`data_dir/RACE/{{train,dev,test}}/{{middle,high}}`). Received: `data_dir={data_dir!r}`.")
 
 
 def level_files(level_dir):
     """The files to read in one level directory: `all.txt` if present, else every `*.txt` (sorted)."""
     if not tf.io.gfile.isdir(level_dir):
-        raise ValueError(f"RACE level directory not found: `{level_dir}`.")
+        raise InputError(f"RACE level directory not found: `{level_dir}`.")
     names = sorted(n for n in tf.io.gfile.listdir(level_dir) if n.endswith(".txt"))
     if "all.txt" in names:
         return [os.path.join(level_dir, "all.txt")]
     if not names:
-        raise ValueError(f"RACE level directory `{level_dir}` holds no `.txt` files: expected `all.txt` (one "
+        raise InputError(f"RACE level directory `{level_dir}` holds no `.txt` files: expected `all.txt` (one "
                          "JSON object per line) or the per-article `*.txt` files of the RACE download.")
     return [os.path.join(level_dir, n) for n in names]
 
@@ -88,7 +89,7 @@ def _load_objects(path):
         text = f.read()
     stripped = text.strip()
     if not stripped:
-        raise ValueError(f"RACE file `{path}` is empty: expected JSON with `article`, `questions`, `options`, "
+        raise InputError(f"RACE file `{path}` is empty: expected JSON with `article`, `questions`, `options`, "
                          "`answers`.")
     try:
         obj = json.loads(stripped)
@@ -108,9 +109,9 @@ def _load_objects(path):
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            raise ValueError(f"RACE file `{source}` is not valid JSON ({e.msg} at column {e.colno}).") from None
+            raise InputError(f"RACE file `{source}` is not valid JSON ({e.msg} at column {e.colno}).") from None
         if not isinstance(obj, dict):
-            raise ValueError(f"RACE file `{source}`: expected a JSON object, got {type(obj).__name__}.")
+            raise InputError(f"RACE file `{source}`: expected a JSON object, got {type(obj).__name__}.")
         yield source, obj
 
 
@@ -127,28 +128,28 @@ def examples_from_object(obj, source, level, process_text, require_answers=True)
     """
     for key in ("article", "questions", "options"):
         if key not in obj:
-            raise ValueError(f"RACE file `{source}` has no `{key}` field. Keys: {sorted(obj)}.")
+            raise InputError(f"RACE file `{source}` has no `{key}` field. Keys: {sorted(obj)}.")
     questions, options = obj["questions"], obj["options"]
     answers = obj.get("answers")
     if answers is None and require_answers:
-        raise ValueError(f"RACE file `{source}` has no `answers` field (needed for training and evaluation).")
+        raise InputError(f"RACE file `{source}` has no `answers` field (needed for training and evaluation).")
     if not isinstance(questions, list) or not isinstance(options, list) or len(options) != len(questions):
-        raise ValueError(f"RACE file `{source}`: `questions` and `options` must be lists of the same length. "
+        raise InputError(f"RACE file `{source}`: `questions` and `options` must be lists of the same length. "
                          f"Received {_length(questions)} questions and {_length(options)} option lists.")
     if answers is not None and (not isinstance(answers, list) or len(answers) != len(questions)):
-        raise ValueError(f"RACE file `{source}`: `answers` must be a list with one letter per question. "
+        raise InputError(f"RACE file `{source}`: `answers` must be a list with one letter per question. "
                          f"Received {_length(answers)} answers for {len(questions)} questions.")
     article_id = str(obj.get("id", os.path.basename(source)))  # e.g. `all.txt:7` when there is no `id`
     context = process_text(obj["article"])
     examples = []
     for i, question_text in enumerate(questions):
         if not isinstance(options[i], list) or len(options[i]) != NUM_CHOICES:
-            raise ValueError(f"RACE file `{source}`, question {i}: expected exactly {NUM_CHOICES} options. "
+            raise InputError(f"RACE file `{source}`, question {i}: expected exactly {NUM_CHOICES} options. "
                              f"Received: {options[i]!r}.")
         label = None
         if answers is not None:
             if answers[i] not in LABELS:
-                raise ValueError(f"RACE file `{source}`, question {i}: the answer must be one of "
+                raise InputError(f"RACE file `{source}`, question {i}: the answer must be one of "
                                  f"{', '.join(LABELS)}. Received: {answers[i]!r}.")
             label = ord(answers[i]) - ord("A")
         question = process_text(question_text)
@@ -202,7 +203,7 @@ def read_race_examples(data_dir, split, do_lower_case=True, high_only=False, mid
                 examples.extend(new)
                 count += len(new)
         if count == 0:
-            raise ValueError(f"RACE level directory `{level_dir}` holds no questions.")
+            raise InputError(f"RACE level directory `{level_dir}` holds no questions.")
         logging.info("RACE %s/%s: %d questions", split, level, count)
     return examples
 
@@ -227,7 +228,7 @@ def encode_example(example, tokenizer, max_seq_length, max_qa_length, context_to
     for ending in example.endings:
         ending_tokens = tokenizer.tokenize(ending)[-max_qa_length:]
         if len(ending_tokens) > max_seq_length - 3:
-            raise ValueError(f"`max_qa_length={max_qa_length}` leaves no room in `max_seq_length="
+            raise InputError(f"`max_qa_length={max_qa_length}` leaves no room in `max_seq_length="
                              f"{max_seq_length}`: need max_qa_length <= max_seq_length - 3 ({example.source}).")
         context = context_tokens
         # Account for [CLS], [SEP], [SEP] with "- 3"; only the article is shortened.
@@ -271,7 +272,7 @@ def write_race_tfrecord(examples, tokenizer, max_seq_length, max_qa_length, outp
         The number of records written.
     """
     if max_qa_length > max_seq_length - 3:
-        raise ValueError(f"`max_qa_length` must be <= `max_seq_length` - 3. Received: `max_qa_length="
+        raise InputError(f"`max_qa_length` must be <= `max_seq_length` - 3. Received: `max_qa_length="
                          f"{max_qa_length}`, `max_seq_length={max_seq_length}`.")
     directory = os.path.dirname(output_file)
     if directory:
@@ -335,7 +336,7 @@ def race_dataset(input_file, max_seq_length, batch_size, is_training, drop_remai
     files = [f for f in str(input_file).split(",") if f]
     for f in files:
         if not tf.io.gfile.exists(f):
-            raise ValueError(f"RACE TFRecord file not found: `{f}`.")
+            raise InputError(f"RACE TFRecord file not found: `{f}`.")
     d = tf.data.TFRecordDataset(files)
     if input_context is not None and input_context.num_input_pipelines > 1:
         d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
@@ -367,7 +368,7 @@ def accuracy_by_level(predictions, labels, levels, per_example_loss=None):
     labels = np.asarray(labels)
     levels = np.asarray(list(levels))
     if not predictions.shape == labels.shape == levels.shape:
-        raise ValueError(f"`predictions`, `labels`, `levels` must have the same length. Received: "
+        raise InputError(f"`predictions`, `labels`, `levels` must have the same length. Received: "
                          f"{predictions.shape}, {labels.shape}, {levels.shape}.")
     labeled = labels != NO_LABEL
     results = {}

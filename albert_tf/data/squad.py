@@ -42,6 +42,7 @@ import tensorflow as tf
 
 from albert_tf import fileio, tokenization
 from albert_tf.data import features as feature_schema
+from albert_tf.errors import InputError
 
 SPIECE_UNDERLINE = "\u2581"
 UNIQUE_ID_BASE = 1000000000
@@ -110,32 +111,32 @@ def load_squad_json(input_file):
         ValueError: the file is not JSON (with line and column), or lacks `data`/`paragraphs`/`qas`.
     """
     if not tf.io.gfile.exists(input_file):
-        raise ValueError(f"SQuAD file `{input_file}` does not exist.")
+        raise InputError(f"SQuAD file `{input_file}` does not exist.")
     with tf.io.gfile.GFile(input_file, "r") as reader:
         text = reader.read()
     try:
         dataset = json.loads(text)
     except json.JSONDecodeError as e:
-        raise ValueError(f"SQuAD file `{input_file}` is not valid JSON: {e.msg} at line {e.lineno}, "
+        raise InputError(f"SQuAD file `{input_file}` is not valid JSON: {e.msg} at line {e.lineno}, "
                          f"column {e.colno}.") from e
     if not isinstance(dataset, dict) or not isinstance(dataset.get("data"), list):
-        raise ValueError(f"SQuAD file `{input_file}` must be a JSON object with a `data` list "
+        raise InputError(f"SQuAD file `{input_file}` must be a JSON object with a `data` list "
                          "(the SQuAD 1.1/2.0 layout).")
     for a, article in enumerate(dataset["data"]):
         if not isinstance(article, dict) or not isinstance(article.get("paragraphs"), list):
-            raise ValueError(f"SQuAD file `{input_file}`: `data[{a}]` must be an object with a `paragraphs` list.")
+            raise InputError(f"SQuAD file `{input_file}`: `data[{a}]` must be an object with a `paragraphs` list.")
         for p, paragraph in enumerate(article["paragraphs"]):
             if (not isinstance(paragraph, dict) or not isinstance(paragraph.get("context"), str)
                     or not isinstance(paragraph.get("qas"), list)):
-                raise ValueError(f"SQuAD file `{input_file}`: `data[{a}].paragraphs[{p}]` must have a string "
+                raise InputError(f"SQuAD file `{input_file}`: `data[{a}].paragraphs[{p}]` must have a string "
                                  "`context` and a `qas` list.")
             for q, qa in enumerate(paragraph["qas"]):
                 where = f"`data[{a}].paragraphs[{p}].qas[{q}]`"
                 if not isinstance(qa, dict) or "id" not in qa or not isinstance(qa.get("question"), str):
-                    raise ValueError(f"SQuAD file `{input_file}`: {where} must have an `id` and a string "
+                    raise InputError(f"SQuAD file `{input_file}`: {where} must have an `id` and a string "
                                      "`question`.")
                 if not isinstance(qa.get("answers", []), list):
-                    raise ValueError(f"SQuAD file `{input_file}`: {where} (id {qa['id']}) `answers` must be a "
+                    raise InputError(f"SQuAD file `{input_file}`: {where} (id {qa['id']}) `answers` must be a "
                                      "list.")
     return dataset["data"]
 
@@ -177,7 +178,7 @@ def read_squad_examples(input_file, is_training, dataset=None):
                     is_impossible = bool(qa.get("is_impossible", False))
                     answers = qa.get("answers", [])
                     if len(answers) != 1 and not is_impossible:
-                        raise ValueError(
+                        raise InputError(
                             f"SQuAD file `{input_file}`, question id {qas_id}: for training, each question "
                             f"should have exactly 1 answer. Received {len(answers)}.")
                     if not is_impossible:
@@ -364,7 +365,7 @@ _DocSpan = collections.namedtuple("DocSpan", ["start", "length"])
 def _sp_model(tokenizer):
     sp_model = getattr(tokenizer, "sp_model", tokenizer)
     if sp_model is None or not hasattr(sp_model, "PieceToId"):
-        raise ValueError("`tokenizer` must be a SentencePiece `FullTokenizer` (with `.sp_model`) or a "
+        raise InputError("`tokenizer` must be a SentencePiece `FullTokenizer` (with `.sp_model`) or a "
                          f"`SentencePieceProcessor`. Received: {type(tokenizer).__name__}.")
     return sp_model
 
@@ -372,7 +373,7 @@ def _sp_model(tokenizer):
 def check_lengths(max_seq_length, max_query_length):
     """The original's `validate_flags_or_throw` rule for the two lengths."""
     if max_seq_length <= max_query_length + 3:
-        raise ValueError(f"The max_seq_length ({max_seq_length}) must be greater than max_query_length "
+        raise InputError(f"The max_seq_length ({max_seq_length}) must be greater than max_query_length "
                          f"({max_query_length}) + 3.")
 
 
@@ -396,7 +397,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
     """
     check_lengths(max_seq_length, max_query_length)
     if doc_stride <= 0:
-        raise ValueError(f"`doc_stride` must be positive. Received: {doc_stride}.")
+        raise InputError(f"`doc_stride` must be positive. Received: {doc_stride}.")
     sp_model = _sp_model(tokenizer)
     cls_id, sep_id = sp_model.PieceToId("[CLS]"), sp_model.PieceToId("[SEP]")
     stats = ConversionStats(num_examples=len(examples))
@@ -617,7 +618,7 @@ def write_eval_features(features, path, metadata=None):
         record["tokens"] = feature.tokens[:feature.paragraph_len]
         padding = feature.tokens[feature.paragraph_len:]
         if len(set(padding)) > 1:
-            raise ValueError(f"Feature {feature.unique_id}: `tokens` after `paragraph_len` must all be padding.")
+            raise InputError(f"Feature {feature.unique_id}: `tokens` after `paragraph_len` must all be padding.")
         record["padding"] = [padding[0], len(padding)] if padding else None
         # JSON object keys are strings: store max-context flags as [position, flag] pairs.
         record["token_is_max_context"] = [[int(k), bool(v)] for k, v in feature.token_is_max_context.items()]
@@ -645,19 +646,19 @@ def read_eval_features(path, expected_metadata=None):
     try:
         payload = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"`predict_feature_left_file` {path} is not a JSON eval-feature file written by "
+        raise InputError(f"`predict_feature_left_file` {path} is not a JSON eval-feature file written by "
                          "albert_tf (the original release pickles this file; pickles are never loaded). Delete "
                          "it to have it regenerated.") from e
     if not isinstance(payload, dict) or payload.get("format") != EVAL_FEATURES_FORMAT:
-        raise ValueError(f"`predict_feature_left_file` {path} is JSON but not an albert_tf eval-feature file "
+        raise InputError(f"`predict_feature_left_file` {path} is JSON but not an albert_tf eval-feature file "
                          f"(expected `format` = {EVAL_FEATURES_FORMAT!r}).")
     if payload.get("version") != EVAL_FEATURES_VERSION:
-        raise ValueError(f"`predict_feature_left_file` {path} has version {payload.get('version')}, expected "
+        raise InputError(f"`predict_feature_left_file` {path} has version {payload.get('version')}, expected "
                          f"{EVAL_FEATURES_VERSION}.")
     stored = payload.get("metadata", {})
     for key, value in (expected_metadata or {}).items():
         if key in stored and stored[key] != value:
-            raise ValueError(f"`predict_feature_left_file` {path} was made with {key}={stored[key]!r}, but this "
+            raise InputError(f"`predict_feature_left_file` {path} was made with {key}={stored[key]!r}, but this "
                              f"run uses {key}={value!r}. Delete it and `predict_feature_file` to regenerate.")
     features = []
     for record in payload["features"]:

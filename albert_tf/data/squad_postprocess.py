@@ -38,6 +38,7 @@ import string
 from absl import logging
 
 from albert_tf import fileio
+from albert_tf.errors import InputError
 
 RawResult = collections.namedtuple("RawResult", ["unique_id", "start_log_prob", "end_log_prob"])
 RawResultV2 = collections.namedtuple(
@@ -71,7 +72,7 @@ def _group_features(all_features, all_results):
     unique_id_to_result = {int(result.unique_id): result for result in all_results}
     missing = [f.unique_id for f in all_features if f.unique_id not in unique_id_to_result]
     if missing:
-        raise ValueError(f"No model result for {len(missing)} of {len(all_features)} features (first unique_id "
+        raise InputError(f"No model result for {len(missing)} of {len(all_features)} features (first unique_id "
                          f"{missing[0]}): the predict TFRecord and `predict_feature_left_file` do not match.")
     return example_index_to_features, unique_id_to_result
 
@@ -309,7 +310,7 @@ def evaluate_v1(dataset, predictions):
                 exact_match += max(exact_match_score_v1(prediction, gt) for gt in ground_truths)
                 f1 += max(f1_score_v1(prediction, gt) for gt in ground_truths)
     if total == 0:
-        raise ValueError("The SQuAD dataset has no questions to evaluate.")
+        raise InputError("The SQuAD dataset has no questions to evaluate.")
     return {"exact_match": 100.0 * exact_match / total, "f1": 100.0 * f1 / total}
 
 
@@ -450,7 +451,7 @@ def squad_v2_eval(dataset, preds, na_probs=None, na_prob_thresh=1.0):
     no_ans_qids = [k for k, v in qid_to_has_ans.items() if not v]
     exact_raw, f1_raw = get_raw_scores(dataset, preds)
     if not exact_raw:
-        raise ValueError("No predicted question of the SQuAD dataset to evaluate.")
+        raise InputError("No predicted question of the SQuAD dataset to evaluate.")
     exact_thresh = apply_no_ans_threshold(exact_raw, na_probs, qid_to_has_ans, na_prob_thresh)
     f1_thresh = apply_no_ans_threshold(f1_raw, na_probs, qid_to_has_ans, na_prob_thresh)
     out_eval = make_eval_dict(exact_thresh, f1_thresh)

@@ -26,6 +26,7 @@ import tensorflow as tf
 from absl import app, flags, logging
 
 from albert_tf import cli, fileio
+from albert_tf.errors import InputError
 
 CLI_HELP = (
     "Trains a SentencePiece vocabulary with the flags of the original ALBERT README's spm_train command "
@@ -75,12 +76,12 @@ def train_sentencepiece(
         input_files = [f for f in input_files.split(",") if f]
     input_files = list(input_files)
     if not input_files:
-        raise ValueError(f"`input_files` must name at least one text file. Received: `{input_files!r}`.")
+        raise InputError(f"`input_files` must name at least one text file. Received: `{input_files!r}`.")
     for path in input_files:
         if not tf.io.gfile.exists(path):
-            raise ValueError(f"`input_files`: the file `{path}` does not exist.")
+            raise InputError(f"`input_files`: the file `{path}` does not exist.")
     if int(vocab_size) < 1:
-        raise ValueError(f"`vocab_size` must be positive. Received: `vocab_size={vocab_size}`.")
+        raise InputError(f"`vocab_size` must be positive. Received: `vocab_size={vocab_size}`.")
     for name, symbols in (("control_symbols", control_symbols), ("user_defined_symbols", user_defined_symbols)):
         if isinstance(symbols, str):
             raise TypeError(

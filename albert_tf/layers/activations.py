@@ -4,6 +4,8 @@ import math
 
 import tensorflow as tf
 
+from albert_tf.errors import InputError
+
 
 def gelu(x):
     """The original's GELU: the tanh approximation `0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))`."""
@@ -25,7 +27,7 @@ def get_activation(name):
         return gelu
     if key == "tanh":
         return tf.tanh
-    raise ValueError(f"Unsupported activation `{name}`. Expected one of: gelu, relu, tanh, linear.")
+    raise InputError(f"Unsupported activation `{name}`. Expected one of: gelu, relu, tanh, linear.")
 
 
 # ----------------------------------------------------------------------------------------------------------

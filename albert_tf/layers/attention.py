@@ -5,6 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
+from albert_tf.errors import InputError
 from albert_tf.layers import activations
 from albert_tf.layers.dropout import dropout
 from albert_tf.layers.embeddings import truncated_normal
@@ -61,7 +62,7 @@ class AlbertAttention(keras.layers.Layer):
                  **kwargs):
         super().__init__(**kwargs)
         if hidden_size % num_attention_heads:
-            raise ValueError("`hidden_size` must be divisible by `num_attention_heads`. Received: "
+            raise InputError("`hidden_size` must be divisible by `num_attention_heads`. Received: "
                              f"`hidden_size={hidden_size}`, `num_attention_heads={num_attention_heads}`.")
         self.hidden_size = hidden_size
         self.num_attention_heads = num_attention_heads

@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from albert_tf.checkpoints import load_pretrained
 from albert_tf.config import AlbertConfig
+from albert_tf.errors import InputError
 from albert_tf.layers.attention import attention_bias
 from albert_tf.layers.embeddings import AlbertEmbeddings, truncated_normal
 from albert_tf.layers.transformer import AlbertTransformerBlock
@@ -29,7 +30,7 @@ def split_inputs(inputs):
         raise TypeError("Inputs must be a dict with `input_ids`, `input_mask`, `segment_ids`. "
                         f"Received: {type(inputs).__name__}.")
     if "input_ids" not in inputs:
-        raise ValueError(f"Inputs must contain `input_ids`. Received keys: {sorted(inputs)}.")
+        raise InputError(f"Inputs must contain `input_ids`. Received keys: {sorted(inputs)}.")
     input_ids = tf.cast(inputs["input_ids"], tf.int32)
     input_mask = inputs.get("input_mask")
     input_mask = tf.ones_like(input_ids) if input_mask is None else tf.cast(input_mask, tf.int32)

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from albert_tf.errors import InputError
 from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
 from albert_tf.models.base import PretrainedMixin
@@ -36,12 +37,12 @@ class AlbertClassifier(PretrainedMixin, keras.Model):
     def __init__(self, config=None, num_labels=2, encoder=None, dropout_rate=0.1, recompute=False, **kwargs):
         kwargs.setdefault("name", "albert_classifier")
         if not isinstance(num_labels, int) or num_labels < 1:
-            raise ValueError(f"`num_labels` must be a positive int. Received: {num_labels!r}.")
+            raise InputError(f"`num_labels` must be a positive int. Received: {num_labels!r}.")
         if not 0.0 <= dropout_rate < 1.0:
-            raise ValueError(f"`dropout_rate` must be in [0, 1). Received: {dropout_rate!r}.")
+            raise InputError(f"`dropout_rate` must be in [0, 1). Received: {dropout_rate!r}.")
         if encoder is None:
             if config is None:
-                raise ValueError("Pass `config` or `encoder` to AlbertClassifier.")
+                raise InputError("Pass `config` or `encoder` to AlbertClassifier.")
             encoder = AlbertModel(as_config(config), recompute=recompute, dtype=kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.encoder = encoder

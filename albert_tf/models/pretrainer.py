@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from albert_tf.errors import InputError
 from albert_tf.layers.heads import AlbertMaskedLMHead, AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
 from albert_tf.models.base import PretrainedMixin
@@ -31,7 +32,7 @@ class AlbertPretrainer(PretrainedMixin, keras.Model):
         kwargs.setdefault("name", "albert_pretrainer")
         if encoder is None:
             if config is None:
-                raise ValueError("Pass `config` or `encoder` to AlbertPretrainer.")
+                raise InputError("Pass `config` or `encoder` to AlbertPretrainer.")
             encoder = AlbertModel(as_config(config), recompute=recompute, dtype=kwargs.get("dtype"))
         super().__init__(**kwargs)
         self.encoder = encoder

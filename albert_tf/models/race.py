@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from albert_tf.errors import InputError
 from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
 from albert_tf.models.base import PretrainedMixin
@@ -36,10 +37,10 @@ class AlbertRace(PretrainedMixin, keras.Model):
         kwargs.setdefault("name", "albert_race")
         if encoder is None:
             if config is None:
-                raise ValueError("Pass `config` or `encoder` to AlbertRace. Received neither.")
+                raise InputError("Pass `config` or `encoder` to AlbertRace. Received neither.")
             encoder = AlbertModel(as_config(config), recompute=recompute, dtype=kwargs.get("dtype"))
         if not 0.0 <= float(dropout_prob) < 1.0:
-            raise ValueError(f"`dropout_prob` must be in [0, 1). Received: `dropout_prob={dropout_prob}`.")
+            raise InputError(f"`dropout_prob` must be in [0, 1). Received: `dropout_prob={dropout_prob}`.")
         super().__init__(**kwargs)
         self.encoder = encoder
         self.config = encoder.config
@@ -61,7 +62,7 @@ class AlbertRace(PretrainedMixin, keras.Model):
                             f"Received: {type(inputs).__name__}.")
         input_ids = tf.convert_to_tensor(inputs["input_ids"])
         if input_ids.shape.rank != 3 or input_ids.shape[1] not in (None, RACE_NUM_CHOICES):
-            raise ValueError("AlbertRace `input_ids` must be `[batch, 4, seq]`. "
+            raise InputError("AlbertRace `input_ids` must be `[batch, 4, seq]`. "
                              f"Received shape: {input_ids.shape}.")
         seq_length = tf.shape(input_ids)[-1]
         flat = {}

@@ -4,6 +4,7 @@ and `create_v2_model`)."""
 import keras
 import tensorflow as tf
 
+from albert_tf.errors import InputError
 from albert_tf.layers.embeddings import truncated_normal
 from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
@@ -13,7 +14,7 @@ from albert_tf.models.base import PretrainedMixin
 def _encoder(config, encoder, dtype, recompute):
     if encoder is None:
         if config is None:
-            raise ValueError("Pass `config` or `encoder`.")
+            raise InputError("Pass `config` or `encoder`.")
         encoder = AlbertModel(as_config(config), recompute=recompute, dtype=dtype)
     if not isinstance(encoder, AlbertModel):
         raise TypeError(f"`encoder` must be an AlbertModel. Received: {type(encoder).__name__}.")
@@ -129,9 +130,9 @@ class AlbertSquadV2(PretrainedMixin, keras.Model):
         encoder = _encoder(config, encoder, kwargs.get("dtype"), recompute)
         for name, value in (("start_n_top", start_n_top), ("end_n_top", end_n_top)):
             if not isinstance(value, int) or value < 1:
-                raise ValueError(f"`{name}` must be a positive int. Received: {value!r}.")
+                raise InputError(f"`{name}` must be a positive int. Received: {value!r}.")
         if not 0.0 <= dropout_prob < 1.0:
-            raise ValueError(f"`dropout_prob` must be in [0, 1). Received: {dropout_prob!r}.")
+            raise InputError(f"`dropout_prob` must be in [0, 1). Received: {dropout_prob!r}.")
         super().__init__(**kwargs)
         self.encoder = encoder
         self.config = encoder.config

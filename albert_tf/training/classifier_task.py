@@ -27,6 +27,7 @@ from absl import logging
 from albert_tf import export as export_lib
 from albert_tf.checkpoints import init_from_checkpoint, source_num_labels
 from albert_tf.data import glue
+from albert_tf.errors import InputError
 from albert_tf.fileio import write_text_atomic
 from albert_tf.models.classifier import AlbertClassifier, classifier_loss
 from albert_tf.tokenization import FullTokenizer
@@ -68,10 +69,10 @@ def hparams_preset(name, task_name):
         `max_seq_length`, `optimizer`, `do_lower_case`.
     """
     if name not in HPARAMS_PRESETS:
-        raise ValueError(f"`hparams_preset` must be one of {sorted(HPARAMS_PRESETS)}. Received: {name!r}.")
+        raise InputError(f"`hparams_preset` must be one of {sorted(HPARAMS_PRESETS)}. Received: {name!r}.")
     task = (task_name or "").lower()
     if task not in HPARAMS_PRESETS[name]:
-        raise ValueError(f"`hparams_preset={name}` has no values for `task_name` {task_name!r}; it has "
+        raise InputError(f"`hparams_preset={name}` has no values for `task_name` {task_name!r}; it has "
                          f"{sorted(HPARAMS_PRESETS[name])}.")
     return dict(HPARAMS_PRESETS[name][task])
 
@@ -176,7 +177,7 @@ def write_predictions(output_dir, task_name, label_list, examples, probabilities
     """
     regression = label_list == [None]
     if len(examples) != len(predictions):
-        raise ValueError(f"Got {len(predictions)} predictions for {len(examples)} examples.")
+        raise InputError(f"Got {len(predictions)} predictions for {len(examples)} examples.")
     test_lines = []
     submit_lines = ["index\tprediction"]
     for example, probs, prediction in zip(examples, probabilities, predictions):
@@ -195,13 +196,13 @@ def write_predictions(output_dir, task_name, label_list, examples, probabilities
 def _validate_args(task_name, do_train, do_eval, do_predict, export_dir, albert_config_file,
                    albert_hub_module_handle, output_dir):
     if not (do_train or do_eval or do_predict or export_dir):
-        raise ValueError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
+        raise InputError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
     if not albert_config_file and not albert_hub_module_handle:
-        raise ValueError("At least one of `albert_config_file` and `albert_hub_module_handle` must be set.")
+        raise InputError("At least one of `albert_config_file` and `albert_hub_module_handle` must be set.")
     if not output_dir:
-        raise ValueError(f"`output_dir` must be set. Received: {output_dir!r}.")
+        raise InputError(f"`output_dir` must be set. Received: {output_dir!r}.")
     if task_name == "ax" and (do_train or do_eval):
-        raise ValueError("Task `ax` (GLUE diagnostic) has only a test set: use `do_predict` with the "
+        raise InputError("Task `ax` (GLUE diagnostic) has only a test set: use `do_predict` with the "
                          "`output_dir` of an MNLI run.")
 
 
@@ -250,7 +251,7 @@ class GlueTask(driver.Task):
     def prepare_training(self):
         examples = self.processor.get_train_examples(self.data_dir)
         if not examples:
-            raise ValueError(f"The {self.name} train set in {self.data_dir!r} has no examples.")
+            raise InputError(f"The {self.name} train set in {self.data_dir!r} has no examples.")
         self.train_file = glue.cache_file(self.cached_dir, self.name, "train")
         glue.ensure_cached_features(examples, self.label_list, self.max_seq_length, self.tokenizer,
                                     self.train_file, self.name)
@@ -369,12 +370,12 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
     del keep_checkpoint_max   # Every checkpoint is kept for the evaluation, as the original.
     task_name = (task_name or "").lower()
     if task_name not in glue.PROCESSORS:
-        raise ValueError(f"Task not found: `task_name` must be one of {sorted(glue.PROCESSORS)}. "
+        raise InputError(f"Task not found: `task_name` must be one of {sorted(glue.PROCESSORS)}. "
                          f"Received: {task_name!r}.")
     _validate_args(task_name, do_train, do_eval, do_predict, export_dir, albert_config_file,
                    albert_hub_module_handle, output_dir)
     if optimizer not in ("adamw", "lamb"):
-        raise ValueError(f"`optimizer` must be 'adamw' or 'lamb'. Received: {optimizer!r}.")
+        raise InputError(f"`optimizer` must be 'adamw' or 'lamb'. Received: {optimizer!r}.")
     logging.info("***** %s: learning_rate = %g, train_batch_size = %d, train_step = %d, warmup_step = %d, "
                  "save_checkpoints_steps = %d, max_seq_length = %d, optimizer = %s, do_lower_case = %s *****",
                  task_name, learning_rate, train_batch_size, train_step, warmup_step, save_checkpoints_steps,
@@ -385,7 +386,7 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
                                                            asset_source=albert_hub_module_handle)
         driver.check_max_seq_length(max_seq_length, config)
         if not spm_model_file and not vocab_file:
-            raise ValueError("Set `spm_model_file` (or a hub module with one) or `vocab_file`.")
+            raise InputError("Set `spm_model_file` (or a hub module with one) or `vocab_file`.")
         driver.check_checkpoints(output_dir, do_eval, do_predict or bool(export_dir))
         tokenizer = FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
                                   spm_model_file=spm_model_file or None)

@@ -12,6 +12,8 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.errors import InputError
+
 STRATEGIES = ("one_device", "mirrored", "multi_worker", "tpu")
 MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 
@@ -31,7 +33,7 @@ def get_strategy(strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=N
     if use_tpu:
         strategy = "tpu"
     if strategy not in STRATEGIES:
-        raise ValueError(f"`strategy` must be one of {STRATEGIES}. Received: strategy={strategy!r}.")
+        raise InputError(f"`strategy` must be one of {STRATEGIES}. Received: strategy={strategy!r}.")
     if strategy == "tpu":
         resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
             tpu=tpu_name or master or "", zone=tpu_zone, project=gcp_project)
@@ -64,7 +66,7 @@ def set_mixed_precision(policy):
     """
     policy = policy or "float32"
     if policy not in MIXED_PRECISION_POLICIES:
-        raise ValueError(f"`mixed_precision` must be one of {MIXED_PRECISION_POLICIES}. "
+        raise InputError(f"`mixed_precision` must be one of {MIXED_PRECISION_POLICIES}. "
                          f"Received: mixed_precision={policy!r}.")
     keras.mixed_precision.set_dtype_policy(policy)
     return keras.mixed_precision.global_policy()

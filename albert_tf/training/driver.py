@@ -32,6 +32,7 @@ from absl import logging
 from albert_tf.checkpoints import init_from_checkpoint, resolve_source
 from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
 from albert_tf.config import AlbertConfig
+from albert_tf.errors import InputError
 from albert_tf.fileio import write_text_atomic
 from albert_tf.training import distribution, loop, optimization
 
@@ -87,14 +88,14 @@ class Task(abc.ABC):
 
         Optional: a task without a prediction stage (pretraining) keeps this refusal.
         """
-        raise ValueError(f"The {self.name} task has no prediction stage (`do_predict`).")
+        raise InputError(f"The {self.name} task has no prediction stage (`do_predict`).")
 
     def export(self, model, export_dir):
         """Exports `model`; returns a dict of what was written (`export_path`, ...).
 
         Optional: a task without a serving export keeps this refusal.
         """
-        raise ValueError(f"The {self.name} task has no SavedModel export (`export_dir`).")
+        raise InputError(f"The {self.name} task has no SavedModel export (`export_dir`).")
 
 
 # --- sources, runtime and checks -------------------------------------------------------------------------
@@ -114,29 +115,29 @@ def resolve_sources(stack, albert_config_file, spm_model_file, asset_source=None
         `(AlbertConfig, spm_model_file or None, albert_config_file)`.
     """
     if spm_model_file == "from_tf_hub" and not asset_source:
-        raise ValueError("`spm_model_file=from_tf_hub` needs `albert_hub_module_handle`.")
+        raise InputError("`spm_model_file=from_tf_hub` needs `albert_hub_module_handle`.")
     needs_spm = not spm_model_file or spm_model_file == "from_tf_hub"
     if asset_source and (not albert_config_file or needs_spm):
         source = stack.enter_context(resolve_source(asset_source))
         if not albert_config_file:
             if not source.config_file:
-                raise ValueError(f"{asset_source!r} has no `albert_config.json` asset: pass `albert_config_file`.")
+                raise InputError(f"{asset_source!r} has no `albert_config.json` asset: pass `albert_config_file`.")
             albert_config_file = source.config_file
         if needs_spm:
             if source.spm_model_file:
                 spm_model_file = source.spm_model_file
             elif spm_model_file == "from_tf_hub":
-                raise ValueError(f"`albert_hub_module_handle={asset_source!r}` has no SentencePiece model asset: "
+                raise InputError(f"`albert_hub_module_handle={asset_source!r}` has no SentencePiece model asset: "
                                  "pass `spm_model_file`.")
     if not albert_config_file:
-        raise ValueError("`albert_config_file` must be set (or `albert_hub_module_handle` / a release directory "
+        raise InputError("`albert_config_file` must be set (or `albert_hub_module_handle` / a release directory "
                          "with a config asset).")
     if not tf.io.gfile.exists(albert_config_file):
-        raise ValueError(f"`albert_config_file` {albert_config_file!r} not found.")
+        raise InputError(f"`albert_config_file` {albert_config_file!r} not found.")
     if not spm_model_file and spm_missing_message:
-        raise ValueError(spm_missing_message)
+        raise InputError(spm_missing_message)
     if spm_model_file and not tf.io.gfile.exists(spm_model_file):
-        raise ValueError(f"`spm_model_file` {spm_model_file!r} not found.")
+        raise InputError(f"`spm_model_file` {spm_model_file!r} not found.")
     config = AlbertConfig.from_json_file(albert_config_file)
     if spm_model_file:
         check_vocab_size(spm_model_file, config, albert_config_file)
@@ -150,16 +151,16 @@ def check_vocab_size(spm_model_file, config, albert_config_file):
         with tf.io.gfile.GFile(spm_model_file, "rb") as f:
             processor.LoadFromSerializedProto(f.read())
     except (RuntimeError, OSError) as e:
-        raise ValueError(f"`spm_model_file` {spm_model_file!r} is not a SentencePiece model: {e}") from None
+        raise InputError(f"`spm_model_file` {spm_model_file!r} is not a SentencePiece model: {e}") from None
     pieces = processor.GetPieceSize()
     if pieces != config.vocab_size:
-        raise ValueError(f"The SentencePiece model {spm_model_file} has {pieces} pieces but `vocab_size` of "
+        raise InputError(f"The SentencePiece model {spm_model_file} has {pieces} pieces but `vocab_size` of "
                          f"{albert_config_file} is {config.vocab_size}: they must be the files of one model.")
 
 
 def check_max_seq_length(max_seq_length, config):
     if max_seq_length > config.max_position_embeddings:
-        raise ValueError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
+        raise InputError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
                          f"trained up to sequence length {config.max_position_embeddings}: "
                          "`max_seq_length` must be <= `max_position_embeddings`.")
 
@@ -218,7 +219,7 @@ def train(task, model, strategy, output_dir, init_path, learning_rate, train_bat
     replicas = strategy.num_replicas_in_sync
     micro_batches = replicas * int(gradient_accumulation_steps)
     if train_batch_size % micro_batches:
-        raise ValueError(f"`train_batch_size={train_batch_size}` must be divisible by the {replicas} replica(s) "
+        raise InputError(f"`train_batch_size={train_batch_size}` must be divisible by the {replicas} replica(s) "
                          f"times `gradient_accumulation_steps={gradient_accumulation_steps}`.")
     # A resumed run restores its own checkpoint; the initial weights matter only for a fresh one.
     if init_path and not loop.list_checkpoints(output_dir):
@@ -259,7 +260,7 @@ def evaluate(task, model, output_dir, init_path, scorer=None):
             delete_non_best=task.delete_non_best)
         return dict(best_metrics, best_step=best_step)
     if not init_path:
-        raise ValueError(f"No model.ckpt-<step> checkpoint to evaluate in `output_dir` {output_dir!r}: train first "
+        raise InputError(f"No model.ckpt-<step> checkpoint to evaluate in `output_dir` {output_dir!r}: train first "
                          "(`do_train`) or give `init_checkpoint`.")
     # Nothing trained here: score the initial weights (e.g. a checkpoint fine-tuned elsewhere) as they are.
     task.init_weights(model, init_path)
@@ -312,7 +313,7 @@ def restore_for_inference(task, model, output_dir, init_path):
         logging.warning("No checkpoint in %s: using `init_checkpoint` %s.", output_dir, init_path)
         task.init_weights(model, init_path)
         return init_path, None
-    raise ValueError(f"No checkpoint in `output_dir` {output_dir!r} (model.ckpt-best or model.ckpt-<step>) and no "
+    raise InputError(f"No checkpoint in `output_dir` {output_dir!r} (model.ckpt-best or model.ckpt-<step>) and no "
                      "`init_checkpoint`: nothing to run. Train first (`do_train`) or give `init_checkpoint`.")
 
 

@@ -9,6 +9,7 @@ import inspect
 
 from absl import flags
 
+from albert_tf.errors import InputError
 from albert_tf.training.distribution import MIXED_PRECISION_POLICIES, STRATEGIES
 
 # The flags that the original `run_classifier.py`, `run_squad_v1.py` / `run_squad_v2.py` and `run_race.py`
@@ -59,7 +60,7 @@ def define_task_flags(names=FINE_TUNING_FLAGS, defaults=None, flag_values=flags.
     defaults = defaults or {}
     unknown = sorted(set(names).union(defaults) - set(_TASK_FLAGS))
     if unknown:
-        raise ValueError(f"Not shared fine-tuning flags: {', '.join(unknown)}.")
+        raise InputError(f"Not shared fine-tuning flags: {', '.join(unknown)}.")
     for name in names:
         kind, default, help_text = _TASK_FLAGS[name]
         getattr(flags, f"DEFINE_{kind}")(name, defaults.get(name, default), help_text, flag_values=flag_values)

@@ -28,6 +28,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
+from albert_tf.errors import InputError
 from albert_tf.fileio import copy_atomic, write_text_atomic
 from albert_tf.training.distribution import worker_info
 from albert_tf.training.optimization import inner_optimizer
@@ -149,7 +150,7 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
                         ("gradient_accumulation_steps", gradient_accumulation_steps),
                         ("keep_checkpoint_max", keep_checkpoint_max)):
         if value is None or int(value) < 1:
-            raise ValueError(f"`{name}` must be a positive integer. Received: {name}={value}.")
+            raise InputError(f"`{name}` must be a positive integer. Received: {name}={value}.")
     accumulation = int(gradient_accumulation_steps)
     num_replicas = strategy.num_replicas_in_sync
     tf.io.gfile.makedirs(model_dir)
@@ -396,7 +397,7 @@ def evaluate_checkpoints(model, model_dir, eval_fn, metric_key, output_dir, high
         metrics = dict(eval_fn(model))
         metrics["global_step"] = step
         if metric_key not in metrics:
-            raise ValueError(f"`eval_fn` returned no `{metric_key}` (metric_key). Keys: {sorted(metrics)}.")
+            raise InputError(f"`eval_fn` returned no `{metric_key}` (metric_key). Keys: {sorted(metrics)}.")
         logging.info("***** Eval results of %s *****", prefix)
         for key in sorted(metrics):
             logging.info("  %s = %s", key, metrics[key])

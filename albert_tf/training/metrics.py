@@ -17,13 +17,15 @@ metrics computed over the whole eval set): every metric takes optional per-examp
 
 import numpy as np
 
+from albert_tf.errors import InputError
+
 
 def _weights(weights, n):
     if weights is None:
         return np.ones([n], np.float64)
     weights = np.asarray(weights, np.float64).reshape([-1])
     if weights.shape[0] != n:
-        raise ValueError(f"`weights` must have {n} entries. Received: {weights.shape[0]}.")
+        raise InputError(f"`weights` must have {n} entries. Received: {weights.shape[0]}.")
     return weights
 
 
@@ -33,7 +35,7 @@ def _flat(values):
 
 def _check_lengths(a, b):
     if a.shape[0] != b.shape[0]:
-        raise ValueError(f"`labels` and `predictions` must have the same length. "
+        raise InputError(f"`labels` and `predictions` must have the same length. "
                          f"Received: {a.shape[0]} and {b.shape[0]}.")
 
 

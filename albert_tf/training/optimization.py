@@ -21,6 +21,8 @@ import re
 import keras
 import tensorflow as tf
 
+from albert_tf.errors import InputError
+
 # `optimization.create_optimizer`: exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"].
 DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
 OPTIMIZERS = ("adamw", "lamb")
@@ -47,9 +49,9 @@ class AlbertLearningRateSchedule(keras.optimizers.schedules.LearningRateSchedule
     def __init__(self, init_lr, num_train_steps, num_warmup_steps=0, poly_power=1.0, start_warmup_step=0,
                  end_learning_rate=0.0, name=None):
         if int(num_train_steps) <= 0:
-            raise ValueError(f"`num_train_steps` must be positive. Received: num_train_steps={num_train_steps}.")
+            raise InputError(f"`num_train_steps` must be positive. Received: num_train_steps={num_train_steps}.")
         if int(num_warmup_steps) < 0:
-            raise ValueError(f"`num_warmup_steps` must be >= 0. Received: num_warmup_steps={num_warmup_steps}.")
+            raise InputError(f"`num_warmup_steps` must be >= 0. Received: num_warmup_steps={num_warmup_steps}.")
         self.init_lr = float(init_lr)
         self.num_train_steps = int(num_train_steps)
         self.num_warmup_steps = int(num_warmup_steps)
@@ -133,10 +135,10 @@ class _AlbertAdamBase(keras.optimizers.Optimizer):
                  clip_norm=1.0, name=None, **kwargs):
         for key in ("weight_decay", "global_clipnorm", "clipnorm", "clipvalue"):
             if kwargs.get(key) is not None:
-                raise ValueError(f"`{key}` is not used by the ALBERT optimizers: use `weight_decay_rate` and "
+                raise InputError(f"`{key}` is not used by the ALBERT optimizers: use `weight_decay_rate` and "
                                  f"`clip_norm`. Received: {key}={kwargs[key]}.")
         if kwargs.get("gradient_accumulation_steps"):
-            raise ValueError("Gradient accumulation belongs to the training loop "
+            raise InputError("Gradient accumulation belongs to the training loop "
                              "(`run_training(gradient_accumulation_steps=...)`), which clips the accumulated "
                              "gradient once. Received: "
                              f"gradient_accumulation_steps={kwargs['gradient_accumulation_steps']}.")
@@ -295,7 +297,7 @@ def create_optimizer(init_lr, num_train_steps, num_warmup_steps, optimizer="adam
         loss_scale: None (follow the global dtype policy), True or False.
     """
     if optimizer not in OPTIMIZERS:
-        raise ValueError(f"`optimizer` must be one of {OPTIMIZERS}. Received: optimizer={optimizer!r}.")
+        raise InputError(f"`optimizer` must be one of {OPTIMIZERS}. Received: optimizer={optimizer!r}.")
     schedule = AlbertLearningRateSchedule(init_lr, num_train_steps, num_warmup_steps, poly_power=poly_power,
                                           start_warmup_step=start_warmup_step)
     cls = Lamb if optimizer == "lamb" else AdamWeightDecay

@@ -13,6 +13,7 @@ from absl import logging
 from albert_tf import checkpoints
 from albert_tf.config import AlbertConfig
 from albert_tf.data.pretraining_input import check_record_lengths, expand_input_files, pretraining_dataset
+from albert_tf.errors import InputError
 from albert_tf.models.pretrainer import AlbertPretrainer, pretraining_loss
 from albert_tf.training import driver, loop, optimization
 
@@ -57,7 +58,7 @@ def pretraining_metrics(model, dataset, num_steps):
             sums[key] = sums.get(key, 0.0) + float(value)
         batches += 1
     if not batches:
-        raise ValueError("The eval dataset produced no batch.")
+        raise InputError("The eval dataset produced no batch.")
 
     def ratio(a, b):
         return sums[a] / sums[b] if sums[b] else 0.0
@@ -147,12 +148,12 @@ def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=
         metrics, or None).
     """
     if not do_train and not do_eval:
-        raise ValueError("At least one of `do_train` or `do_eval` must be True.")
+        raise InputError("At least one of `do_train` or `do_eval` must be True.")
     if optimizer not in optimization.OPTIMIZERS:
-        raise ValueError(f"`optimizer` must be one of {optimization.OPTIMIZERS}. Received: {optimizer!r}.")
+        raise InputError(f"`optimizer` must be one of {optimization.OPTIMIZERS}. Received: {optimizer!r}.")
     config = AlbertConfig.from_json_file(albert_config_file)
     if max_seq_length > config.max_position_embeddings:
-        raise ValueError(f"`max_seq_length={max_seq_length}` exceeds `max_position_embeddings="
+        raise InputError(f"`max_seq_length={max_seq_length}` exceeds `max_position_embeddings="
                          f"{config.max_position_embeddings}` of {albert_config_file}.")
     if do_eval:
         driver.check_checkpoints(output_dir, do_eval=True, do_inference=False)

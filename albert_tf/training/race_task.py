@@ -20,6 +20,7 @@ from absl import logging
 
 from albert_tf import export as export_lib
 from albert_tf.data import race as race_data
+from albert_tf.errors import InputError
 from albert_tf.fileio import write_text_atomic
 from albert_tf.models.race import AlbertRace, race_loss
 from albert_tf.tokenization import FullTokenizer
@@ -35,17 +36,17 @@ def check_race_tfrecord(path, max_seq_length, expected_count=None):
     """Checks that a cached RACE TFRecord matches `max_seq_length` (and the number of questions, if given)."""
     first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
     if first is None:
-        raise ValueError(f"RACE TFRecord `{path}` is empty; delete it to regenerate it.")
+        raise InputError(f"RACE TFRecord `{path}` is empty; delete it to regenerate it.")
     example = tf.train.Example.FromString(first.numpy())
     length = len(example.features.feature["input_ids"].int64_list.value)
     if length != race_data.NUM_CHOICES * max_seq_length:
-        raise ValueError(f"RACE TFRecord `{path}` holds `input_ids` of length {length}, expected "
+        raise InputError(f"RACE TFRecord `{path}` holds `input_ids` of length {length}, expected "
                          f"4 * max_seq_length = {race_data.NUM_CHOICES * max_seq_length}: it was written with "
                          "another `max_seq_length`; delete it or pass another file to regenerate it.")
     if expected_count is not None:
         count = race_data.count_records(path)
         if count != expected_count:
-            raise ValueError(f"RACE TFRecord `{path}` holds {count} records but the data has {expected_count} "
+            raise InputError(f"RACE TFRecord `{path}` holds {count} records but the data has {expected_count} "
                              "questions (other data or --high_only/--middle_only); delete it or pass another "
                              "file to regenerate it.")
 
@@ -102,7 +103,7 @@ def score_examples(logits_fn, examples, tfrecord, max_seq_length, batch_size, dr
     logits, labels, real = logits_fn(dataset)
     logits, labels = logits[real], labels[real]
     if len(labels) != len(examples):
-        raise ValueError(f"RACE TFRecord `{tfrecord}` yielded {len(labels)} questions, expected {len(examples)}.")
+        raise InputError(f"RACE TFRecord `{tfrecord}` yielded {len(labels)} questions, expected {len(examples)}.")
     labeled = labels != race_data.NO_LABEL
     per_example_loss = np.zeros(len(labels), np.float32)
     if labeled.any():
@@ -181,28 +182,28 @@ def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None,
     """
     del num_keep_checkpoint  # Unused, as in the original.
     if not (do_train or do_eval or do_predict or export_dir):
-        raise ValueError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
+        raise InputError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
     if str(task_name).lower() != "race":
-        raise ValueError(f"Task not found: `task_name={task_name!r}`; run_race supports `race`.")
+        raise InputError(f"Task not found: `task_name={task_name!r}`; run_race supports `race`.")
     if not output_dir:
-        raise ValueError("`output_dir` is required.")
+        raise InputError("`output_dir` is required.")
     race_data.levels_for(high_only, middle_only)
     if max_qa_length > max_seq_length - 3:
-        raise ValueError(f"`max_qa_length` must be <= `max_seq_length` - 3. Received: "
+        raise InputError(f"`max_qa_length` must be <= `max_seq_length` - 3. Received: "
                          f"`max_qa_length={max_qa_length}`, `max_seq_length={max_seq_length}`.")
     for name, value in (("train_batch_size", train_batch_size), ("eval_batch_size", eval_batch_size),
                         ("predict_batch_size", predict_batch_size)):
         if int(value) < 1:
-            raise ValueError(f"`{name}` must be >= 1. Received: `{name}={value}`.")
+            raise InputError(f"`{name}` must be >= 1. Received: `{name}={value}`.")
 
 
     with contextlib.ExitStack() as stack:
         config, spm_model_file, _ = driver.resolve_sources(stack, albert_config_file, spm_model_file,
                                                            asset_source=albert_hub_module_handle or init_checkpoint)
         if not spm_model_file and not vocab_file:
-            raise ValueError("`spm_model_file` is required (or `vocab_file` for a WordPiece model).")
+            raise InputError("`spm_model_file` is required (or `vocab_file` for a WordPiece model).")
         if max_seq_length > config.max_position_embeddings:
-            raise ValueError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
+            raise InputError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
                              f"trained up to sequence length {config.max_position_embeddings}.")
         driver.check_checkpoints(output_dir, do_eval, do_predict or bool(export_dir))
         tf.io.gfile.makedirs(output_dir)

@@ -32,6 +32,7 @@ from albert_tf import export as export_lib
 from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.data import squad
 from albert_tf.data import squad_postprocess as post
+from albert_tf.errors import InputError
 from albert_tf.fileio import write_bytes_atomic, write_text_atomic
 from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2, squad_v1_loss, squad_v2_loss
 from albert_tf.tokenization import FullTokenizer
@@ -156,16 +157,16 @@ def postprocess_and_score(results, examples, features, dataset, output_dir, vers
 def _validate(do_train, do_predict, export_dir, train_file, predict_file, output_dir, max_seq_length,
               max_query_length, doc_stride):
     if not (do_train or do_predict or export_dir):
-        raise ValueError("At least one of `do_train` or `do_predict` (or `export_dir`) must be True.")
+        raise InputError("At least one of `do_train` or `do_predict` (or `export_dir`) must be True.")
     if do_train and not train_file:
-        raise ValueError("If `do_train` is True, then `train_file` must be specified.")
+        raise InputError("If `do_train` is True, then `train_file` must be specified.")
     if do_predict and not predict_file:
-        raise ValueError("If `do_predict` is True, then `predict_file` must be specified.")
+        raise InputError("If `do_predict` is True, then `predict_file` must be specified.")
     if not output_dir:
-        raise ValueError(f"`output_dir` must be set. Received: {output_dir!r}.")
+        raise InputError(f"`output_dir` must be set. Received: {output_dir!r}.")
     squad.check_lengths(max_seq_length, max_query_length)
     if doc_stride <= 0:
-        raise ValueError(f"`doc_stride` must be positive. Received: {doc_stride}.")
+        raise InputError(f"`doc_stride` must be positive. Received: {doc_stride}.")
 
 
 def export_tflite(model, tflite_file, max_seq_length):
@@ -237,7 +238,7 @@ class SquadTask(driver.Task):
         steps, warmup = num_train_steps_and_warmup(len(examples), self.train_batch_size, self.num_train_epochs,
                                                    self.warmup_proportion)
         if steps < 1:
-            raise ValueError(f"{len(examples)} training examples / train_batch_size {self.train_batch_size} * "
+            raise InputError(f"{len(examples)} training examples / train_batch_size {self.train_batch_size} * "
                              f"num_train_epochs {self.num_train_epochs} gives {steps} steps: nothing to train.")
         # Pre-shuffle the input, as the original, to avoid a very large shuffle buffer.
         random.Random(12345).shuffle(examples)
@@ -392,7 +393,7 @@ def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_fi
             spm_missing_message="SQuAD needs a SentencePiece model: set `spm_model_file` (the answer alignment "
                                 "works on SentencePiece pieces).")
         if max_seq_length > config.max_position_embeddings:
-            raise ValueError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
+            raise InputError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
                              f"trained up to sequence length {config.max_position_embeddings}.")
         driver.check_checkpoints(output_dir, do_predict, do_predict or bool(export_dir))
         tokenizer = FullTokenizer(do_lower_case=do_lower_case, spm_model_file=spm_model_file)
