@@ -8,7 +8,11 @@ scripts call `quiet_tensorflow_start()` before their own imports for the same re
 
 `run_app(main, help_text, flag_modules)` replaces `absl.app.run(main)` in the commands: `--help` then starts
 with the command's paragraph and lists its own flags (absl lists only the flags that the `__main__` module
-defines itself, which for a console script is none).
+defines itself, which for a console script is none), and an error in what the user gave (a flag, a file, a
+config, a checkpoint, data: `albert_tf.errors.InputError` and the exceptions of `user_errors()`) ends the
+command with one line, `<command>: error: <message>`, and exit status 2. Any other exception is a bug and
+keeps its traceback. `--verbosity=1` (or more), or `ALBERT_TF_TRACEBACK=1` in the environment, prints the
+traceback of a user error too.
 """
 
 import importlib
@@ -16,9 +20,15 @@ import os
 import re
 import sys
 import tempfile
+import traceback
 
 from absl import app
 from absl import flags
+
+from albert_tf.errors import InputError, MissingPackageError, tf_error_text
+
+# Set to 1 to see the traceback of an error in what the user gave (as `--verbosity=1` does).
+TRACEBACK_ENV = "ALBERT_TF_TRACEBACK"
 
 # Start-up lines of TensorFlow's C++ runtime that say nothing about the user's job. They are dropped only
 # while TensorFlow loads and lists its devices; every other line of that moment is passed on.
@@ -65,15 +75,90 @@ def quiet_tensorflow_start():
             sys.stderr.flush()
 
 
-def run_app(main, help_text, flag_modules=(), **run_kwargs):
-    """`absl.app.run(main)` with `help_text` as the paragraph of `--help` and the flags of `flag_modules`.
+def user_errors():
+    """The exception classes that mean an error in what the user gave, not in albert_tf.
+
+    `InputError` (raised by albert_tf's own checks), a missing optional package, the OS's and TensorFlow's
+    file errors (a path that does not exist or cannot be read), and TensorFlow's `DataLossError` (a damaged
+    file the user gave).
+    """
+    # TensorFlow loads here, not at import: commands set its log level before it loads.
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+    from albert_tf.install_check import DuplicateTensorFlowError  # pylint: disable=import-outside-toplevel
+
+    return (InputError, MissingPackageError, DuplicateTensorFlowError, app.UsageError, flags.Error,
+            FileNotFoundError, NotADirectoryError, IsADirectoryError, PermissionError, tf.errors.NotFoundError,
+            tf.errors.PermissionDeniedError, tf.errors.DataLossError)
+
+
+def one_line(error):
+    """The message of `error` on one line: its lines joined; for TensorFlow's errors, the first line without the
+    op context."""
+    import tensorflow as tf  # pylint: disable=import-outside-toplevel
+
+    if isinstance(error, tf.errors.OpError):
+        return tf_error_text(error)
+    return " ".join(line.strip() for line in str(error).splitlines() if line.strip()) or type(error).__name__
+
+
+def command_name():
+    """The name the user typed: `albert-export`, `run_classifier.py`, ..."""
+    return os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else "albert_tf"
+
+
+def _show_traceback():
+    if os.environ.get(TRACEBACK_ENV, "").strip() not in ("", "0"):
+        return True
+    try:
+        return flags.FLAGS.is_parsed() and flags.FLAGS["verbosity"].value >= 1
+    except KeyError:
+        return False
+
+
+def fail(message):
+    """Prints `<command>: error: <message>` on standard error and exits with status 2."""
+    sys.stderr.flush()
+    sys.stderr.write(f"{command_name()}: error: {message}\n")
+    sys.stderr.flush()
+    sys.exit(2)
+
+
+def guard_user_errors(main):
+    """`main` that reports an error in what the user gave on one line (exit status 2), see `user_errors`."""
+
+    def guarded(*args, **kwargs):
+        try:
+            return main(*args, **kwargs)
+        except user_errors() as e:  # pylint: disable=catching-non-exception
+            if _show_traceback():
+                traceback.print_exc()
+            fail(one_line(e))
+
+    return guarded
+
+
+def _parse_flags(parser):
+    def parse(argv):
+        try:
+            return parser(argv)
+        except flags.Error as e:
+            fail(one_line(e))
+
+    return parse
+
+
+def run_app(main, help_text, flag_modules=(), flags_parser=None, **run_kwargs):
+    """`absl.app.run(main)` with `help_text` as the paragraph of `--help` and the flags of `flag_modules`;
+    errors in flags and in what the user gave end the command with one line and exit status 2.
 
     Args:
         main: the command's `main(argv)`.
         help_text: str, one paragraph on what the command does, what it reads and writes.
         flag_modules: names of the modules whose flags `--help` lists (those that defined them), besides
             the flags the script itself defines.
-        **run_kwargs: passed on to `absl.app.run` (e.g. `flags_parser`).
+        flags_parser: `fn(argv) -> argv` parsing the flags (default: all of `argv`, unknown flags refused).
+        **run_kwargs: passed on to `absl.app.run`.
     """
     sys.modules["__main__"].__doc__ = help_text.strip() + "\n"
     by_module = flags.FLAGS.flags_by_module_dict()
@@ -83,7 +168,7 @@ def run_app(main, help_text, flag_modules=(), **run_kwargs):
     if any(arg in ("-h", "-help", "--help", "--helpshort") for arg in sys.argv[1:]):
         # absl answers --help with exit status 1; asking for help is not an error.
         app.usage(shorthelp=True, writeto_stdout=True, exitcode=0)
-    app.run(main, **run_kwargs)
+    app.run(guard_user_errors(main), flags_parser=_parse_flags(flags_parser or flags.FLAGS), **run_kwargs)
 
 
 def _command(module_name):

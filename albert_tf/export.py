@@ -37,7 +37,6 @@ import inspect
 import os
 import re
 import shutil
-import sys
 import tempfile
 
 import numpy as np
@@ -45,7 +44,7 @@ import sentencepiece as spm
 import tensorflow as tf
 from absl import app, flags, logging
 
-from albert_tf import cli, text_ops
+from albert_tf import cli, text_ops, tokenization
 from albert_tf.checkpoints import load_pretrained, resolve_source
 from albert_tf.errors import InputError
 from albert_tf.models.albert_model import AlbertModel, as_config
@@ -593,6 +592,7 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
     if spm_model_file is not None:
         with tf.io.gfile.GFile(spm_model_file, "rb") as f:
             proto = f.read()
+        tokenization.check_spm_vocab_size(proto, model.config.vocab_size, spm_model_file, "the model's config")
     # Everything that can reject the arguments runs before anything is written.
     pipeline = None
     if proto is not None and text_signature:
@@ -651,10 +651,16 @@ def export_from_checkpoint(input_path, export_dir, model="encoder", num_labels=2
         config = albert_config_file or source.config_file
         if config is None:
             raise InputError(f"No `albert_config.json` found with `{input_path}`; pass `albert_config_file`.")
+        spm_model_file = spm_model_file or source.spm_model_file
+        if spm_model_file is not None:
+            # Checked before the weights load: a tokenizer of another model would serve wrong ids.
+            if not tf.io.gfile.exists(spm_model_file):
+                raise InputError(f"`spm_model_file` not found: `{spm_model_file}`.")
+            tokenization.check_spm_vocab_size(spm_model_file, as_config(config).vocab_size, spm_model_file,
+                                              config if isinstance(config, str) else "the source's config")
         # Heads must come from the checkpoint: an export with a freshly initialised head would serve noise.
         net = load_pretrained(spec.model_class, source.checkpoint_prefix, config=config,
                               allow_missing_heads=False, **spec.model_kwargs(num_labels))
-        spm_model_file = spm_model_file or source.spm_model_file
         if spm_model_file is None:
             logging.warning("No SentencePiece model given or found with `%s`: exporting without `serve_text`.",
                             input_path)
@@ -686,15 +692,11 @@ def _run(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
     f = flags.FLAGS
-    try:
-        path = export_from_checkpoint(
-            f.input, f.export_dir, model=f.model, num_labels=f.num_labels, albert_config_file=f.albert_config_file,
-            spm_model_file=f.spm_model_file, max_seq_length=f.max_seq_length, do_lower_case=f.do_lower_case,
-            version=f.version, threshold=f.threshold, max_predictions_per_seq=f.max_predictions_per_seq,
-            max_query_length=f.max_query_length, max_qa_length=f.max_qa_length, text_signature=f.serve_text)
-    except (ValueError, TypeError, FileNotFoundError, ImportError) as e:  # Bad input or setup: a message.
-        sys.stderr.write(f"albert-export: error: {e}\n")
-        sys.exit(2)
+    path = export_from_checkpoint(
+        f.input, f.export_dir, model=f.model, num_labels=f.num_labels, albert_config_file=f.albert_config_file,
+        spm_model_file=f.spm_model_file, max_seq_length=f.max_seq_length, do_lower_case=f.do_lower_case,
+        version=f.version, threshold=f.threshold, max_predictions_per_seq=f.max_predictions_per_seq,
+        max_query_length=f.max_query_length, max_qa_length=f.max_qa_length, text_signature=f.serve_text)
     print(path)
 
 

@@ -292,7 +292,7 @@ def format_report(summary):
         "      --output_dir=pretrain --train_batch_size=4096 --num_train_steps=125000",
         "  # fine-tune Google's weights (see README: GLUE, SQuAD and RACE data layouts and recipes)",
         "  python run_classifier.py --task_name=MNLI --data_dir=glue --output_dir=out_mnli \\",
-        "      --init_checkpoint=albert_base_v2.tar.gz --spm_model_file=from_tf_hub --hparams_preset=albert \\",
+        "      --init_checkpoint=albert_base_v2.tar.gz --hparams_preset=albert \\",
         "      --do_train --do_eval",
         "  python run_squad.py --version_2_with_negative ... ;  python run_race.py ...",
         "",

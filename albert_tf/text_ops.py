@@ -29,7 +29,7 @@ import sentencepiece as spm
 import tensorflow as tf
 
 from albert_tf import tokenization
-from albert_tf.errors import InputError
+from albert_tf.errors import InputError, MissingPackageError
 
 _UNDERLINE = "▁"
 
@@ -72,7 +72,7 @@ def require_tensorflow_text():
     try:
         import tensorflow_text  # Deferred: optional dependency, see the docstring.
     except ImportError as e:
-        raise ImportError(
+        raise MissingPackageError(
             "The in-graph tokenizer (`AlbertTextTokenizer`, `serve_text` exports) needs the `tensorflow-text` "
             "package, which is not installed. Install it with `pip install tensorflow-text==2.20.1` (on a TPU "
             "VM: `pip install --no-deps -r requirements-tpu.txt`, see README).") from e

@@ -51,6 +51,34 @@ from albert_tf.errors import InputError
 SPIECE_UNDERLINE = "▁"
 
 
+def check_spm_vocab_size(spm_model, vocab_size, spm_name, config_name):
+    """Raises an `InputError` naming both files unless the SentencePiece model has `vocab_size` pieces.
+
+    A model whose embedding table is larger than its tokenizer's vocabulary still runs, silently, on wrong ids
+    (the tokenizer of another release), so the two must agree exactly, as the original's files do.
+
+    Args:
+        spm_model: bytes of a SentencePiece model, or a path to one.
+        vocab_size: int, the config's `vocab_size`.
+        spm_name: str, how to name the SentencePiece model in the message (its path or flag).
+        config_name: str, how to name the config in the message.
+    """
+    processor = spm.SentencePieceProcessor()
+    try:
+        if isinstance(spm_model, (bytes, bytearray)):
+            proto = bytes(spm_model)
+        else:
+            with tf.io.gfile.GFile(spm_model, "rb") as f:
+                proto = f.read()
+        processor.LoadFromSerializedProto(proto)
+    except (RuntimeError, OSError, tf.errors.OpError) as e:
+        raise InputError(f"`{spm_name}` is not a SentencePiece model: {e}") from None
+    pieces = processor.GetPieceSize()
+    if pieces != vocab_size:
+        raise InputError(f"The SentencePiece model {spm_name} has {pieces} pieces but `vocab_size` of {config_name} "
+                         f"is {vocab_size}: they must be the files of one model.")
+
+
 def preprocess_text(inputs, remove_space=True, lower=False):
     """The original's text normalisation: collapse whitespace, NFKD, drop combining marks, lower-case.
 

@@ -24,6 +24,10 @@ It reports, from `/proc/self/status` on CPU:
   temporaries;
 * `step_s`: the wall time of the last step (the first one also traces).
 
+Each worker runs with `TF_CPU_ALLOCATOR_USE_BFC=1`: TensorFlow's BFC allocator, which keeps the memory
+statistics behind the step and update peaks on every CPU (the default one keeps them only where oneDNN is
+on, i.e. on some Intel CPUs); `TF_ENABLE_ONEDNN_OPTS` passes through as the user set it.
+
 On a GPU `state` and `peak` are `tf.config.experimental.get_memory_info("GPU:0")`'s (`current` after building,
 `peak` of the steps) instead. The table is printed and written as markdown to `--output`; the raw results go beside it
 as JSON.
@@ -145,7 +149,9 @@ def worker(args):
 
 def run_worker(args):
     """Runs `worker(args)` in a fresh Python process; returns its result, or an `error` entry."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    # TensorFlow's default CPU allocator keeps memory statistics only where oneDNN is on (some Intel CPUs);
+    # the BFC allocator keeps them on every CPU, so every worker measures with it, oneDNN on or off.
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", TF_CPU_ALLOCATOR_USE_BFC="1")
     env.pop("TF_USE_LEGACY_KERAS", None)
     command = [sys.executable, os.path.abspath(__file__), "--worker=" + json.dumps(args)]
     out = subprocess.run(command, capture_output=True, text=True, env=env, timeout=args["timeout_s"])

@@ -7,7 +7,6 @@
     albert-convert --input=hf_base/ --output_dir=kh_base --format=keras_hub
 """
 
-import sys
 
 from absl import app, flags, logging
 
@@ -47,12 +46,8 @@ def define_flags():
 def _run(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
-    try:
-        result = convert(FLAGS.input, FLAGS.output_dir, output_format=FLAGS.format, model=FLAGS.model,
-                         config_file=FLAGS.albert_config_file)
-    except (ValueError, FileNotFoundError) as e:  # Bad input: a message, not a traceback.
-        sys.stderr.write(f"albert-convert: error: {e}\n")
-        sys.exit(2)
+    result = convert(FLAGS.input, FLAGS.output_dir, output_format=FLAGS.format, model=FLAGS.model,
+                     config_file=FLAGS.albert_config_file)
     logging.info("%s weights: %s", result["model"], result["weights"])
 
 

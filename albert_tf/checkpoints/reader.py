@@ -84,16 +84,20 @@ class CheckpointReader:
             self._raw_names[name] = raw
             self.shapes[name] = tuple(shapes[raw])
 
-    def _damaged(self, name, error):
+    def _damaged(self, raw_name, error):
         return InputError(f"Checkpoint `{self.prefix}` is damaged (truncated or corrupt `.data-*` file?): reading "
-                          f"`{self._raw_names[name]}` failed: {error.message if hasattr(error, 'message') else error}")
+                          f"`{raw_name}` failed: {error.message if hasattr(error, 'message') else error}")
+
+    def _get_tensor(self, raw_name):
+        try:
+            return self._reader.get_tensor(raw_name)
+        # A truncated `.data-*` shard makes the reader raise IndexError ("Read less bytes than requested").
+        except (tf.errors.OpError, ValueError, IndexError) as e:
+            raise self._damaged(raw_name, e) from None
 
     def read(self, name):
         """The value of `name` (as listed in `shapes`) as a numpy array."""
-        try:
-            return self._reader.get_tensor(self._raw_names[name])
-        except (tf.errors.OpError, ValueError) as e:
-            raise self._damaged(name, e) from None
+        return self._get_tensor(self._raw_names[name])
 
     def read_tensor(self, name):
         """The value of `name` as an eager tensor, read straight into TF memory (no numpy copy)."""
@@ -102,7 +106,7 @@ class CheckpointReader:
             return tf.raw_ops.RestoreV2(prefix=self.prefix, tensor_names=[raw], shape_and_slices=[""],
                                         dtypes=[self._raw_dtypes[raw]])[0]
         except tf.errors.OpError as e:
-            raise self._damaged(name, e) from None
+            raise self._damaged(raw, e) from None
 
     # --- TF2 object-graph checkpoints ---------------------------------------------------------------
     # A variable reachable by several paths (e.g. also through `optimizer/_trainable_variables/N`) is stored
@@ -111,7 +115,7 @@ class CheckpointReader:
     def _graph(self):
         if not hasattr(self, "_object_graph"):
             graph = trackable_object_graph_pb2.TrackableObjectGraph()
-            graph.ParseFromString(self._reader.get_tensor(OBJECT_GRAPH_KEY))
+            graph.ParseFromString(self._get_tensor(OBJECT_GRAPH_KEY))
             self._object_graph = graph
         return self._object_graph
 

@@ -147,6 +147,11 @@ def _resolve_directory(path, directory, stack):
         raise InputError(
             f"Directory `{path}` holds several checkpoints ({', '.join(os.path.basename(i) for i in indexes)}) "
             f"and no `{RELEASE_CHECKPOINT}` or `checkpoint` file saying which to use. Pass a checkpoint prefix.")
+    pickles = sorted(name for name in os.listdir(directory)
+                     if name in hf.PICKLE_NAMES or name.endswith(hf.PICKLE_SUFFIXES))
+    if pickles:
+        # A Hugging Face download of the PyTorch weights only (with or without its `config.json`).
+        hf.refuse_pickle(os.path.join(path, pickles[0]))
     raise FileNotFoundError(
         f"No checkpoint in directory `{path}`. Expected one of: a release directory (`{RELEASE_CHECKPOINT}.index`), "
         "a TF-Hub TF1 module (`variables/variables.index`), a `checkpoint` state file, one `*.index` file, a TF2 "
