@@ -26,6 +26,7 @@ import tensorflow as tf
 
 from albert_tf import fileio, tokenization
 from albert_tf.data import features as features_lib
+from albert_tf.data import positional
 from albert_tf.errors import InputError
 
 
@@ -557,19 +558,29 @@ def pad_examples(examples, batch_size):
 
 
 def file_based_dataset(input_file, seq_length, is_training, drop_remainder, task_name, batch_size,
-                       input_context=None):
+                       input_context=None, seed=None, start_batch=0):
     """The original `file_based_input_fn_builder` as a `tf.data.Dataset` of int32/float32 feature dicts.
 
-    Training: `repeat()`, `shuffle(100)`, batch with `drop_remainder`. Eval/predict: in file order.
-    With a `tf.distribute.InputContext` of several input pipelines, each reads its shard of the records.
+    Training: `repeat()`, `shuffle(100)`, batch with `drop_remainder`; with a `seed`, the seeded positional
+    stream (`albert_tf.data.positional`, shuffle blocks of 100) from batch `start_batch` (a resumed run's
+    position). Eval/predict: in file order. With a `tf.distribute.InputContext` of several input pipelines,
+    each reads its shard of the records.
     """
     spec = features_lib.parse_spec(features_lib.CLASSIFIER, seq=seq_length)
     if task_name == "sts-b":
         spec["label_ids"] = tf.io.FixedLenFeature([], tf.float32)
-    d = tf.data.TFRecordDataset(input_file)
-    if input_context is not None and input_context.num_input_pipelines > 1:
-        d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-    if is_training:
+    if start_batch and (seed is None or not is_training):
+        raise InputError(f"Starting the input at a batch (start_batch={start_batch}) needs seeded training input "
+                         "(`random_seed`).")
+    if is_training and seed is not None:
+        files = [input_file] if isinstance(input_file, str) else list(input_file)
+        d = positional.positional_records(files, seed, int(start_batch) * int(batch_size), input_context,
+                                          cycle_length=1, block_size=100)
+    else:
+        d = tf.data.TFRecordDataset(input_file)
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if is_training and seed is None:
         d = d.repeat()
         d = d.shuffle(buffer_size=100)
     d = d.map(lambda record: features_lib.cast_int64_to_int32(tf.io.parse_single_example(record, spec)),

@@ -1,14 +1,16 @@
 """tf.data reader of the pretraining TFRecords (as `input_fn_builder` in the original `run_pretraining.py`).
 
 Training: the file list repeated and shuffled, `cycle_length = min(4, n_files)` files read interleaved
-(non-deterministic order unless a `seed` is given, as the original's `sloppy=True`), `shuffle(100)`, parse,
-int64 -> int32, `batch(drop_remainder=True)`. Eval: the files read in order, repeated (eval runs a fixed
+(non-deterministic order, as the original's `sloppy=True`), `shuffle(100)`, parse, int64 -> int32,
+`batch(drop_remainder=True)`. With a `seed`, the same steps as a positional stream (`albert_tf.data.positional`:
+seeded file order per epoch, interleave groups, shuffle blocks of 100) that can start at any batch. Eval: the files read in order, repeated (eval runs a fixed
 number of steps), batched with `drop_remainder=True`. Shapes are static.
 """
 
 import tensorflow as tf
 
 from albert_tf.data import features as features_lib
+from albert_tf.data import positional
 from albert_tf.errors import InputError
 
 # The features `run_pretraining.py` reads (`token_boundary` is written but only read for online masking).
@@ -70,7 +72,8 @@ def check_record_lengths(input_files, max_seq_length, max_predictions_per_seq):
 
 
 def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, batch_size, is_training,
-                        input_context=None, masked_lm_budget=0, num_cpu_threads=4, seed=None):
+                        input_context=None, masked_lm_budget=0, num_cpu_threads=4, seed=None, start_batch=0,
+                        shuffle_buffer=100):
     """The pretraining `tf.data.Dataset` of dicts of `[batch_size, ...]` tensors (int32, weights float32).
 
     Args:
@@ -84,7 +87,11 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
         masked_lm_budget: float, the original flag; > 0 (online masking) is not supported: the original's
             parser then drops `masked_lm_*` while its model still reads them.
         num_cpu_threads: int, the original's `num_cpu_threads` (interleave cycle length cap).
-        seed: int or None; makes the shuffles and the interleave order deterministic.
+        seed: int or None; training reads the seeded positional stream (order a function of the seed and
+            the position) instead of the original's sloppy interleave and shuffle buffer.
+        start_batch: int, training with a `seed`: the batches of this pipeline to skip (a resumed run's
+            position); whole epochs and files are skipped from their record counts, without reading them.
+        shuffle_buffer: int, the training shuffle buffer (unseeded) or positional shuffle block (seeded).
     """
     if masked_lm_budget and masked_lm_budget > 0:
         raise InputError("`masked_lm_budget` > 0 (online masking) is not implemented: the original release "
@@ -97,6 +104,9 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
         raise InputError("`input_files` is empty.")
     if int(batch_size) < 1:
         raise InputError(f"`batch_size` must be positive. Received: batch_size={batch_size}.")
+    if start_batch and (seed is None or not is_training):
+        raise InputError(f"Starting the input at a batch (start_batch={start_batch}) needs seeded training input "
+                         "(`random_seed`).")
     spec = name_to_features(max_seq_length, max_predictions_per_seq)
 
     def decode(record):
@@ -104,7 +114,11 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
 
     pipelines = input_context.num_input_pipelines if input_context else 1
     pipeline_id = input_context.input_pipeline_id if input_context else 0
-    if is_training:
+    if is_training and seed is not None:
+        dataset = positional.positional_records(input_files, seed, int(start_batch) * int(batch_size),
+                                                input_context, cycle_length=num_cpu_threads,
+                                                block_size=shuffle_buffer)
+    elif is_training:
         dataset = tf.data.Dataset.from_tensor_slices(tf.constant(input_files))
         shard_records = False
         if pipelines > 1:
@@ -115,14 +129,14 @@ def pretraining_dataset(input_files, max_seq_length, max_predictions_per_seq, ba
         num_files = len(input_files) if shard_records or pipelines == 1 else max(
             1, len(input_files[pipeline_id::pipelines]))
         dataset = dataset.repeat()
-        dataset = dataset.shuffle(buffer_size=num_files, seed=seed)
-        # `cycle_length` is the number of files read in parallel; the order is sloppy unless seeded.
+        dataset = dataset.shuffle(buffer_size=num_files)
+        # `cycle_length` is the number of files read in parallel, in a sloppy order (unseeded).
         cycle_length = min(num_cpu_threads, num_files)
         dataset = dataset.interleave(tf.data.TFRecordDataset, cycle_length=cycle_length,
-                                     num_parallel_calls=cycle_length, deterministic=seed is not None)
+                                     num_parallel_calls=cycle_length, deterministic=False)
         if shard_records:
             dataset = dataset.shard(pipelines, pipeline_id)
-        dataset = dataset.shuffle(buffer_size=100, seed=seed)
+        dataset = dataset.shuffle(buffer_size=shuffle_buffer)
     else:
         dataset = tf.data.TFRecordDataset(input_files)
         if pipelines > 1:

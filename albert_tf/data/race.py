@@ -24,6 +24,7 @@ from absl import logging
 
 from albert_tf import fileio, tokenization
 from albert_tf.data import features as features_lib
+from albert_tf.data import positional
 from albert_tf.errors import InputError
 
 LEVELS = ("middle", "high")
@@ -317,10 +318,12 @@ def decode_race_record(record, max_seq_length):
 
 
 def race_dataset(input_file, max_seq_length, batch_size, is_training, drop_remainder=False, input_context=None,
-                 shuffle_buffer=100, seed=None):
+                 shuffle_buffer=100, seed=None, start_batch=0):
     """`tf.data` pipeline of the original `file_based_input_fn_builder` for RACE TFRecords.
 
-    Training repeats and shuffles with a buffer of 100 (as the original); evaluation keeps the file order.
+    Training repeats and shuffles with a buffer of 100 (as the original); with a `seed`, it reads the seeded
+    positional stream (`albert_tf.data.positional`: seeded file order, shuffle blocks of `shuffle_buffer`) from
+    batch `start_batch`. Evaluation keeps the file order.
     Records are reshaped from the flat `[4 * seq]` layout to `[batch, 4, seq]`.
 
     Args:
@@ -331,18 +334,26 @@ def race_dataset(input_file, max_seq_length, batch_size, is_training, drop_remai
         drop_remainder: bool, static batch shapes (TPU).
         input_context: optional `tf.distribute.InputContext` to shard the files' records per input pipeline.
         shuffle_buffer: int.
-        seed: optional shuffle seed.
+        seed: int or None, training: the positional stream's seed (None: the original's shuffle buffer).
+        start_batch: int, training with a `seed`: the batches to skip (a resumed run's position).
     """
     files = [f for f in str(input_file).split(",") if f]
     for f in files:
         if not tf.io.gfile.exists(f):
             raise InputError(f"RACE TFRecord file not found: `{f}`.")
-    d = tf.data.TFRecordDataset(files)
-    if input_context is not None and input_context.num_input_pipelines > 1:
-        d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-    if is_training:
+    if start_batch and (seed is None or not is_training):
+        raise InputError(f"Starting the input at a batch (start_batch={start_batch}) needs seeded training input "
+                         "(`random_seed`).")
+    if is_training and seed is not None:
+        d = positional.positional_records(files, seed, int(start_batch) * int(batch_size), input_context,
+                                          cycle_length=1, block_size=shuffle_buffer)
+    else:
+        d = tf.data.TFRecordDataset(files)
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if is_training and seed is None:
         d = d.repeat()
-        d = d.shuffle(buffer_size=shuffle_buffer, seed=seed)
+        d = d.shuffle(buffer_size=shuffle_buffer)
     d = d.map(lambda r: decode_race_record(r, max_seq_length), num_parallel_calls=tf.data.AUTOTUNE)
     d = d.batch(batch_size, drop_remainder=drop_remainder)
     return d.prefetch(tf.data.AUTOTUNE)

@@ -42,6 +42,7 @@ import tensorflow as tf
 
 from albert_tf import fileio, tokenization
 from albert_tf.data import features as feature_schema
+from albert_tf.data import positional
 from albert_tf.errors import InputError
 
 SPIECE_UNDERLINE = "\u2581"
@@ -673,10 +674,12 @@ def read_eval_features(path, expected_metadata=None):
 
 
 def squad_dataset(input_file, seq_length, is_training, batch_size, drop_remainder, is_v2=True,
-                  input_context=None, shuffle_buffer=100):
+                  input_context=None, shuffle_buffer=100, seed=None, start_batch=0):
     """`tf.data` over a SQuAD feature TFRecord (`squad_utils.input_fn_builder`), int32 features.
 
-    Training repeats and shuffles (buffer 100, as the original). `p_mask` is parsed for v2 only.
+    Training repeats and shuffles (buffer 100, as the original); with a `seed`, it reads the seeded positional
+    stream (`albert_tf.data.positional`, shuffle blocks of `shuffle_buffer`) from batch `start_batch`.
+    `p_mask` is parsed for v2 only.
 
     Args:
         input_file: TFRecord path (or list of paths).
@@ -687,17 +690,27 @@ def squad_dataset(input_file, seq_length, is_training, batch_size, drop_remainde
         is_v2: bool, parse `p_mask`.
         input_context: optional `tf.distribute.InputContext` (shards by input pipeline).
         shuffle_buffer: int.
+        seed: int or None, training: the positional stream's seed (None: the original's shuffle buffer).
+        start_batch: int, training with a `seed`: the batches to skip (a resumed run's position).
     """
+    if start_batch and (seed is None or not is_training):
+        raise InputError(f"Starting the input at a batch (start_batch={start_batch}) needs seeded training input "
+                         "(`random_seed`).")
     schema = feature_schema.SQUAD
     if not is_v2:
         schema = tuple(f for f in schema if f.name != "p_mask")
     if is_training:
         schema = schema + feature_schema.SQUAD_TRAINING
     spec = feature_schema.parse_spec(schema, seq=seq_length)
-    d = tf.data.TFRecordDataset(input_file)
-    if input_context is not None and input_context.num_input_pipelines > 1:
-        d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-    if is_training:
+    if is_training and seed is not None:
+        files = [input_file] if isinstance(input_file, str) else list(input_file)
+        d = positional.positional_records(files, seed, int(start_batch) * int(batch_size), input_context,
+                                          cycle_length=1, block_size=shuffle_buffer)
+    else:
+        d = tf.data.TFRecordDataset(input_file)
+        if input_context is not None and input_context.num_input_pipelines > 1:
+            d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if is_training and seed is None:
         d = d.repeat()
         d = d.shuffle(buffer_size=shuffle_buffer)
     d = d.map(lambda record: feature_schema.cast_int64_to_int32(tf.io.parse_single_example(record, spec)),

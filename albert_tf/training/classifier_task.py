@@ -228,7 +228,7 @@ class GlueTask(driver.Task):
 
     def __init__(self, task_name, data_dir, output_dir, cached_dir, tokenizer, max_seq_length, on_tpu,
                  eval_batch_size, predict_batch_size, strategy, spm_model_file=None, do_lower_case=True,
-                 threshold_to_export=None):
+                 threshold_to_export=None, seed=None):
         self.name = task_name
         self.metric_key = best_metric_key(task_name)
         self.processor = glue.PROCESSORS[task_name](use_spm=bool(spm_model_file), do_lower_case=do_lower_case)
@@ -237,7 +237,7 @@ class GlueTask(driver.Task):
         self.tokenizer, self.max_seq_length, self.on_tpu = tokenizer, max_seq_length, on_tpu
         self.eval_batch_size, self.predict_batch_size = eval_batch_size, predict_batch_size
         self.strategy, self.spm_model_file, self.do_lower_case = strategy, spm_model_file, do_lower_case
-        self.threshold_to_export = threshold_to_export
+        self.threshold_to_export, self.seed = threshold_to_export, seed
         self.num_train_steps = self.num_warmup_steps = None
         self._eval = None
 
@@ -260,9 +260,9 @@ class GlueTask(driver.Task):
         logging.info("  Num steps = %d", self.num_train_steps)
         return self.num_train_steps, self.num_warmup_steps
 
-    def train_dataset(self, input_context, batch_size):
+    def train_dataset(self, input_context, batch_size, start_batch=0):
         return glue.file_based_dataset(self.train_file, self.max_seq_length, True, True, self.name, batch_size,
-                                       input_context=input_context)
+                                       input_context=input_context, seed=self.seed, start_batch=start_batch)
 
     def loss(self, model, features, training):
         num_labels = len(self.label_list)
@@ -400,7 +400,7 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
         task = GlueTask(task_name, data_dir, output_dir, cached_dir, tokenizer, max_seq_length,
                         isinstance(dist, tf.distribute.TPUStrategy), eval_batch_size, predict_batch_size, dist,
                         spm_model_file=spm_model_file, do_lower_case=do_lower_case,
-                        threshold_to_export=threshold_to_export)
+                        threshold_to_export=threshold_to_export, seed=random_seed)
         task.num_train_steps, task.num_warmup_steps = train_step, warmup_step
         with dist.scope():
             model = task.build_model(config, **driver.model_kwargs(recompute))

@@ -48,12 +48,16 @@ class Task(abc.ABC):
         metric_key: str, the evaluation metric that picks `model.ckpt-best` (higher is better).
         checkpoint_iterator: bool, save the training input position in the checkpoints.
         delete_non_best: bool, after evaluation remove the checkpoints other than the best and the latest.
+        seed: int or None, the run's `random_seed`. A seeded task reads a positional training input
+            (`albert_tf.data.positional`): `train_dataset` then takes `start_batch`, so a resumed run goes on
+            where the checkpoint was written under every strategy.
     """
 
     name = "task"
     metric_key = None
     checkpoint_iterator = False
     delete_non_best = True
+    seed = None
 
     @abc.abstractmethod
     def build_model(self, config, **model_kwargs):
@@ -70,7 +74,11 @@ class Task(abc.ABC):
 
     @abc.abstractmethod
     def train_dataset(self, input_context, batch_size):
-        """The repeated, shuffled training `tf.data.Dataset` of one input pipeline, per-replica `batch_size`."""
+        """The repeated, shuffled training `tf.data.Dataset` of one input pipeline, per-replica `batch_size`.
+
+        A seeded task (`seed` set) also takes `start_batch=0`: the same dataset without its first `start_batch`
+        batches.
+        """
 
     @abc.abstractmethod
     def loss(self, model, features, training):
@@ -212,6 +220,7 @@ def train(task, model, strategy, output_dir, init_path, learning_rate, train_bat
     """Trains `model` on `task` in `output_dir` (resuming from its latest checkpoint); returns the loop's result
     with `num_train_steps`.
 
+    A seeded task (`task.seed`) resumes its training input at the restored step under every strategy.
     `keep_checkpoint_max` None keeps every checkpoint, as the fine-tuning scripts of the original do so that
     each one is evaluated; `optimizer_kwargs` go to `optimization.create_optimizer` (`poly_power`, ...).
     """
@@ -229,7 +238,11 @@ def train(task, model, strategy, output_dir, init_path, learning_rate, train_bat
                                             **optimizer_kwargs)
     per_replica = train_batch_size // micro_batches
 
-    def train_dataset_fn(input_context=None):
+    positional = task.seed is not None
+
+    def train_dataset_fn(input_context=None, start_batch=0):
+        if positional:
+            return task.train_dataset(input_context, per_replica, start_batch=start_batch)
         return task.train_dataset(input_context, per_replica)
 
     if keep_checkpoint_max is None:
@@ -240,7 +253,7 @@ def train(task, model, strategy, output_dir, init_path, learning_rate, train_bat
         iterations_per_loop=int(min(iterations_per_loop, save_checkpoints_steps or iterations_per_loop)),
         save_checkpoints_steps=save_checkpoints_steps, keep_checkpoint_max=keep_checkpoint_max,
         gradient_accumulation_steps=gradient_accumulation_steps, jit_compile=jit_compile,
-        checkpoint_iterator=task.checkpoint_iterator)
+        checkpoint_iterator=task.checkpoint_iterator, positional_input=positional)
     return dict(result, num_train_steps=num_train_steps)
 
 

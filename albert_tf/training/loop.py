@@ -13,7 +13,9 @@ original `TPUEstimator`:
   all-reduce / clip / update;
 * `model.ckpt-<step>` checkpoints of `tf.train.Checkpoint(model=, optimizer=[, iterator=])` kept
   `keep_checkpoint_max` at a time; a restarted job resumes from the latest (weights, optimizer slots, step,
-  and the input position where the strategy can save its iterator);
+  and the input position): on one device the checkpoint holds the input iterator; under the other
+  strategies (whose iterators TF 2.20 cannot save) a seeded positional input (`positional_input`,
+  `albert_tf.data.positional`) is rebuilt from the restored step's position, and an unseeded one restarts;
 * TensorBoard scalars in `model_dir` and one log line per loop; a NaN/Inf loss or gradient stops the run
   with `FloatingPointError` before anything is saved, so the last good checkpoint is left as it was.
 """
@@ -91,6 +93,10 @@ def _iterator_is_checkpointable(strategy):
     return _single_device(strategy)
 
 
+def _has_iterator_state(prefix):
+    return any(name.startswith("iterator/") for name, _ in tf.train.list_variables(prefix))
+
+
 def _global_batch_size(element_spec, num_replicas, accumulation):
     specs = tf.nest.flatten(element_spec)
     if not specs or specs[0].shape.rank is None:
@@ -119,7 +125,8 @@ def _format_seconds(seconds):
 
 def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_dir, num_train_steps,
                  iterations_per_loop=1000, save_checkpoints_steps=1000, keep_checkpoint_max=5,
-                 gradient_accumulation_steps=1, jit_compile=False, checkpoint_iterator=True, loop_callback=None):
+                 gradient_accumulation_steps=1, jit_compile=False, checkpoint_iterator=True, loop_callback=None,
+                 positional_input=False):
     """Trains `model` to `num_train_steps` optimizer steps, resuming from the latest checkpoint in `model_dir`.
 
     Args:
@@ -129,7 +136,9 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
             replica's batch and extra scalars to log.
         train_dataset_fn: `train_dataset_fn(input_context) -> tf.data.Dataset` of per-replica batches
             (`input_context.get_per_replica_batch_size(global_batch)`; with gradient accumulation, batches of
-            `global_batch / (replicas * gradient_accumulation_steps)`), repeated, static shapes.
+            `global_batch / (replicas * gradient_accumulation_steps)`), repeated, static shapes. With
+            `positional_input`, `train_dataset_fn(input_context, start_batch)`: the same dataset without its
+            first `start_batch` batches.
         strategy: the `tf.distribute.Strategy`.
         model_dir: directory of the checkpoints and TensorBoard summaries.
         num_train_steps: int, the last global step (optimizer updates).
@@ -142,6 +151,10 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
         loop_callback: optional `fn(stats)` called after each loop with a dict: `global_step`, `loss`,
             `learning_rate`, `gradient_norm`, `step_time` (s), `examples_per_second`, `seconds`, and the
             `loss_fn` scalars.
+        positional_input: bool, `train_dataset_fn` can start at a batch (a seeded positional input): a
+            resumed run whose checkpoint holds no iterator state starts each input pipeline at batch
+            `step * gradient_accumulation_steps * replicas per pipeline`, so it reads what an uninterrupted
+            run reads after that step, under every strategy.
 
     Returns:
         dict with `global_step`, `loss` (mean over the last loop) and the mean of each `loss_fn` scalar.
@@ -155,23 +168,17 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
     num_replicas = strategy.num_replicas_in_sync
     tf.io.gfile.makedirs(model_dir)
 
-    def dataset_fn(input_context):
-        dataset = train_dataset_fn(input_context)
+    def dataset_fn(input_context, start_step=0):
+        if positional_input:
+            # Each step takes `accumulation` batches for each replica this pipeline feeds.
+            replicas_per_pipeline = max(input_context.num_replicas_in_sync // input_context.num_input_pipelines, 1)
+            dataset = train_dataset_fn(input_context, start_step * accumulation * replicas_per_pipeline)
+        else:
+            dataset = train_dataset_fn(input_context)
         if accumulation > 1:
             # [accumulation, micro_batch, ...]: one element per optimizer step.
             dataset = dataset.batch(accumulation, drop_remainder=True)
         return dataset
-
-    if _single_device(strategy):
-        # A plain tf.data iterator: `tf.train.Checkpoint` can save its position (distributed ones cannot).
-        dataset = dataset_fn(tf.distribute.InputContext()).prefetch(tf.data.AUTOTUNE)
-        iterator = iter(dataset)
-        element_spec = dataset.element_spec
-    else:
-        distributed_dataset = strategy.distribute_datasets_from_function(dataset_fn)
-        iterator = iter(distributed_dataset)
-        element_spec = dataset_fn(tf.distribute.InputContext(num_replicas_in_sync=num_replicas)).element_spec
-    global_batch = _global_batch_size(element_spec, num_replicas, accumulation)
 
     trainable_variables = model.trainable_variables
     with strategy.scope():
@@ -179,26 +186,53 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
     albert_optimizer = inner_optimizer(optimizer)
     scale_loss = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
 
+    # The weights and the step are restored before the input is built: a positional input starts at the step.
     checkpoint_dir, is_chief = _chief_checkpoint_dir(model_dir, strategy)
     objects = dict(checkpoint_objects(model), optimizer=optimizer)
-    save_iterator = checkpoint_iterator and _iterator_is_checkpointable(strategy)
-    if save_iterator:
-        objects["iterator"] = iterator
-    elif checkpoint_iterator:
-        logging.info("%s cannot checkpoint its input iterator: a resumed job restarts the input pipeline.",
-                     type(strategy).__name__)
-    checkpoint = tf.train.Checkpoint(**objects)
-    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=keep_checkpoint_max,
-                                         checkpoint_name=CHECKPOINT_NAME)
     latest = tf.train.latest_checkpoint(model_dir)
     if latest:
         check_readable(latest)
         logging.info("Resuming from %s.", latest)
-        checkpoint.restore(latest).expect_partial()
+        tf.train.Checkpoint(**objects).restore(latest).expect_partial()
     step = int(optimizer.iterations.numpy())
     if step >= num_train_steps:
         logging.info("Global step %d >= num_train_steps %d: nothing to train.", step, num_train_steps)
         return {"global_step": step}
+
+    save_iterator = checkpoint_iterator and _iterator_is_checkpointable(strategy)
+    restore_iterator = save_iterator and latest is not None and _has_iterator_state(latest)
+    input_step = 0
+    if step > 0 and not restore_iterator:
+        if positional_input:
+            input_step = step
+            logging.info("Resuming the input by position: each input pipeline starts after the batches of %d "
+                         "step(s).", step)
+        else:
+            logging.info("%s: the checkpoint holds no input position and the input is not positional (no seed): "
+                         "the resumed job restarts the input pipeline.", type(strategy).__name__)
+    if _single_device(strategy):
+        # A plain tf.data iterator: `tf.train.Checkpoint` can save its position (distributed ones cannot).
+        dataset = dataset_fn(tf.distribute.InputContext(), input_step).prefetch(tf.data.AUTOTUNE)
+        iterator = iter(dataset)
+        element_spec = dataset.element_spec
+    else:
+        distributed_dataset = strategy.distribute_datasets_from_function(
+            lambda input_context: dataset_fn(input_context, input_step))
+        iterator = iter(distributed_dataset)
+        element_spec = dataset_fn(tf.distribute.InputContext(num_replicas_in_sync=num_replicas)).element_spec
+    global_batch = _global_batch_size(element_spec, num_replicas, accumulation)
+
+    if save_iterator:
+        objects["iterator"] = iterator
+        if restore_iterator:
+            tf.train.Checkpoint(iterator=iterator).restore(latest).expect_partial()
+    elif checkpoint_iterator:
+        logging.info("%s cannot checkpoint its input iterator: a resumed job %s.", type(strategy).__name__,
+                     "rebuilds its seeded input at the restored step" if positional_input
+                     else "restarts the input pipeline (unseeded input)")
+    checkpoint = tf.train.Checkpoint(**objects)
+    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=keep_checkpoint_max,
+                                         checkpoint_name=CHECKPOINT_NAME)
 
     def compute_gradients(features):
         with tf.GradientTape() as tape:

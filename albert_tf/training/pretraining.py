@@ -105,10 +105,10 @@ class PretrainingTask(driver.Task):
     def prepare_training(self):
         return self.num_train_steps, self.num_warmup_steps
 
-    def train_dataset(self, input_context, batch_size):
+    def train_dataset(self, input_context, batch_size, start_batch=0):
         return pretraining_dataset(self.input_files, self.max_seq_length, self.max_predictions_per_seq, batch_size,
                                    is_training=True, input_context=input_context,
-                                   masked_lm_budget=self.masked_lm_budget, seed=self.seed)
+                                   masked_lm_budget=self.masked_lm_budget, seed=self.seed, start_batch=start_batch)
 
     def loss(self, model, features, training):
         return pretraining_loss_fn(model, features, training)

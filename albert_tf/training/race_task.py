@@ -216,7 +216,7 @@ def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None,
             max_seq_length, max_qa_length, train_file=train_file, eval_file=eval_file, predict_file=predict_file,
             eval_batch_size=eval_batch_size, predict_batch_size=predict_batch_size, train_step=train_step,
             warmup_step=warmup_step, dropout_prob=dropout_prob, delete_non_best=delete_non_best,
-            jit_compile=jit_compile, spm_model_file=spm_model_file)
+            jit_compile=jit_compile, spm_model_file=spm_model_file, seed=random_seed)
         with dist.scope():
             model = task.build_model(config, **driver.model_kwargs(recompute))
         results = driver.run(
@@ -242,7 +242,7 @@ class RaceTask(driver.Task):
     def __init__(self, data_dir, output_dir, tokenizer, strategy, read, max_seq_length, max_qa_length,
                  train_file=None, eval_file=None, predict_file=None, eval_batch_size=8, predict_batch_size=8,
                  train_step=12000, warmup_step=1000, dropout_prob=0.1, delete_non_best=True, jit_compile=False,
-                 spm_model_file=None):
+                 spm_model_file=None, seed=None):
         self.data_dir, self.output_dir, self.tokenizer, self.strategy = data_dir, output_dir, tokenizer, strategy
         self.read, self.max_seq_length, self.max_qa_length = read, max_seq_length, max_qa_length
         self.train_file = train_file or os.path.join(output_dir, "train.tf_record")
@@ -251,6 +251,7 @@ class RaceTask(driver.Task):
         self.eval_batch_size, self.predict_batch_size = eval_batch_size, predict_batch_size
         self.train_step, self.warmup_step, self.dropout_prob = train_step, warmup_step, dropout_prob
         self.delete_non_best, self.jit_compile, self.spm_model_file = delete_non_best, jit_compile, spm_model_file
+        self.seed = seed
         self.on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
         self.best_value = None
         self._logits_fn = None
@@ -268,9 +269,10 @@ class RaceTask(driver.Task):
                      self.train_step)
         return self.train_step, self.warmup_step
 
-    def train_dataset(self, input_context, batch_size):
+    def train_dataset(self, input_context, batch_size, start_batch=0):
         return race_data.race_dataset(self.train_file, self.max_seq_length, batch_size, is_training=True,
-                                      drop_remainder=True, input_context=input_context)
+                                      drop_remainder=True, input_context=input_context, seed=self.seed,
+                                      start_batch=start_batch)
 
     def loss(self, model, features, training):
         outputs = model(features, training=training)

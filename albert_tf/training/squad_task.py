@@ -213,7 +213,7 @@ class SquadTask(driver.Task):
                  num_train_epochs=3.0, warmup_proportion=0.1, predict_file=None, predict_feature_file=None,
                  predict_feature_left_file=None, predict_batch_size=8, n_best_size=20, max_answer_length=30,
                  start_n_top=5, end_n_top=5, dropout_prob=0.1, null_score_diff_threshold=None,
-                 spm_model_file=None):
+                 spm_model_file=None, seed=None):
         self.output_dir, self.tokenizer, self.strategy = output_dir, tokenizer, strategy
         self.v2, self.do_lower_case = version_2_with_negative, do_lower_case
         self.max_seq_length, self.doc_stride, self.max_query_length = max_seq_length, doc_stride, max_query_length
@@ -225,6 +225,7 @@ class SquadTask(driver.Task):
         self.n_best_size, self.max_answer_length = n_best_size, max_answer_length
         self.start_n_top, self.end_n_top, self.dropout_prob = start_n_top, end_n_top, dropout_prob
         self.null_score_diff_threshold, self.spm_model_file = null_score_diff_threshold, spm_model_file
+        self.seed = seed
         self.score = False
 
     def build_model(self, config, **model_kwargs):
@@ -256,9 +257,10 @@ class SquadTask(driver.Task):
         logging.info("  Num steps = %d (warm-up %d)", steps, warmup)
         return steps, warmup
 
-    def train_dataset(self, input_context, batch_size):
+    def train_dataset(self, input_context, batch_size, start_batch=0):
         return squad.squad_dataset(self.train_feature_file, self.max_seq_length, True, batch_size, True,
-                                   is_v2=self.v2, input_context=input_context)
+                                   is_v2=self.v2, input_context=input_context, seed=self.seed,
+                                   start_batch=start_batch)
 
     def loss(self, model, features, training):
         outputs = model(features, training=training)
@@ -409,7 +411,8 @@ def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_fi
                          predict_feature_left_file=predict_feature_left_file, predict_batch_size=predict_batch_size,
                          n_best_size=n_best_size, max_answer_length=max_answer_length, start_n_top=start_n_top,
                          end_n_top=end_n_top, dropout_prob=dropout_prob,
-                         null_score_diff_threshold=null_score_diff_threshold, spm_model_file=spm_model_file)
+                         null_score_diff_threshold=null_score_diff_threshold, spm_model_file=spm_model_file,
+                         seed=random_seed)
         with dist.scope():
             model = task.build_model(config, **driver.model_kwargs(recompute))
         init_path = init_checkpoint or albert_hub_module_handle
