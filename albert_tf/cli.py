@@ -199,3 +199,8 @@ def export():
 def quickstart():
     """Console script `albert-quickstart`."""
     _command("albert_tf.quickstart")
+
+
+def download():
+    """Console script `albert-download`."""
+    _command("albert_tf.checkpoints.hub")

@@ -30,7 +30,7 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.checkpoints import hf, keras_hub, saved_model
+from albert_tf.checkpoints import hf, hub, keras_hub, saved_model
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError
 
@@ -212,7 +212,8 @@ def resolve_source(path):
         `ResolvedSource`.
     """
     path = os.fspath(path)
-    local = os.path.expanduser(path)
+    # A name (`albert_base_v2`, `hf:...`, `kaggle:...`, `https://...`) is fetched into its cache first (`hub`).
+    local = hub.local_path(path)
     with contextlib.ExitStack() as stack:
         if os.path.isfile(local) and local.endswith(_ARCHIVE_SUFFIXES):
             tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="albert_tf_source_"))

@@ -1,0 +1,526 @@
+"""Weights by name (`albert_tf.checkpoints.hub`): release names, `hf:`, `kaggle:` and URLs, fetched from a loopback
+HTTP server that serves each source's layout, into caches under `tmp_path`; no test reaches any other host.
+
+The server (127.0.0.1 only) answers at most `MAX_REQUESTS` requests and stops by itself after `MAX_SECONDS`. It
+serves a release tarball written here from a tiny model, a Hugging Face repository as the Hub serves one through
+`HF_ENDPOINT` (`/<repo>/resolve/<revision>/<file>`, `X-Repo-Commit`, `ETag`, and a 302 to a second origin, the
+"CDN", for the LFS file), and a Kaggle model as Kaggle's API serves one (kagglehub pointed at the server through
+kagglesdk's endpoint table: a JSON RPC, then a redirect to the archive).
+"""
+
+import contextlib
+import dataclasses
+import hashlib
+import http.server
+import io
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import AlbertModel
+from albert_tf.checkpoints import convert, hub, names  # `convert` is the function (the package re-exports it)
+from albert_tf.config import AlbertConfig
+from albert_tf.errors import InputError
+import original_checkpoints as oc
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+MAX_REQUESTS = 300
+MAX_SECONDS = 120
+SPM_BYTES = b"sentencepiece model bytes of the download fixture"
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+CONFIG = dict(vocab_size=53, embedding_size=8, hidden_size=16, num_attention_heads=2, intermediate_size=24,
+              max_position_embeddings=32, type_vocab_size=2, hidden_act="gelu", hidden_dropout_prob=0.0,
+              attention_probs_dropout_prob=0.0, initializer_range=0.02, num_hidden_layers=2, num_hidden_groups=1,
+              inner_group_num=1)
+
+
+# --- the loopback server ----------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Reply:
+    """What the server answers: `cut` closes the connection after half the body; `throttle` sleeps per 16 KiB
+    chunk; `stall` sleeps before answering."""
+
+    status: int = 200
+    body: bytes = b""
+    headers: dict = dataclasses.field(default_factory=dict)
+    cut: bool = False
+    throttle: float = 0.0
+    stall: float = 0.0
+
+
+class Server:
+    """A threaded HTTP server on 127.0.0.1 that answers with `app(method, path, headers, body) -> Reply`, logs
+    every request (header names in lower case), refuses more than `MAX_REQUESTS` and shuts itself down after `MAX_SECONDS`."""
+
+    def __init__(self, app):
+        self.app, self.log, self._lock, self._connections = app, [], threading.Lock(), []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                del args
+
+            def setup(self):
+                super().setup()
+                with outer._lock:
+                    outer._connections.append(self.connection)
+
+            def _serve(self, method):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                with outer._lock:
+                    outer.log.append((method, self.path, {k.lower(): v for k, v in self.headers.items()}))
+                    over = len(outer.log) > MAX_REQUESTS
+                reply = Reply(503, b"too many requests") if over else outer.app(method, self.path, self.headers, body)
+                if reply.stall:
+                    time.sleep(reply.stall)
+                data, status, extra = reply.body, reply.status, dict(reply.headers)
+                match = re.fullmatch(r"bytes=(\d+)-", self.headers.get("Range", ""))
+                if match and status == 200 and method == "GET":
+                    start = int(match.group(1))
+                    extra["Content-Range"] = f"bytes {start}-{len(data) - 1}/{len(data)}"
+                    data, status = data[start:], 206
+                self.send_response(status)
+                for key, value in extra.items():
+                    self.send_header(key, value)
+                if "Content-Length" not in extra:
+                    self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if method == "HEAD":
+                    return
+                payload = data[:len(data) // 2] if reply.cut else data
+                for i in range(0, len(payload), 16384):
+                    self.wfile.write(payload[i:i + 16384])
+                    if reply.throttle:
+                        self.wfile.flush()
+                        time.sleep(reply.throttle)
+                if reply.cut:
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+
+            def do_GET(self):
+                self._serve("GET")
+
+            def do_HEAD(self):
+                self._serve("HEAD")
+
+            def do_POST(self):
+                self._serve("POST")
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self._timer = threading.Timer(MAX_SECONDS, self.stop)
+        self._thread.start()
+        self._timer.start()
+
+    def stop(self):
+        """Stops listening and closes the kept-alive connections too: afterwards nothing answers."""
+        self._timer.cancel()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        with self._lock:
+            for connection in self._connections:
+                with contextlib.suppress(OSError):
+                    connection.shutdown(2)
+
+    def requests(self, method=None, path=None):
+        with self._lock:
+            return [(m, p, h) for m, p, h in self.log if (method is None or m == method)
+                    and (path is None or p.endswith(path))]
+
+
+@contextlib.contextmanager
+def serving(app):
+    server = Server(app)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def files_app(files, **replies):
+    """An app serving `files` ({path: bytes}) on GET and HEAD; `replies` override a path's `Reply` fields."""
+    counts = {}
+
+    def app(method, path, headers, body):
+        del headers, body
+        if path not in files:
+            return Reply(404, b"Not Found")
+        counts[(method, path)] = counts.get((method, path), 0) + 1
+        override = dict(replies.get(path, {}))
+        if override.pop("cut_first", False) and method == "GET" and counts[(method, path)] == 1:
+            override["cut"] = True
+        return Reply(200, files[path], {"Accept-Ranges": "bytes"}, **override)
+
+    return app
+
+
+# --- fixtures ---------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def model_files(tmp_path_factory):
+    """A tiny model as a release tarball, a Hugging Face directory and a keras-hub preset archive."""
+    root = tmp_path_factory.mktemp("sources")
+    tf.keras.utils.set_random_seed(3)
+    model = AlbertModel(AlbertConfig.from_dict(CONFIG))
+    model(_inputs(), training=False)
+    release = root / "albert_tiny"
+    oc.save_original_checkpoint(model, str(release / "model.ckpt-best"), slots=())
+    os.remove(release / "checkpoint")   # Google's tarballs ship no `checkpoint` state file.
+    (release / "albert_config.json").write_text(json.dumps(CONFIG))
+    (release / "30k-clean.model").write_bytes(SPM_BYTES)
+    tarball = io.BytesIO()
+    with tarfile.open(fileobj=tarball, mode="w:gz") as tar:
+        tar.add(str(release), arcname="albert_tiny")
+    convert(str(release), str(root / "hf"), output_format="hf", model="encoder")
+    convert(str(release), str(root / "kh"), output_format="keras_hub", model="encoder")
+    preset = io.BytesIO()
+    with tarfile.open(fileobj=preset, mode="w:gz") as tar:
+        for entry in sorted(os.listdir(root / "kh")):
+            tar.add(str(root / "kh" / entry), arcname=entry)
+    hf_files = {name: (root / "hf" / name).read_bytes() for name in os.listdir(root / "hf")
+                if os.path.isfile(root / "hf" / name)}
+    return dict(model=model, outputs=_outputs(model), tarball=tarball.getvalue(), hf=hf_files,
+                preset=preset.getvalue(), release_dir=str(release))
+
+
+def _inputs():
+    ids = np.array([[2, 7, 9, 11, 3, 0], [2, 5, 3, 8, 3, 0]], np.int32)
+    mask = np.array([[1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 1, 1]], np.int32)
+    return {"input_ids": tf.constant(ids), "input_mask": tf.constant(mask), "segment_ids": tf.zeros_like(ids)}
+
+
+def _outputs(model):
+    return model(_inputs(), training=False)["sequence_output"].numpy()
+
+
+def assert_same_model(loaded, model_files):
+    np.testing.assert_allclose(_outputs(loaded), model_files["outputs"], atol=1e-5)
+
+
+@pytest.fixture
+def caches(tmp_path, monkeypatch):
+    """Every cache under `tmp_path`, no offline switch, no credentials from the environment."""
+    for var in ("ALBERT_TF_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN",
+                "KAGGLE_API_TOKEN", "KAGGLE_USERNAME", "KAGGLE_KEY", "ALBERT_TF_RELEASES_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("ALBERT_TF_CACHE", str(tmp_path / "albert_tf_cache"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf_home"))
+    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
+    monkeypatch.setenv("KAGGLEHUB_CACHE", str(tmp_path / "kagglehub"))
+    monkeypatch.setenv("KAGGLE_CONFIG_DIR", str(tmp_path / "kaggle_config"))
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    import huggingface_hub.constants  # pylint: disable=import-outside-toplevel
+
+    # The client read HF_HOME when it was imported: point its cache and token file at tmp_path as well.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "hf_home" / "hub"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_TOKEN_PATH", str(tmp_path / "hf_home" / "token"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", False)
+    return tmp_path
+
+
+def _release(monkeypatch, server, sha256=None, size=None, name="albert_base_v2"):
+    monkeypatch.setenv("ALBERT_TF_RELEASES_URL", server.url + "/albert_models")
+    monkeypatch.setitem(names.RELEASES, name, dataclasses.replace(names.RELEASES[name], sha256=sha256, size=size))
+    return f"/albert_models/{name}.tar.gz"
+
+
+# --- release names and URLs -------------------------------------------------------------------------------------
+
+def test_release_name_downloads_checks_caches_and_loads_offline(model_files, caches, monkeypatch, capsys):
+    tarball = model_files["tarball"]
+    sha = hashlib.sha256(tarball).hexdigest()
+    with serving(files_app({"/albert_models/albert_base_v2.tar.gz": tarball})) as server:
+        path = _release(monkeypatch, server, sha256=sha, size=len(tarball))
+        monkeypatch.setattr(hub, "PROGRESS_MIN_BYTES", 0)
+        assert_same_model(AlbertModel.from_pretrained("albert_base_v2"), model_files)
+        bar = capsys.readouterr().err
+        assert "albert_base_v2" in bar and "B/s" in bar and "100%" in bar, bar   # Size, speed, ETA.
+        assert len(server.requests("GET", path)) == 1
+    entry = caches / "albert_tf_cache" / "downloads" / "albert_base_v2"
+    marker = json.loads((entry / "complete.json").read_text())
+    assert marker["sha256"] == sha and marker["path"] == os.path.join("extracted", "albert_tiny")
+    assert sorted(os.listdir(entry)) == ["complete.json", "extracted"]   # The archive is gone once extracted.
+    # The server is stopped: the second load reads the cache.
+    assert_same_model(AlbertModel.from_pretrained("albert_base_v2"), model_files)
+    monkeypatch.setenv("ALBERT_TF_OFFLINE", "1")
+    assert hub.fetch("albert_base_v2") == str(entry / "extracted" / "albert_tiny")
+    # `albert-convert --input=<name>` reads the same cache, in a fresh process, offline.
+    out = caches / "converted"
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from albert_tf import cli; sys.argv = ['albert-convert'] + sys.argv[1:]; "
+         "cli.convert()", "--input=albert_base_v2", f"--output_dir={out}", "--format=hf"],
+        capture_output=True, text=True, timeout=240, cwd=caches, env=_env())
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(out / "config.json") as f:
+        assert json.load(f)["hidden_size"] == CONFIG["hidden_size"]
+
+
+def test_a_cut_download_resumes_with_range(model_files, caches, monkeypatch):
+    tarball = model_files["tarball"] * 1   # The same bytes; the server cuts its first answer after half.
+    path = "/albert_models/albert_large_v2.tar.gz"
+    with serving(files_app({path: tarball}, **{path: {"cut_first": True}})) as server:
+        _release(monkeypatch, server, sha256=hashlib.sha256(tarball).hexdigest(), name="albert_large_v2")
+        directory = hub.fetch("albert_large_v2")
+        gets = server.requests("GET", path)
+        assert [h.get("range") for _, _, h in gets] == [None, f"bytes={len(tarball) // 2}-"]
+    assert sorted(os.listdir(directory)) == ["30k-clean.model", "albert_config.json", "model.ckpt-best.data-00000-of-00001",
+                                             "model.ckpt-best.index"]
+    # Without retries, a cut leaves the part file and says so; the next call resumes it.
+    monkeypatch.setattr(hub, "RETRIES", 0)
+    path = "/albert_models/albert_xlarge_v2.tar.gz"
+    with serving(files_app({path: tarball}, **{path: {"cut_first": True}})) as server:
+        _release(monkeypatch, server, sha256=hashlib.sha256(tarball).hexdigest(), name="albert_xlarge_v2")
+        with pytest.raises(InputError, match=r"albert_xlarge_v2.*connection cut.*stay in .*\.part.*resumes"):
+            hub.fetch("albert_xlarge_v2")
+        assert_same_model(AlbertModel.from_pretrained("albert_xlarge_v2"), model_files)
+        assert [h.get("range") for _, _, h in server.requests("GET", path)] == [None, f"bytes={len(tarball) // 2}-"]
+
+
+def test_checksum_mismatch_and_a_corrupted_archive_are_removed(model_files, caches, monkeypatch):
+    tarball = model_files["tarball"]
+    bad = b"\x1f\x8b" + bytes(range(256)) * 8   # gzip magic, then garbage: a damaged archive.
+    files = {"/albert_models/albert_base_v1.tar.gz": tarball, "/damaged.tar.gz": bad}
+    with serving(files_app(files)) as server:
+        _release(monkeypatch, server, sha256="0" * 64, name="albert_base_v1")
+        with pytest.raises(InputError) as info:
+            hub.fetch("albert_base_v1")
+        message = str(info.value)
+        entry = caches / "albert_tf_cache" / "downloads" / "albert_base_v1"
+        assert "Checksum mismatch" in message and hashlib.sha256(tarball).hexdigest() in message and "0" * 64 in message
+        assert str(entry / "albert_base_v1.tar.gz.part") in message and "removed" in message
+        assert os.listdir(entry) == []
+        with pytest.raises(InputError, match=r"Cannot extract the download of `.*damaged.tar.gz`.*removed"):
+            hub.fetch(server.url + "/damaged.tar.gz")
+        # A URL with its checksum pinned in the fragment.
+        good = f"{server.url}/albert_models/albert_base_v1.tar.gz#sha256={hashlib.sha256(tarball).hexdigest()}"
+        assert_same_model(AlbertModel.from_pretrained(good), model_files)
+        with pytest.raises(InputError, match="Checksum mismatch"):
+            hub.fetch(f"{server.url}/albert_models/albert_base_v1.tar.gz#sha256={'1' * 64}")
+    leftovers = [p for p in (caches / "albert_tf_cache" / "downloads").rglob("*") if p.name.endswith(".part")]
+    assert leftovers == []
+
+
+def test_offline_404_no_network_timeout_and_unknown_names(model_files, caches, monkeypatch):
+    del model_files
+    monkeypatch.setenv("ALBERT_TF_OFFLINE", "1")
+    with pytest.raises(InputError, match=r"`albert_xxlarge_v2` is not in the cache .*ALBERT_TF_OFFLINE=1 forbids "
+                                         r"downloading https://storage.googleapis.com/albert_models/albert_xxlarge_v2"):
+        AlbertModel.from_pretrained("albert_xxlarge_v2")
+    monkeypatch.delenv("ALBERT_TF_OFFLINE")
+    with pytest.raises(InputError, match=r"Unknown model name|neither a local path nor a known model name.*"
+                                         r"albert_base_v2.*hf:"):
+        AlbertModel.from_pretrained("albert_huge_v9")
+    for bad in ("hf:just-a-name", "hf:org/repo@", "kaggle:keras/albert/keras", "kaggle:a/b/c/d/latest",
+                "https://example.invalid/x.tar.gz#md5=abc"):
+        with pytest.raises(InputError, match=re.escape(bad.split("#")[0])):
+            hub.fetch(bad)
+
+    def app(method, path, headers, body):
+        del method, headers, body
+        return Reply(stall=3.0, body=b"late") if path == "/slow.tar.gz" else Reply(404, b"Not Found")
+
+    with serving(app) as server:
+        url = server.url + "/missing/albert_base_v2.tar.gz"
+        with pytest.raises(InputError, match=rf"Cannot download `{re.escape(url)}`: {re.escape(url)} answered 404"):
+            hub.fetch(url)
+        monkeypatch.setattr(hub, "TIMEOUT", (2.0, 0.5))
+        with pytest.raises(InputError, match=r"slow.tar.gz.*timed out"):
+            hub.fetch(server.url + "/slow.tar.gz")
+        _release(monkeypatch, server, name="albert_large_v1")
+    with pytest.raises(InputError, match=rf"`albert_large_v1` from {re.escape(server.url)}/albert_models/"
+                                         r"albert_large_v1.tar.gz: cannot connect"):
+        hub.fetch("albert_large_v1")   # The server is stopped: no network.
+
+
+def _env(**extra):
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra)
+    return env
+
+
+def test_two_processes_fetching_one_name_end_with_one_copy(model_files, caches, monkeypatch):
+    tarball = model_files["tarball"]
+    path = "/albert_models/albert_base_zh.tar.gz"
+    # The answer waits 4 s, so the second process asks while the first one holds the lock.
+    with serving(files_app({path: tarball}, **{path: {"stall": 4.0}})) as server:
+        env = _env(ALBERT_TF_RELEASES_URL=server.url + "/albert_models")
+        code = "import sys; from albert_tf import cli; sys.argv = ['albert-download'] + sys.argv[1:]; cli.download()"
+        procs = [subprocess.Popen([sys.executable, "-c", code, name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, env=env, cwd=caches)
+                 for name in ("albert_base_zh", "albert_base_zh", "albert_nonexistent_v7")]
+        results = [(p.wait(timeout=240), p.stdout.read(), p.stderr.read()) for p in procs]
+        gets = server.requests("GET", path)
+    (rc1, out1, err1), (rc2, out2, err2), (rc3, out3, err3) = results
+    assert rc1 == 0 and rc2 == 0, (err1[-2000:], err2[-2000:])
+    entry = caches / "albert_tf_cache" / "downloads" / "albert_base_zh"
+    assert out1.strip() == out2.strip() == str(entry / "extracted" / "albert_tiny")
+    assert len(gets) == 1   # The second process waited on the lock and found the first one's copy.
+    assert sorted(os.listdir(entry)) == ["complete.json", "extracted"]
+    assert not list((caches / "albert_tf_cache" / "downloads").glob("*/extracting-*"))
+    assert rc3 == 2 and out3 == "", err3
+    lines = [line for line in err3.splitlines() if line.strip()]
+    assert lines[-1].startswith("albert-download: error: Unknown model name `albert_nonexistent_v7`"), err3[-2000:]
+
+
+# --- Hugging Face -----------------------------------------------------------------------------------------------
+
+def hf_app(hf_files, cdn_url, sharded=None, cut_first=False):
+    """The Hub's `resolve` endpoint for repository `albert-test/tiny` (and `albert-test/sharded`): small files with
+    `ETag` and `X-Repo-Commit`, safetensors as LFS files redirected to `cdn_url` (another origin)."""
+    repos = {"albert-test/tiny": dict(hf_files, **{"pytorch_model.bin": b"a pickle that must not be fetched"})}
+    if sharded:
+        repos["albert-test/sharded"] = sharded
+    blobs = {hashlib.sha256(data).hexdigest(): data for files in repos.values() for data in files.values()}
+    cuts = {"done": not cut_first}
+
+    def app(method, path, headers, body):
+        del headers, body
+        if path.startswith("/cdn/"):
+            data = blobs.get(path[len("/cdn/"):])
+            if data is None:
+                return Reply(404)
+            cut = method == "GET" and not cuts["done"]
+            cuts["done"] = cuts["done"] or cut
+            return Reply(200, data, {"Accept-Ranges": "bytes", "ETag": f'"{path[5:]}"'}, cut=cut)
+        match = re.fullmatch(r"/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path)
+        if not match or match.group(1) not in repos:
+            return Reply(404, b"Repository not found", {"X-Error-Code": "RepoNotFound"})
+        repo, revision, filename = match.groups()
+        if revision not in ("main", COMMIT):
+            return Reply(404, b"Revision not found", {"X-Error-Code": "RevisionNotFound"})
+        data = repos[repo].get(filename)
+        if data is None:
+            return Reply(404, b"Entry not found", {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": COMMIT})
+        sha = hashlib.sha256(data).hexdigest()
+        common = {"X-Repo-Commit": COMMIT, "Accept-Ranges": "bytes"}
+        if filename.endswith(".safetensors"):
+            return Reply(302, b"", dict(common, **{"Location": f"{cdn_url}/cdn/{sha}", "X-Linked-Etag": f'"{sha}"',
+                                                  "X-Linked-Size": str(len(data)), "ETag": '"lfs-pointer"'}))
+        return Reply(200, data, dict(common, ETag=f'"{hashlib.sha1(data).hexdigest()}"'))
+
+    return app
+
+
+def _shards(hf_files):
+    import safetensors.numpy  # pylint: disable=import-outside-toplevel
+
+    tensors = safetensors.numpy.load(hf_files["model.safetensors"])
+    keys = sorted(tensors)
+    halves = {"model-00001-of-00002.safetensors": keys[::2], "model-00002-of-00002.safetensors": keys[1::2]}
+    files = {k: v for k, v in hf_files.items() if k != "model.safetensors"}
+    for name, part in halves.items():
+        files[name] = safetensors.numpy.save({k: tensors[k] for k in part}, metadata={"format": "pt"})
+    files["model.safetensors.index.json"] = json.dumps(
+        {"metadata": {}, "weight_map": {k: n for n, part in halves.items() for k in part}}).encode()
+    return files
+
+
+def test_hf_repository_through_hf_endpoint(model_files, caches, monkeypatch):
+    hf_files = model_files["hf"]
+    assert {"config.json", "model.safetensors", "spiece.model"} <= set(hf_files), sorted(hf_files)
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_test_token")
+    import huggingface_hub.constants  # pylint: disable=import-outside-toplevel
+
+    # The client keeps what it read of a cut transfer in 10 MB chunks; the fixture is a few kB.
+    monkeypatch.setattr(huggingface_hub.constants, "DOWNLOAD_CHUNK_SIZE", 1024)
+    cdn_app = {}   # Both servers answer with one app, made once the CDN's address is known.
+    with serving(lambda *a: cdn_app["app"](*a)) as cdn, serving(lambda *a: cdn_app["app"](*a)) as hubsrv:
+        cdn_app["app"] = hf_app(hf_files, cdn.url, sharded=_shards(hf_files), cut_first=True)
+        monkeypatch.setenv("HF_ENDPOINT", hubsrv.url)
+        assert_same_model(AlbertModel.from_pretrained("hf:albert-test/tiny"), model_files)
+        assert_same_model(AlbertModel.from_pretrained("hf:albert-test/sharded"), model_files)
+        paths = [p for _, p, _ in hubsrv.log + cdn.log]
+        assert not [p for p in paths if "pytorch_model" in p], paths
+        cdn_gets = [h.get("range") for m, p, h in cdn.log if m == "GET"]
+        # Resumed from the last whole chunk the client kept before the cut.
+        resumed = re.fullmatch(r"bytes=(\d+)-", cdn_gets[1] or "")
+        assert cdn_gets[0] is None and resumed and 0 < int(resumed.group(1)) <= len(hf_files["model.safetensors"]) // 2
+
+        # The token from HF_TOKEN goes to the Hub (not to the CDN) and into no message.
+        assert all(h.get("authorization") == "Bearer hf_secret_test_token" for _, _, h in hubsrv.log)
+        assert not [h for _, _, h in cdn.log if "hf_secret_test_token" in str(h)]
+        with pytest.raises(InputError, match=rf"`hf:albert-test/nope`: repository not found at "
+                                             rf"{re.escape(hubsrv.url)}/albert-test/nope/resolve/main/config.json") as e:
+            hub.fetch("hf:albert-test/nope")
+        assert "hf_secret_test_token" not in str(e.value)
+        with pytest.raises(InputError, match=r"revision `v9` not found"):
+            hub.fetch("hf:albert-test/tiny@v9")
+        before = len(hubsrv.log)
+        # A pinned commit that is cached needs no request at all.
+        snapshot = hub.fetch(f"hf:albert-test/tiny@{COMMIT}")
+        assert len(hubsrv.log) == before and snapshot.endswith(COMMIT)
+    # Servers stopped: the cache answers (huggingface_hub's fallback), and offline mode reads only the cache.
+    assert_same_model(AlbertModel.from_pretrained("hf:albert-test/tiny"), model_files)
+    monkeypatch.setenv("ALBERT_TF_OFFLINE", "1")
+    assert_same_model(AlbertModel.from_pretrained("hf:albert-test/sharded"), model_files)
+    with pytest.raises(InputError, match=r"`hf:albert-test/other` is not in the Hugging Face cache .*missing "
+                                         r"`config.json`.*offline mode"):
+        hub.fetch("hf:albert-test/other")
+
+
+# --- Kaggle -----------------------------------------------------------------------------------------------------
+
+def kaggle_app(preset, version=2):
+    """Kaggle's API for model `keras/albert/keras/tiny_test`: `GetModelInstance` (the current version),
+    `ListModelInstanceVersionFiles` (a next page, so kagglehub takes the archive), `DownloadModelInstanceVersion`
+    (a redirect to the archive in storage)."""
+    rpc = "/api/v1/models.ModelApiService/"
+
+    def app(method, path, headers, body):
+        del headers
+        request = json.loads(body or b"{}") if method == "POST" else {}
+        if path.startswith(rpc) and (request.get("modelSlug") != "albert" or request.get("instanceSlug") != "tiny_test"):
+            return Reply(404, json.dumps({"code": 404, "message": "Not found"}).encode(),
+                         {"Content-Type": "application/json"})
+        if path == rpc + "GetModelInstance":
+            return Reply(200, json.dumps({"versionNumber": version, "slug": "tiny_test"}).encode(),
+                         {"Content-Type": "application/json"})
+        if path == rpc + "ListModelInstanceVersionFiles":
+            return Reply(200, json.dumps({"files": [{"name": "config.json"}], "nextPageToken": "more"}).encode(),
+                         {"Content-Type": "application/json"})
+        if path == rpc + "DownloadModelInstanceVersion":
+            return Reply(302, b"", {"Location": f"/storage/tiny_test-{version}.tar.gz"})
+        if path == f"/storage/tiny_test-{version}.tar.gz":
+            return Reply(200, preset, {"Content-Type": "application/octet-stream", "Accept-Ranges": "bytes"})
+        return Reply(404, b"Not Found")
+
+    return app
+
+
+def test_kaggle_model_through_kagglehub(model_files, caches, monkeypatch):
+    kaggle_env = pytest.importorskip("kagglesdk.kaggle_env")
+    monkeypatch.setenv("KAGGLE_API_ENVIRONMENT", "LOCALHOST")
+    with serving(kaggle_app(model_files["preset"])) as server:
+        monkeypatch.setitem(kaggle_env._env_to_endpoint, kaggle_env.KaggleEnv.LOCAL, server.url)  # pylint: disable=protected-access
+        assert_same_model(AlbertModel.from_pretrained("kaggle:keras/albert/keras/tiny_test"), model_files)
+        assert len(server.requests("GET", "/storage/tiny_test-2.tar.gz")) == 1
+        with pytest.raises(InputError, match=r"Cannot fetch `kaggle:keras/albert/keras/missing`: "
+                                             r"https://www.kaggle.com/models/keras/albert/keras/missing not found"):
+            hub.fetch("kaggle:keras/albert/keras/missing")
+    expected = caches / "kagglehub" / "models" / "keras" / "albert" / "keras" / "tiny_test" / "2"
+    # Server stopped: a pinned version is read from kagglehub's cache; offline, so is the newest cached one.
+    assert hub.fetch("kaggle:keras/albert/keras/tiny_test/2") == str(expected)
+    monkeypatch.setenv("ALBERT_TF_OFFLINE", "1")
+    assert_same_model(AlbertModel.from_pretrained("kaggle:keras/albert/keras/tiny_test"), model_files)
+    with pytest.raises(InputError, match=r"`kaggle:keras/albert/keras/tiny_test/3` is not in the kagglehub cache"):
+        hub.fetch("kaggle:keras/albert/keras/tiny_test/3")
+    shutil.rmtree(expected)
