@@ -8,10 +8,11 @@ number of steps), batched with `drop_remainder=True`. Shapes are static.
 """
 
 import tensorflow as tf
+from google.protobuf.message import DecodeError
 
 from albert_tf.data import features as features_lib
 from albert_tf.data import positional
-from albert_tf.errors import InputError
+from albert_tf.errors import InputError, tf_error_text
 
 # The features `run_pretraining.py` reads (`token_boundary` is written but only read for online masking).
 _READ = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
@@ -51,11 +52,33 @@ def name_to_features(max_seq_length, max_predictions_per_seq):
     return {name: spec[name] for name in _READ}
 
 
+def _first_record(path):
+    """The first record of TFRecord file `path` (None when it is empty), or an `InputError` naming the file."""
+    try:
+        for record in tf.data.TFRecordDataset(path, buffer_size=1 << 16).take(1):
+            return record.numpy()
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as e:
+        raise InputError(f"{path}: not a TFRecord file of the pretraining data (its first record cannot be read: "
+                         f"{tf_error_text(e)}); expected the output of create_pretraining_data.py.") from None
+    return None
+
+
 def check_record_lengths(input_files, max_seq_length, max_predictions_per_seq):
-    """Parses the first record of the first file and raises a `ValueError` that names the file, the feature and
-    both lengths when the data were written with another `max_seq_length` / `max_predictions_per_seq`."""
-    for record in tf.data.TFRecordDataset(input_files[:1]).take(1):
-        example = tf.train.Example.FromString(record.numpy())
+    """Reads the first record of every file and parses the first file's, before any training.
+
+    Raises an `InputError` that names the file when one is not a TFRecord file (random bytes, a text
+    file), and one that names the file, the feature and both lengths when the data were written with another
+    `max_seq_length` / `max_predictions_per_seq`. Reads one record per file.
+    """
+    records = [_first_record(path) for path in input_files]
+    for record in records[:1]:
+        if record is None:
+            continue
+        try:
+            example = tf.train.Example.FromString(record)
+        except DecodeError:
+            raise InputError(f"{input_files[0]}: the first record is not a tf.train.Example; expected the output "
+                             "of create_pretraining_data.py.") from None
         expected = {name: spec.shape[0] for name, spec in
                     name_to_features(max_seq_length, max_predictions_per_seq).items()}
         for name, length in expected.items():

@@ -194,11 +194,12 @@ def write_predictions(output_dir, task_name, label_list, examples, probabilities
 
 
 def _validate_args(task_name, do_train, do_eval, do_predict, export_dir, albert_config_file,
-                   albert_hub_module_handle, output_dir):
+                   albert_hub_module_handle, init_checkpoint, output_dir):
     if not (do_train or do_eval or do_predict or export_dir):
         raise InputError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
-    if not albert_config_file and not albert_hub_module_handle:
-        raise InputError("At least one of `albert_config_file` and `albert_hub_module_handle` must be set.")
+    if not (albert_config_file or albert_hub_module_handle or init_checkpoint):
+        raise InputError("At least one of `albert_config_file`, `albert_hub_module_handle` and `init_checkpoint` "
+                         "(a source with its config) must be set.")
     if not output_dir:
         raise InputError(f"`output_dir` must be set. Received: {output_dir!r}.")
     if task_name == "ax" and (do_train or do_eval):
@@ -247,6 +248,9 @@ class GlueTask(driver.Task):
     def init_weights(self, model, path):
         logging.info("Initialising from %s", path)
         return init_classifier(model, path)
+
+    def feature_files(self):
+        return [glue.cache_file(self.cached_dir, self.name, split) for split in ("train", "eval", "predict")]
 
     def prepare_training(self):
         examples = self.processor.get_train_examples(self.data_dir)
@@ -339,8 +343,10 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
         task_name: str, `cola mnli mismnli mrpc rte sst-2 sts-b qqp qnli wnli` or `ax` (case-insensitive).
         data_dir: str, GLUE root holding `MNLI/`, `CoLA/`, ... (`diagnostic/` for ax).
         output_dir: str, checkpoints and result files.
-        albert_config_file: str, `albert_config.json`; optional with `albert_hub_module_handle`.
-        spm_model_file: str, SentencePiece model; None or "from_tf_hub" takes the hub module's asset.
+        albert_config_file: str, `albert_config.json`; optional with `albert_hub_module_handle`, or with an
+            `init_checkpoint` source that has one (a release, a keras-hub or Hugging Face directory).
+        spm_model_file: str, SentencePiece model; None or "from_tf_hub" takes the hub module's (or the
+            `init_checkpoint` source's) asset.
         vocab_file: str, WordPiece vocab (used only without an spm model).
         cached_dir: str, where `<task>_{train,eval,predict}.tf_record` are cached (default `output_dir`).
         init_checkpoint: str, any checkpoint `albert_tf.checkpoints.init_from_checkpoint` reads (Google TF1,
@@ -373,7 +379,7 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
         raise InputError(f"Task not found: `task_name` must be one of {sorted(glue.PROCESSORS)}. "
                          f"Received: {task_name!r}.")
     _validate_args(task_name, do_train, do_eval, do_predict, export_dir, albert_config_file,
-                   albert_hub_module_handle, output_dir)
+                   albert_hub_module_handle, init_checkpoint, output_dir)
     if optimizer not in ("adamw", "lamb"):
         raise InputError(f"`optimizer` must be 'adamw' or 'lamb'. Received: {optimizer!r}.")
     logging.info("***** %s: learning_rate = %g, train_batch_size = %d, train_step = %d, warmup_step = %d, "
@@ -382,12 +388,15 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
                  max_seq_length, optimizer, do_lower_case)
 
     with contextlib.ExitStack() as stack:
+        # The config and SentencePiece model not given come from the weights' source (a release, a hub
+        # module, a keras-hub or HF directory), as `from_pretrained` takes them.
         config, spm_model_file, _ = driver.resolve_sources(stack, albert_config_file, spm_model_file,
-                                                           asset_source=albert_hub_module_handle)
+                                                           asset_source=albert_hub_module_handle or init_checkpoint)
         driver.check_max_seq_length(max_seq_length, config)
         if not spm_model_file and not vocab_file:
             raise InputError("Set `spm_model_file` (or a hub module with one) or `vocab_file`.")
-        driver.check_checkpoints(output_dir, do_eval, do_predict or bool(export_dir))
+        driver.check_checkpoints(output_dir, do_eval, do_predict or bool(export_dir),
+                                 init_path=init_checkpoint or albert_hub_module_handle)
         tokenizer = FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
                                   spm_model_file=spm_model_file or None)
         tf.io.gfile.makedirs(output_dir)
@@ -404,6 +413,7 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
         task.num_train_steps, task.num_warmup_steps = train_step, warmup_step
         with dist.scope():
             model = task.build_model(config, **driver.model_kwargs(recompute))
+        stack.enter_context(driver.removed_on_failure(task.feature_files()))
         stages = driver.run(task, model, dist, output_dir, init_checkpoint or albert_hub_module_handle,
                             do_train=do_train, do_eval=do_eval, do_predict=do_predict, export_dir=export_dir,
                             train_options=dict(learning_rate=learning_rate, train_batch_size=train_batch_size,

@@ -23,14 +23,16 @@ size differs from the config's `vocab_size`, a damaged checkpoint) are found by 
 """
 
 import abc
+import contextlib
 import os
 
-import sentencepiece as spm
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import tokenization
 from albert_tf.checkpoints import init_from_checkpoint, resolve_source
 from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
+from albert_tf.checkpoints.sources import FOREIGN_KINDS
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError
 from albert_tf.fileio import write_text_atomic
@@ -91,6 +93,10 @@ class Task(abc.ABC):
     def prepare_evaluation(self):
         """Writes (or reuses) the evaluation features, before the first checkpoint is scored."""
 
+    def feature_files(self):
+        """Paths of the feature caches the task writes (`removed_on_failure` removes those a failed run made)."""
+        return []
+
     def predict(self, model, checkpoint, step):
         """Writes the task's predictions files for `model` (restored from `checkpoint`, `step` or None).
 
@@ -107,6 +113,25 @@ class Task(abc.ABC):
 
 
 # --- sources, runtime and checks -------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def removed_on_failure(paths):
+    """Removes the files of `paths` that did not exist on entry when the block raises (or is interrupted).
+
+    A run that fails after writing a feature cache leaves nothing new behind, so the next run never mistakes
+    a cache made for a failed run (other flags, other data) for its own; a run that succeeds keeps them.
+    """
+    paths = [path for path in paths if path]
+    existed = {path for path in paths if tf.io.gfile.exists(path)}
+    try:
+        yield
+    except BaseException:
+        for path in paths:
+            if path not in existed and tf.io.gfile.exists(path):
+                logging.info("Removing %s, written by this failed run.", path)
+                tf.io.gfile.remove(path)
+        raise
 
 
 def resolve_sources(stack, albert_config_file, spm_model_file, asset_source=None, spm_missing_message=None):
@@ -153,17 +178,8 @@ def resolve_sources(stack, albert_config_file, spm_model_file, asset_source=None
 
 
 def check_vocab_size(spm_model_file, config, albert_config_file):
-    """Raises `ValueError` naming both files unless the SentencePiece model has `config.vocab_size` pieces."""
-    processor = spm.SentencePieceProcessor()
-    try:
-        with tf.io.gfile.GFile(spm_model_file, "rb") as f:
-            processor.LoadFromSerializedProto(f.read())
-    except (RuntimeError, OSError) as e:
-        raise InputError(f"`spm_model_file` {spm_model_file!r} is not a SentencePiece model: {e}") from None
-    pieces = processor.GetPieceSize()
-    if pieces != config.vocab_size:
-        raise InputError(f"The SentencePiece model {spm_model_file} has {pieces} pieces but `vocab_size` of "
-                         f"{albert_config_file} is {config.vocab_size}: they must be the files of one model.")
+    """Raises `InputError` naming both files unless the SentencePiece model has `config.vocab_size` pieces."""
+    tokenization.check_spm_vocab_size(spm_model_file, config.vocab_size, spm_model_file, albert_config_file)
 
 
 def check_max_seq_length(max_seq_length, config):
@@ -194,12 +210,18 @@ def model_kwargs(recompute=False):
     return {"recompute": True} if recompute else {}
 
 
-def check_checkpoints(output_dir, do_eval, do_inference):
-    """Checks, before any work, that the checkpoints of `output_dir` a run will read are complete files.
+def check_checkpoints(output_dir, do_eval, do_inference, init_path=None):
+    """Checks, before any work, that the checkpoints a run will read are complete files.
 
-    `do_eval` reads every `model.ckpt-<step>`; `do_inference` (predict / export) reads `model.ckpt-best`,
-    else the latest one.
+    `do_eval` reads every `model.ckpt-<step>` of `output_dir`; `do_inference` (predict / export) reads
+    `model.ckpt-best`, else the latest one; `init_path` (the initial weights) is read when `output_dir` has no
+    checkpoint yet. A TF checkpoint is checked for truncated files (`check_readable`); other sources are only
+    resolved here (an archive is checked when it is extracted).
     """
+    if init_path and not loop.list_checkpoints(output_dir) and not os.path.isfile(os.path.expanduser(init_path)):
+        with resolve_source(init_path) as source:
+            if source.kind not in FOREIGN_KINDS:
+                check_readable(source.checkpoint_prefix)
     prefixes = []
     if do_eval:
         prefixes.extend(prefix for _, prefix in loop.list_checkpoints(output_dir))

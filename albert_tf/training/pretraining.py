@@ -155,8 +155,8 @@ def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=
     if max_seq_length > config.max_position_embeddings:
         raise InputError(f"`max_seq_length={max_seq_length}` exceeds `max_position_embeddings="
                          f"{config.max_position_embeddings}` of {albert_config_file}.")
-    if do_eval:
-        driver.check_checkpoints(output_dir, do_eval=True, do_inference=False)
+    driver.check_checkpoints(output_dir, do_eval=do_eval, do_inference=False,
+                             init_path=init_checkpoint if do_train else None)
     input_files = expand_input_files(input_file)
     logging.info("*** Input Files ***")
     for path in input_files:

@@ -205,7 +205,8 @@ def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None,
         if max_seq_length > config.max_position_embeddings:
             raise InputError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
                              f"trained up to sequence length {config.max_position_embeddings}.")
-        driver.check_checkpoints(output_dir, do_eval, do_predict or bool(export_dir))
+        driver.check_checkpoints(output_dir, do_eval, do_predict or bool(export_dir),
+                                 init_path=init_checkpoint or albert_hub_module_handle)
         tf.io.gfile.makedirs(output_dir)
         tokenizer = FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case, spm_model_file=spm_model_file)
         dist = driver.prepare_runtime(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
@@ -219,6 +220,7 @@ def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None,
             jit_compile=jit_compile, spm_model_file=spm_model_file, seed=random_seed)
         with dist.scope():
             model = task.build_model(config, **driver.model_kwargs(recompute))
+        stack.enter_context(driver.removed_on_failure(task.feature_files()))
         results = driver.run(
             task, model, dist, output_dir, init_checkpoint or albert_hub_module_handle, do_train=do_train,
             do_eval=do_eval, do_predict=do_predict, export_dir=export_dir,
@@ -260,6 +262,9 @@ class RaceTask(driver.Task):
         model = AlbertRace(config, dropout_prob=self.dropout_prob, **model_kwargs)
         self._logits_fn = make_logits_fn(model, self.strategy, self.jit_compile)
         return model
+
+    def feature_files(self):
+        return [self.train_file, self.eval_file, self.predict_file]
 
     def prepare_training(self):
         examples = race_data.read_race_examples(self.data_dir, "train", **self.read)

@@ -234,6 +234,9 @@ class SquadTask(driver.Task):
                                  dropout_prob=self.dropout_prob, **model_kwargs)
         return AlbertSquadV1(config, **model_kwargs)
 
+    def feature_files(self):
+        return [self.train_feature_file, self.predict_feature_file, self.predict_feature_left_file]
+
     def prepare_training(self):
         examples = squad.read_squad_examples(self.train_file, is_training=True)
         steps, warmup = num_train_steps_and_warmup(len(examples), self.train_batch_size, self.num_train_epochs,
@@ -350,7 +353,8 @@ def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_fi
 
     Args:
         output_dir: str, checkpoints, `eval_results.txt`, `best_trial.txt`, `model.ckpt-best*` and predictions.
-        albert_config_file: str, `albert_config.json` (optional with `albert_hub_module_handle`).
+        albert_config_file: str, `albert_config.json` (optional with `albert_hub_module_handle`, or with an
+            `init_checkpoint` source that has one).
         spm_model_file: str, SentencePiece model (required; "from_tf_hub" takes the hub module's asset).
         vocab_file: str, accepted for the original's flag; unused with SentencePiece.
         train_file, predict_file: str, SQuAD JSON files.
@@ -391,13 +395,14 @@ def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_fi
 
     with contextlib.ExitStack() as stack:
         config, spm_model_file, _ = driver.resolve_sources(
-            stack, albert_config_file, spm_model_file, asset_source=albert_hub_module_handle,
+            stack, albert_config_file, spm_model_file, asset_source=albert_hub_module_handle or init_checkpoint,
             spm_missing_message="SQuAD needs a SentencePiece model: set `spm_model_file` (the answer alignment "
                                 "works on SentencePiece pieces).")
         if max_seq_length > config.max_position_embeddings:
             raise InputError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
                              f"trained up to sequence length {config.max_position_embeddings}.")
-        driver.check_checkpoints(output_dir, do_predict, do_predict or bool(export_dir))
+        driver.check_checkpoints(output_dir, do_predict, do_predict or bool(export_dir),
+                                 init_path=init_checkpoint or albert_hub_module_handle)
         tokenizer = FullTokenizer(do_lower_case=do_lower_case, spm_model_file=spm_model_file)
         tf.io.gfile.makedirs(output_dir)
         dist = driver.prepare_runtime(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
@@ -416,6 +421,7 @@ def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_fi
         with dist.scope():
             model = task.build_model(config, **driver.model_kwargs(recompute))
         init_path = init_checkpoint or albert_hub_module_handle
+        stack.enter_context(driver.removed_on_failure(task.feature_files()))
         result = {}
         if do_train:
             train_result = driver.train(task, model, dist, output_dir, init_path, learning_rate, train_batch_size,
