@@ -530,7 +530,7 @@ def test_argument_errors(exported, tmp_path):
         export.export_saved_model(exported["models"]["race"], target, max_seq_length=32)
     with pytest.raises(TypeError, match="must be an AlbertModel"):
         export.export_saved_model(keras.Sequential(), target)
-    with pytest.raises(ValueError, match="The SentencePiece model has 90 pieces but the model's `vocab_size` is 50"):
+    with pytest.raises(ValueError, match="tiny.model has 90 pieces but `vocab_size` of the model's config is 50"):
         export.export_saved_model(AlbertModel(_config(50)), target, spm_model_file=exported["spm_file"],
                                   max_seq_length=8)
     with pytest.raises(FileNotFoundError, match="spm_model_file"):
