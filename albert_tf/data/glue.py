@@ -569,20 +569,7 @@ def file_based_dataset(input_file, seq_length, is_training, drop_remainder, task
     spec = features_lib.parse_spec(features_lib.CLASSIFIER, seq=seq_length)
     if task_name == "sts-b":
         spec["label_ids"] = tf.io.FixedLenFeature([], tf.float32)
-    if start_batch and (seed is None or not is_training):
-        raise InputError(f"Starting the input at a batch (start_batch={start_batch}) needs seeded training input "
-                         "(`random_seed`).")
-    if is_training and seed is not None:
-        files = [input_file] if isinstance(input_file, str) else list(input_file)
-        d = positional.positional_records(files, seed, int(start_batch) * int(batch_size), input_context,
-                                          cycle_length=1, block_size=100)
-    else:
-        d = tf.data.TFRecordDataset(input_file)
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-    if is_training and seed is None:
-        d = d.repeat()
-        d = d.shuffle(buffer_size=100)
+    d = positional.task_records(input_file, is_training, batch_size, input_context, 100, seed, start_batch)
     d = d.map(lambda record: features_lib.cast_int64_to_int32(tf.io.parse_single_example(record, spec)),
               num_parallel_calls=tf.data.AUTOTUNE)
     d = d.batch(batch_size, drop_remainder=drop_remainder)

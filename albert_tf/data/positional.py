@@ -225,3 +225,36 @@ def positional_records(files, seed, start_record=0, input_context=None, cycle_le
                      "of the current shuffle block.", pipeline_id, pipelines, start_record, start,
                      skipped["epochs"], skipped["files"], skipped["records"], start - first_block * block_size)
     return stream
+
+
+def task_records(input_files, is_training, batch_size, input_context=None, shuffle_buffer=100, seed=None,
+                 start_batch=0):
+    """The serialized records a fine-tuning reader (GLUE, SQuAD, RACE) parses, from its cached TFRecords.
+
+    Training with a `seed`: the positional stream (one file at a time, shuffle blocks of `shuffle_buffer`)
+    from batch `start_batch` of `batch_size` (a resumed run's position). Training without one: the original's
+    `repeat()` and `shuffle(shuffle_buffer)`. Eval / predict: the records in file order. With a
+    `tf.distribute.InputContext` of several input pipelines each reads its shard of the records.
+
+    Args:
+        input_files: a TFRecord path or a list of them.
+        is_training: bool.
+        batch_size: int, per-replica batch size (the unit of `start_batch`).
+        input_context: optional `tf.distribute.InputContext`.
+        shuffle_buffer: int, the original's shuffle buffer (the block size of the positional stream).
+        seed: int or None.
+        start_batch: int, batches to skip; needs seeded training input.
+    """
+    if start_batch and (seed is None or not is_training):
+        raise InputError(f"Starting the input at a batch (start_batch={start_batch}) needs seeded training input "
+                         "(`random_seed`).")
+    files = [input_files] if isinstance(input_files, str) else list(input_files)
+    if is_training and seed is not None:
+        return positional_records(files, seed, int(start_batch) * int(batch_size), input_context, cycle_length=1,
+                                  block_size=shuffle_buffer)
+    records = tf.data.TFRecordDataset(files)
+    if input_context is not None and input_context.num_input_pipelines > 1:
+        records = records.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
+    if is_training:
+        records = records.repeat().shuffle(buffer_size=shuffle_buffer)
+    return records

@@ -341,19 +341,7 @@ def race_dataset(input_file, max_seq_length, batch_size, is_training, drop_remai
     for f in files:
         if not tf.io.gfile.exists(f):
             raise InputError(f"RACE TFRecord file not found: `{f}`.")
-    if start_batch and (seed is None or not is_training):
-        raise InputError(f"Starting the input at a batch (start_batch={start_batch}) needs seeded training input "
-                         "(`random_seed`).")
-    if is_training and seed is not None:
-        d = positional.positional_records(files, seed, int(start_batch) * int(batch_size), input_context,
-                                          cycle_length=1, block_size=shuffle_buffer)
-    else:
-        d = tf.data.TFRecordDataset(files)
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-    if is_training and seed is None:
-        d = d.repeat()
-        d = d.shuffle(buffer_size=shuffle_buffer)
+    d = positional.task_records(files, is_training, batch_size, input_context, shuffle_buffer, seed, start_batch)
     d = d.map(lambda r: decode_race_record(r, max_seq_length), num_parallel_calls=tf.data.AUTOTUNE)
     d = d.batch(batch_size, drop_remainder=drop_remainder)
     return d.prefetch(tf.data.AUTOTUNE)

@@ -693,26 +693,14 @@ def squad_dataset(input_file, seq_length, is_training, batch_size, drop_remainde
         seed: int or None, training: the positional stream's seed (None: the original's shuffle buffer).
         start_batch: int, training with a `seed`: the batches to skip (a resumed run's position).
     """
-    if start_batch and (seed is None or not is_training):
-        raise InputError(f"Starting the input at a batch (start_batch={start_batch}) needs seeded training input "
-                         "(`random_seed`).")
     schema = feature_schema.SQUAD
     if not is_v2:
         schema = tuple(f for f in schema if f.name != "p_mask")
     if is_training:
         schema = schema + feature_schema.SQUAD_TRAINING
     spec = feature_schema.parse_spec(schema, seq=seq_length)
-    if is_training and seed is not None:
-        files = [input_file] if isinstance(input_file, str) else list(input_file)
-        d = positional.positional_records(files, seed, int(start_batch) * int(batch_size), input_context,
-                                          cycle_length=1, block_size=shuffle_buffer)
-    else:
-        d = tf.data.TFRecordDataset(input_file)
-        if input_context is not None and input_context.num_input_pipelines > 1:
-            d = d.shard(input_context.num_input_pipelines, input_context.input_pipeline_id)
-    if is_training and seed is None:
-        d = d.repeat()
-        d = d.shuffle(buffer_size=shuffle_buffer)
+    d = positional.task_records(input_file, is_training, batch_size, input_context, shuffle_buffer, seed,
+                                start_batch)
     d = d.map(lambda record: feature_schema.cast_int64_to_int32(tf.io.parse_single_example(record, spec)),
               num_parallel_calls=tf.data.AUTOTUNE)
     d = d.batch(batch_size, drop_remainder=drop_remainder)
