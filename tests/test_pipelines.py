@@ -204,7 +204,7 @@ def test_regression_head_gives_the_run_classifier_value(glue_root, model_files, 
     np.testing.assert_allclose([r["score"] for r in results], expected, atol=1e-5)
 
 
-def test_multiple_choice_equals_run_race_predictions(tmp_path):
+def test_multiple_choice_equals_run_race_predictions(tmp_path, capsys):
     root = test_race.write_tree(str(tmp_path / "race"), "all")
     spm_file = test_race.train_spm(str(tmp_path))
     config = AlbertConfig(vocab_size=spm.SentencePieceProcessor(model_file=spm_file).get_piece_size(),
@@ -230,11 +230,14 @@ def test_multiple_choice_equals_run_race_predictions(tmp_path):
     assert len(inputs) == len(rows) == 8
     pipe = albert_tf.pipeline("multiple-choice", release, max_seq_length=test_race.MAX_SEQ,
                               max_qa_length=test_race.MAX_QA, batch_size=5)
+    capsys.readouterr()
     results = pipe(inputs)
+    assert "multiple-choice" in capsys.readouterr().err   # more than one batch: a progress bar
     np.testing.assert_allclose([r["scores"] for r in results], [[float(p) for p in r[4:]] for r in rows],
                                atol=1e-6)
     assert ["ABCD"[r["choice"]] for r in results] == [r[2] for r in rows]
     _assert_same(pipe(inputs[0]), results[0])
+    assert capsys.readouterr().err == ""
 
 
 FILL_MASK_TEXTS = ["The Eiffel Tower was [MASK] in 1889 for the Exposition.",
@@ -245,7 +248,7 @@ FILL_MASK_TEXTS = ["The Eiffel Tower was [MASK] in 1889 for the Exposition.",
 @pytest.fixture(scope="module")
 def pretrainer_sources(squad_env):
     """One seeded AlbertPretrainer as a release dir, its tarball, a Hugging Face dir, a keras-hub preset (the
-    encoder), one of our object-based checkpoints and an albert-export."""
+    encoder), a TF-Hub TF1 module, one of our object-based checkpoints and an albert-export."""
     d, spm_file, config, config_file = squad_env
     tf.keras.utils.set_random_seed(17)
     model = _built(AlbertPretrainer(config), positions=True)
@@ -257,6 +260,12 @@ def pretrainer_sources(squad_env):
     convert(release, hf_dir, output_format="hf")
     keras_hub_dir = str(d / "pretrainer_keras_hub")
     convert(release, keras_hub_dir, output_format="keras_hub")
+    hub = d / "pretrainer_tfhub"   # a TF-Hub TF1 module: variables/ and assets/
+    save_tf1_checkpoint(model, str(hub / "variables" / "variables"))
+    (hub / "assets").mkdir()
+    shutil.copy(config_file, hub / "assets" / "albert_config.json")
+    shutil.copy(spm_file, hub / "assets" / "30k-clean.model")
+    (hub / "tfhub_module.pb").write_bytes(b"")
     ours = d / "pretrainer_ours"
     oc.save_our_checkpoint(model, str(ours / "model.ckpt-7"))
     shutil.copy(config_file, ours / "albert_config.json")
@@ -264,7 +273,7 @@ def pretrainer_sources(squad_env):
     export_dir = str(d / "pretrainer_export")
     export_lib.export_saved_model(model, export_dir, spm_model_file=spm_file, max_seq_length=SEQ)
     return {"model": model, "release": release, "tarball": tarball, "hf": hf_dir, "keras_hub": keras_hub_dir,
-            "ours": str(ours), "export": export_dir, "spm": spm_file}
+            "tfhub": str(hub), "ours": str(ours), "export": export_dir, "spm": spm_file}
 
 
 def test_fill_mask_equals_the_export_serve_text(pretrainer_sources):
@@ -278,7 +287,7 @@ def test_fill_mask_equals_the_export_serve_text(pretrainer_sources):
     probabilities /= probabilities.sum(-1, keepdims=True)
     weights = served["mlm_weights"].numpy()
 
-    for source in ("release", "export"):
+    for source in ("release", "hf", "export"):
         pipe = albert_tf.pipeline("fill-mask", pretrainer_sources[source], max_seq_length=SEQ)
         results = pipe(FILL_MASK_TEXTS, top_k=3)
         assert [len(r) for r in results] == [int(w.sum()) for w in weights] == [1, 2, 1]
@@ -306,7 +315,7 @@ def test_feature_extraction_reads_every_source_kind(pretrainer_sources):
         out = encoder({k: tf.constant([getattr(f, k)]) for k in ("input_ids", "input_mask", "segment_ids")})
         n = sum(f.input_mask)
         expected.append((out["pooled_output"].numpy()[0], out["sequence_output"].numpy()[0, :n]))
-    for kind in ("release", "tarball", "hf", "keras_hub", "ours", "export"):
+    for kind in ("release", "tarball", "hf", "keras_hub", "tfhub", "ours", "export"):
         results = albert_tf.pipeline("feature-extraction", pretrainer_sources[kind], max_seq_length=SEQ)(texts)
         for result, (pooled, sequence) in zip(results, expected):
             assert result["sequence_output"].shape == sequence.shape, kind
