@@ -23,6 +23,7 @@ _EXPORTS = {
     "AlbertRace": "albert_tf.models",
     "AlbertSquadV1": "albert_tf.models",
     "AlbertSquadV2": "albert_tf.models",
+    "AlbertPreprocessor": "albert_tf.preprocessing",
     "pipeline": "albert_tf.pipelines",
 }
 _SUBMODULES = ("checkpoints", "config", "data", "export", "fileio", "layers", "models", "quickstart",

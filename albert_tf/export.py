@@ -40,7 +40,6 @@ import shutil
 import tempfile
 
 import numpy as np
-import sentencepiece as spm
 import tensorflow as tf
 from absl import app, flags, logging
 
@@ -122,7 +121,7 @@ class ServingSpec(abc.ABC):
 
     def text_features(self, pipeline, texts):
         """Packed int32 features from the `serve_text` inputs."""
-        return pipeline.pack_pair(pipeline.tokenize(texts["text_a"]), pipeline.tokenize(texts["text_b"]))
+        return pipeline.pack_texts(texts["text_a"], texts["text_b"])
 
     def text_outputs(self, outputs, features):
         """The `serve_text` outputs: the model's outputs plus the packed `input_ids`."""
@@ -189,14 +188,7 @@ class PretrainerSpec(ServingSpec):
         return features, passthrough
 
     def text_features(self, pipeline, texts):
-        features = pipeline.pack_pair(pipeline.tokenize_with_masks(texts["text_a"]),
-                                      pipeline.tokenize_with_masks(texts["text_b"]))
-        is_mask = tf.equal(features["input_ids"], pipeline.mask_id)
-        positions = tf.ragged.boolean_mask(tf.broadcast_to(tf.range(pipeline.max_seq_length, dtype=tf.int32),
-                                                           tf.shape(is_mask)), is_mask)
-        features["mlm_positions"] = positions.to_tensor(default_value=0)                  # [batch, P]
-        features["mlm_weights"] = tf.ones_like(positions).to_tensor(default_value=0)
-        return features
+        return pipeline.pack_masked_texts(texts["text_a"], texts["text_b"])              # mlm_positions [batch, P]
 
     def text_outputs(self, outputs, features):
         outputs = super().text_outputs(outputs, features)
@@ -250,7 +242,7 @@ class SquadV1Spec(ServingSpec):
         return _string_specs(("question", "context"))
 
     def text_features(self, pipeline, texts):
-        features = pipeline.pack_squad(pipeline.tokenize(texts["question"]), pipeline.tokenize(texts["context"]))
+        features = pipeline.pack_squad_texts(texts["question"], texts["context"])
         features.pop("p_mask")
         return features
 
@@ -293,7 +285,7 @@ class SquadV2Spec(SquadV1Spec):
         return features, passthrough
 
     def text_features(self, pipeline, texts):
-        return pipeline.pack_squad(pipeline.tokenize(texts["question"]), pipeline.tokenize(texts["context"]))
+        return pipeline.pack_squad_texts(texts["question"], texts["context"])
 
 
 class RaceSpec(ServingSpec):
@@ -322,13 +314,8 @@ class RaceSpec(ServingSpec):
         return specs
 
     def text_features(self, pipeline, texts):
-        batch = tf.shape(texts["article"])[0]
-        article = pipeline.tokenize(texts["article"])
-        context = tf.gather(article, tf.repeat(tf.range(batch), RACE_NUM_CHOICES))       # [batch*4, (n)]
-        endings = text_ops.race_endings(pipeline.tokenizer.normalize, texts["question"], texts["options"])
-        packed = pipeline.pack_race(context, tf.cast(pipeline.tokenizer.tokenize_normalized(endings), tf.int32))
-        return {name: tf.reshape(t, [-1, RACE_NUM_CHOICES, pipeline.max_seq_length])     # [batch, 4, L]
-                for name, t in packed.items()}
+        return pipeline.pack_race_texts(texts["article"], texts["question"], texts["options"],
+                                        RACE_NUM_CHOICES)                                # [batch, 4, L]
 
     def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
         if max_qa_length > max_seq_length - 3:
@@ -399,62 +386,6 @@ def _check_features(features, max_position_embeddings, vocab_size):
 def _run_model(model, spec, features, threshold=None):
     """Calls `model` (inference mode) on int32 serving features and returns the named serving outputs."""
     return spec.outputs(model(spec.model_inputs(features), training=False), threshold)
-
-
-class _TextPipeline(tf.Module):
-    """The in-graph tokenizer and the packing lengths and special ids of `serve_text` (`text_ops`).
-
-    Args:
-        spm_model_proto: bytes of the SentencePiece model.
-        do_lower_case: bool, lower-case in the normalisation (the original `preprocess_text(lower=...)`).
-        max_seq_length: int, L.
-        vocab_size: int, the model's vocabulary size (checked against the SentencePiece model).
-        max_query_length: int, SQuAD question length limit (keep the first tokens).
-        max_qa_length: int, RACE question+option length limit (keep the last tokens).
-    """
-
-    def __init__(self, spm_model_proto, do_lower_case, max_seq_length, vocab_size, max_query_length=64,
-                 max_qa_length=128):
-        super().__init__(name="text_pipeline")
-        self.tokenizer = text_ops.AlbertTextTokenizer(spm_model_proto, do_lower_case=do_lower_case)
-        self.max_seq_length = int(max_seq_length)
-        self.max_query_length = int(max_query_length)
-        self.max_qa_length = int(max_qa_length)
-        ids = _special_ids(spm_model_proto)
-        if self.tokenizer.vocab_size > vocab_size:
-            raise InputError(f"The SentencePiece model has {self.tokenizer.vocab_size} pieces but the model's "
-                             f"`vocab_size` is {vocab_size}: they must come from the same release.")
-        self.cls_id, self.sep_id, self.mask_id = ids["[CLS]"], ids["[SEP]"], ids["[MASK]"]
-
-    def tokenize(self, strings):
-        return tf.cast(self.tokenizer.tokenize(strings), tf.int32)                       # [batch, (n)]
-
-    def tokenize_with_masks(self, strings):
-        return tf.cast(self.tokenizer.tokenize_with_masks(strings, self.mask_id), tf.int32)
-
-    def pack_pair(self, ids_a, ids_b):
-        return text_ops.pack_pair_rows(ids_a, ids_b, self.max_seq_length, self.cls_id, self.sep_id)
-
-    def pack_squad(self, question, context):
-        return text_ops.pack_squad(question, context, self.max_seq_length, self.max_query_length, self.cls_id,
-                                   self.sep_id)
-
-    def pack_race(self, context, endings):
-        return text_ops.pack_race(context, endings, self.max_seq_length, self.max_qa_length, self.cls_id,
-                                  self.sep_id)
-
-
-def _special_ids(spm_model_proto):
-    sp = spm.SentencePieceProcessor()
-    sp.LoadFromSerializedProto(spm_model_proto)
-    ids = {}
-    for piece in ("[CLS]", "[SEP]", "[MASK]"):
-        piece_id = sp.PieceToId(piece)
-        if piece_id == sp.unk_id():
-            raise InputError(f"The SentencePiece model has no `{piece}` piece; ALBERT models are trained with "
-                             "`--control_symbols=[CLS],[SEP],[MASK]` (the original README's `spm_train` command).")
-        ids[piece] = piece_id
-    return ids
 
 
 # --- The exported module ----------------------------------------------------------------------------------
@@ -596,8 +527,8 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
     # Everything that can reject the arguments runs before anything is written.
     pipeline = None
     if proto is not None and text_signature:
-        pipeline = _TextPipeline(proto, do_lower_case, max_seq_length, model.config.vocab_size, max_query_length,
-                                 max_qa_length)
+        pipeline = text_ops.TextPipeline(proto, do_lower_case, max_seq_length, model.config.vocab_size,
+                                         max_query_length, max_qa_length)
 
     tf.io.gfile.makedirs(export_dir)
     staging = tempfile.mkdtemp(prefix="albert_export_")  # The asset files, copied into the export by save().

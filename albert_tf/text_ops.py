@@ -12,8 +12,10 @@ The same steps as the Python path `encode_ids(sp, preprocess_text(text, lower=do
 6. the digit-comma rule of `encode_pieces` as the original runs under Python 3 (`▁1990,` -> the pieces
    of `1990`, then `,`; the re-encoded digits keep their leading `▁`), with ragged ops.
 
-Only `AlbertTextTokenizer` needs tensorflow-text (imported when one is built, see
-`require_tensorflow_text`); `pack_inputs` and `truncate_pair_lengths` are plain TensorFlow.
+`TextPipeline` puts the tokenizer and the packing of each task together (raw strings -> packed features); the
+`serve_text` exports and `albert_tf.AlbertPreprocessor` both use it. Only `AlbertTextTokenizer` (and so
+`TextPipeline`) needs tensorflow-text (imported when one is built, see `require_tensorflow_text`);
+`pack_inputs` and `truncate_pair_lengths` are plain TensorFlow.
 
 Known differences from the Python path (`tests/test_text_ops.py` shows them): Unicode versions. Python
 3.11's `unicodedata` is Unicode 14.0, tensorflow-text's ICU normalisation is newer and `tf.strings.lower`
@@ -368,3 +370,113 @@ def race_endings(normalize, question, options):
     cloze = tf.strings.reduce_join(parts.with_flat_values(tf.strings.join([parts.flat_values, fill])), axis=1)
     appended = tf.strings.join([question, options], separator=" ")
     return tf.where(tf.strings.regex_full_match(question, r"(?s).*_.*"), cloze, appended)
+
+
+def special_ids(spm_model_proto):
+    """`{"[CLS]": id, "[SEP]": id, "[MASK]": id}` of a SentencePiece model; InputError when one is missing."""
+    sp = spm.SentencePieceProcessor()
+    sp.LoadFromSerializedProto(spm_model_proto)
+    ids = {}
+    for piece in ("[CLS]", "[SEP]", "[MASK]"):
+        piece_id = sp.PieceToId(piece)
+        if piece_id == sp.unk_id():
+            raise InputError(f"The SentencePiece model has no `{piece}` piece; ALBERT models are trained with "
+                             "`--control_symbols=[CLS],[SEP],[MASK]` (the original README's `spm_train` command).")
+        ids[piece] = piece_id
+    return ids
+
+
+class TextPipeline(tf.Module):
+    """Raw strings -> packed int32 model features, in the graph: the tokenizer, the packing lengths and the
+    special ids shared by `serve_text` exports (`albert_tf.export`) and `albert_tf.AlbertPreprocessor`.
+
+    Each `pack_*_texts` method takes string tensors and returns the features of one task, packed as the
+    original's feature converters (`classifier_utils.py`, `run_pretraining` inputs, `squad_utils.py` first
+    document span, `race_utils.py`).
+
+    Args:
+        spm_model_proto: bytes of the SentencePiece model.
+        do_lower_case: bool, lower-case in the normalisation (the original `preprocess_text(lower=...)`).
+        max_seq_length: int, L.
+        vocab_size: optional int, the model's vocabulary size (the SentencePiece model may not have more pieces).
+        max_query_length: int, SQuAD question length limit (keep the first tokens).
+        max_qa_length: int, RACE question+option length limit (keep the last tokens).
+        name: optional module name.
+    """
+
+    def __init__(self, spm_model_proto, do_lower_case, max_seq_length, vocab_size=None, max_query_length=64,
+                 max_qa_length=128, name="text_pipeline"):
+        super().__init__(name=name)
+        self.tokenizer = AlbertTextTokenizer(spm_model_proto, do_lower_case=do_lower_case)
+        self.max_seq_length = int(max_seq_length)
+        self.max_query_length = int(max_query_length)
+        self.max_qa_length = int(max_qa_length)
+        ids = special_ids(spm_model_proto)
+        if vocab_size is not None and self.tokenizer.vocab_size > vocab_size:
+            raise InputError(f"The SentencePiece model has {self.tokenizer.vocab_size} pieces but the model's "
+                             f"`vocab_size` is {vocab_size}: they must come from the same release.")
+        self.cls_id, self.sep_id, self.mask_id = ids["[CLS]"], ids["[SEP]"], ids["[MASK]"]
+
+    def tokenize(self, strings):
+        return tf.cast(self.tokenizer.tokenize(strings), tf.int32)                       # [batch, (n)]
+
+    def tokenize_with_masks(self, strings):
+        return tf.cast(self.tokenizer.tokenize_with_masks(strings, self.mask_id), tf.int32)
+
+    def pack_pair(self, ids_a, ids_b):
+        return pack_pair_rows(ids_a, ids_b, self.max_seq_length, self.cls_id, self.sep_id)
+
+    def pack_squad(self, question, context):
+        return pack_squad(question, context, self.max_seq_length, self.max_query_length, self.cls_id, self.sep_id)
+
+    def pack_race(self, context, endings):
+        return pack_race(context, endings, self.max_seq_length, self.max_qa_length, self.cls_id, self.sep_id)
+
+    # --- Strings -> features -------------------------------------------------------------------------------
+
+    def pack_texts(self, text_a, text_b):
+        """GLUE `convert_single_example` of `(text_a, text_b)` rows (an empty `text_b` makes a single segment).
+
+        Returns dict of int32 `[batch, L]`: `input_ids`, `input_mask`, `segment_ids`.
+        """
+        return self.pack_pair(self.tokenize(text_a), self.tokenize(text_b))
+
+    def pack_masked_texts(self, text_a, text_b, width=None):
+        """`pack_texts` with each literal `[MASK]` as the mask id, plus the mask positions.
+
+        Args:
+            text_a, text_b: tf.string `[batch]`.
+            width: optional int, the number of position slots P (masks past the first P are not predicted);
+                default the batch's largest number of masks.
+
+        Returns:
+            `pack_texts`' features plus `mlm_positions` int32 `[batch, P]` (0 after the row's masks) and
+            `mlm_weights` int32 `[batch, P]` (1 on real positions).
+        """
+        features = self.pack_pair(self.tokenize_with_masks(text_a), self.tokenize_with_masks(text_b))
+        is_mask = tf.equal(features["input_ids"], self.mask_id)
+        positions = tf.ragged.boolean_mask(tf.broadcast_to(tf.range(self.max_seq_length, dtype=tf.int32),
+                                                           tf.shape(is_mask)), is_mask)
+        shape = None if width is None else [None, int(width)]
+        features["mlm_positions"] = positions.to_tensor(default_value=0, shape=shape)      # [batch, P]
+        features["mlm_weights"] = tf.ones_like(positions).to_tensor(default_value=0, shape=shape)
+        return features
+
+    def pack_squad_texts(self, question, context):
+        """`[CLS] question [SEP] context [SEP]`, the first document span (`pack_squad`), with `p_mask`."""
+        return self.pack_squad(self.tokenize(question), self.tokenize(context))
+
+    def pack_race_texts(self, article, question, options, num_choices=4):
+        """RACE `convert_single_example`: features `[batch, num_choices, L]` of (article, question, options).
+
+        Args:
+            article, question: tf.string `[batch]`.
+            options: tf.string `[batch, num_choices]`.
+            num_choices: int, options per question.
+        """
+        batch = tf.shape(article)[0]
+        context = tf.gather(self.tokenize(article), tf.repeat(tf.range(batch), num_choices))  # [batch*c, (n)]
+        endings = race_endings(self.tokenizer.normalize, question, options)
+        packed = self.pack_race(context, tf.cast(self.tokenizer.tokenize_normalized(endings), tf.int32))
+        return {name: tf.reshape(t, [-1, num_choices, self.max_seq_length])               # [batch, c, L]
+                for name, t in packed.items()}

@@ -1,33 +1,119 @@
-"""`PretrainedMixin`: the Keras config round trip and `from_pretrained` shared by the models on an encoder."""
+"""`PretrainedMixin`: what the task models on an encoder share: the Keras config round trip, `from_pretrained`,
+an optional `AlbertPreprocessor` (raw strings in `fit`, `evaluate`, `predict` and calls) and `compile` with the
+task's defaults."""
+
+import keras
+import numpy as np
+import tensorflow as tf
 
 from albert_tf.checkpoints import load_pretrained
+from albert_tf.errors import InputError
+
+DEFAULT_BATCH_SIZE = 32
+
+
+def _is_token_features(x):
+    """Whether `x` (inputs, or a `tf.data.Dataset` of them) already holds token ids (`input_ids`)."""
+    if isinstance(x, tf.data.Dataset):
+        spec = x.element_spec
+        x = spec[0] if isinstance(spec, tuple) and spec else spec
+    return isinstance(x, dict) and "input_ids" in x
+
+
+def _looks_like_text(x):
+    """Whether `x` holds strings (so that it needs a preprocessor)."""
+    if isinstance(x, tf.data.Dataset):
+        return any(spec.dtype == tf.string for spec in tf.nest.flatten(x.element_spec)
+                   if isinstance(spec, tf.TensorSpec))
+    for leaf in tf.nest.flatten(x):
+        if isinstance(leaf, (str, bytes)):
+            return True
+        if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "USO":
+            return True
+        if isinstance(leaf, tf.Tensor) and leaf.dtype == tf.string:
+            return True
+    return False
+
+
+def _num_examples(name, value):
+    if isinstance(value, dict):
+        sizes = {f"{name}[{key!r}]": _num_examples(name, v) for key, v in value.items()}
+    elif isinstance(value, tuple):
+        sizes = {f"{name}[{i}]": _num_examples(name, v) for i, v in enumerate(value)}
+    else:
+        return len(value) if not isinstance(value, (str, bytes)) else 1
+    if len(set(sizes.values())) > 1:
+        raise InputError(f"The parts of `{name}` must have one entry per example. Received sizes: "
+                         + ", ".join(f"{k}={v}" for k, v in sizes.items()) + ".")
+    return next(iter(sizes.values()))
+
+
+def _as_slices(value):
+    """Lists of strings, NumPy arrays and tensors as `from_tensor_slices` takes them (a lone string: one row)."""
+    if isinstance(value, dict):
+        return {key: _as_slices(v) for key, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_as_slices(v) for v in value)
+    if isinstance(value, (str, bytes)):
+        return [value]
+    return value
 
 
 class PretrainedMixin:
-    """`get_config`, `from_config` and `from_pretrained` of a `keras.Model` holding an `AlbertModel` encoder.
+    """`get_config`, `from_config`, `from_pretrained`, the preprocessor and `compile` defaults of a
+    `keras.Model` holding an `AlbertModel` encoder.
 
     Put it before `keras.Model` in the bases. The model must take the `AlbertConfig` (or its dict) as its first
     constructor argument `config`, keep it as `self.config`, and keep each constructor argument listed in
     `_CONFIG_ARGUMENTS` as an attribute of the same name, so that `cls.from_config(model.get_config())` (and a
-    `.keras` save/load) rebuilds the same model.
+    `.keras` save/load) rebuilds the same model. It calls `self.set_preprocessor(preprocessor)` in its
+    constructor and `self.token_inputs(inputs)` first in `call`.
+
+    With a preprocessor (`albert_tf.AlbertPreprocessor`), `fit`, `evaluate` and `predict` take raw text
+    (strings, `(text_a, text_b)` tuples of lists, or the task's dict of strings, or a `tf.data.Dataset` of
+    them as the first element): it is packed in the input pipeline (`tf.data` map, `batch_size` default 32)
+    and the model trains and predicts on the packed ids, so what runs on the device is the same as with ids.
+    `predict` adds the packed `input_ids` (and the task's other packed features listed in
+    `_PREDICT_PASSTHROUGH`) to the outputs. Calling the model on strings packs them first.
+
+    `compile()` fills what is not given with the task's defaults: the loss (`default_loss`, or the original's
+    task loss `task_loss` where it returns None), the metrics (`default_metrics`) and the optimizer,
+    `create_optimizer`'s AdamW (or LAMB) with the original's schedule from `_TRAINING_DEFAULTS`
+    (`learning_rate`, `num_train_steps`, `num_warmup_steps`, which `compile` also takes). A plain Keras loss
+    applies to `loss_output(outputs)` (the logits for the classifier and RACE models).
     """
 
     # Names of the constructor arguments, besides `config` and `name`, that `get_config` records.
     _CONFIG_ARGUMENTS = ()
+    # How the preprocessor packs text for this model (`AlbertPreprocessor.call`'s `mode`).
+    _PREPROCESS_MODE = "text"
+    # Packed features that `predict` on text returns along with the model's outputs.
+    _PREDICT_PASSTHROUGH = ("input_ids",)
+    # `compile()` defaults: the optimizer name of `create_optimizer` and its schedule.
+    _TRAINING_DEFAULTS = dict(optimizer="adamw", learning_rate=3e-5, num_train_steps=10000, num_warmup_steps=1000)
+    _uses_task_loss = False
+    preprocessor = None
+
+    # --- Config ------------------------------------------------------------------------------------------
 
     def get_config(self):
         config = {"config": self.config.to_dict()}
         config.update((argument, getattr(self, argument)) for argument in self._CONFIG_ARGUMENTS)
+        if self.preprocessor is not None:
+            config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
         config["name"] = self.name
         return config
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
+        if isinstance(config.get("preprocessor"), dict):
+            import albert_tf.preprocessing  # noqa: F401  Registers AlbertPreprocessor (deferred: tensorflow-text).
+            config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return cls(config.pop("config"), **config)
 
     @classmethod
-    def from_pretrained(cls, path, config=None, **model_kwargs):
+    def from_pretrained(cls, path, config=None, preprocessor=None, **model_kwargs):
         """The model with its weights from any source `albert_tf.checkpoints.load_pretrained` reads.
 
         The encoder, and the heads of this class when the source has them (a fresh head otherwise), from a
@@ -37,9 +123,233 @@ class PretrainedMixin:
         Args:
             path: str, the checkpoint source.
             config: optional `AlbertConfig`, dict or JSON path; default the source's `albert_config.json`.
+            preprocessor: optional; True for an `AlbertPreprocessor` from the source's SentencePiece model
+                (`AlbertPreprocessor.from_pretrained(path)`), a dict of `AlbertPreprocessor.from_pretrained`
+                arguments (e.g. `{"max_seq_length": 128}`), or an `AlbertPreprocessor`.
             **model_kwargs: passed to the constructor (e.g. `num_labels=3` for `AlbertClassifier`).
 
         Returns:
             the built model.
         """
+        if preprocessor is True or isinstance(preprocessor, dict):
+            from albert_tf.preprocessing import AlbertPreprocessor  # Deferred: needs tensorflow-text.
+            options = preprocessor if isinstance(preprocessor, dict) else {}
+            preprocessor = AlbertPreprocessor.from_pretrained(path, **options)
+        if preprocessor not in (None, False):
+            model_kwargs["preprocessor"] = preprocessor
         return load_pretrained(cls, path, config=config, **model_kwargs)
+
+    # --- Preprocessor ------------------------------------------------------------------------------------
+
+    def set_preprocessor(self, preprocessor):
+        """Holds `preprocessor` (an `AlbertPreprocessor` or None) after checking it fits the model."""
+        if preprocessor is not None:
+            from albert_tf.preprocessing import AlbertPreprocessor  # Deferred: needs tensorflow-text.
+            if not isinstance(preprocessor, AlbertPreprocessor):
+                raise InputError("`preprocessor` must be an `albert_tf.AlbertPreprocessor` (or None). Received: "
+                                 f"{type(preprocessor).__name__}.")
+            preprocessor.check_model(self.config, self._PREPROCESS_MODE)
+        self.preprocessor = preprocessor
+
+    def preprocess(self, inputs):
+        """Raw text -> this model's packed features, by its preprocessor."""
+        if self.preprocessor is None:
+            raise InputError(f"{type(self).__name__} takes a dict of token ids (`input_ids`, `input_mask`, "
+                             "`segment_ids`); raw text needs a preprocessor: build the model with "
+                             "`preprocessor=albert_tf.AlbertPreprocessor(...)` or `from_pretrained(..., "
+                             "preprocessor=True)`.")
+        return self.preprocessor(inputs, mode=self._PREPROCESS_MODE)
+
+    def __call__(self, inputs, *args, **kwargs):
+        # Keras models take tensors as positional inputs: raw text in Python lists is converted first.
+        if self.preprocessor is not None and not _is_token_features(inputs) and _looks_like_text(inputs):
+            from albert_tf.preprocessing import string_tensors  # Deferred: needs tensorflow-text.
+            inputs = string_tensors(inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
+    def token_inputs(self, inputs):
+        """`inputs` when they are token ids, else (text) the preprocessor's packing of them."""
+        if isinstance(inputs, dict) and "input_ids" in inputs:
+            return inputs
+        if self.preprocessor is None and not _looks_like_text(inputs):
+            return inputs   # Left to the model's own checks of its inputs.
+        return self.preprocess(inputs)
+
+    def _text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+        """A batched `tf.data.Dataset` of `(packed features, y, sample_weight)` from raw text, or None when `x`
+        is already token ids (left to Keras as given)."""
+        if _is_token_features(x):
+            return None
+        if self.preprocessor is None:
+            if _looks_like_text(x):
+                self.preprocess(x)   # Raises the error that says how to add a preprocessor.
+            return None
+        self.preprocessor.ensure_tokenizer()   # Before the map function captures its resource.
+        autotune = tf.data.AUTOTUNE
+        if isinstance(x, tf.data.Dataset):
+            if y is not None or sample_weight is not None:
+                raise InputError("With a `tf.data.Dataset` as `x`, `y` and `sample_weight` come from the dataset "
+                                 "(elements `(x, y)` or `(x, y, sample_weight)`); do not pass them.")
+
+            def pack_element(*element):
+                if len(element) == 1:
+                    return (self.preprocess(element[0]),)
+                return (self.preprocess(element[0]),) + element[1:]
+
+            return x.map(pack_element, num_parallel_calls=autotune).prefetch(autotune)
+        if x is None:
+            raise InputError("`x` is required: the texts.")
+        if isinstance(x, list) and x and isinstance(x[0], (tuple, list)) and len(x[0]) == 2 \
+                and self._PREPROCESS_MODE in ("text", "masked"):
+            raise InputError("Sentence pairs are a tuple of two lists `(texts_a, texts_b)`, not a list of pairs: "
+                             "pass `tuple(zip(*pairs))`.")
+        x = _as_slices(x)
+        self.preprocessor.validate(x, self._PREPROCESS_MODE)
+        n = _num_examples("x", x)
+        arrays = [x]
+        for name, value in (("y", y), ("sample_weight", sample_weight)):
+            if value is None:
+                continue
+            if _num_examples(name, value) != n:
+                raise InputError(f"`{name}` must have one entry per example of `x`: {n} examples, "
+                                 f"{_num_examples(name, value)} entries in `{name}`.")
+            arrays.append(value)
+        if sample_weight is not None and y is None:
+            raise InputError("`sample_weight` needs `y`.")
+        if n == 0:
+            raise InputError("`x` holds no examples.")
+        batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise InputError(f"`batch_size` must be a positive int. Received: `batch_size={batch_size!r}`.")
+        try:
+            dataset = tf.data.Dataset.from_tensor_slices(tuple(arrays))
+        except (TypeError, ValueError) as e:
+            raise InputError(f"Cannot read the texts or labels: {e}") from None
+        if shuffle:
+            dataset = dataset.shuffle(n, reshuffle_each_iteration=True)
+        dataset = dataset.batch(int(batch_size))
+
+        def pack(*element):
+            return (self.preprocess(element[0]),) + element[1:]
+
+        return dataset.map(pack, num_parallel_calls=autotune).prefetch(autotune)
+
+    def fit(self, x=None, y=None, batch_size=None, validation_data=None, shuffle=True, sample_weight=None,
+            validation_batch_size=None, **kwargs):
+        """`keras.Model.fit`; with a preprocessor, `x` may be raw text (see the class docstring)."""
+        dataset = self._text_dataset(x, y, sample_weight, batch_size, shuffle=shuffle)
+        if validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
+            val_x, val_y, val_w = keras.utils.unpack_x_y_sample_weight(tuple(validation_data))
+            val = self._text_dataset(val_x, val_y, val_w, validation_batch_size or batch_size)
+            if val is not None:
+                validation_data, validation_batch_size = val, None
+        elif validation_data is not None:
+            val = self._text_dataset(validation_data)
+            if val is not None:
+                validation_data = val
+        if dataset is not None:
+            # The dataset is shuffled when it is built (Keras does not shuffle datasets).
+            x, y, sample_weight, batch_size, shuffle = dataset, None, None, None, False
+        return super().fit(x, y, batch_size=batch_size, validation_data=validation_data, shuffle=shuffle,
+                           sample_weight=sample_weight, validation_batch_size=validation_batch_size, **kwargs)
+
+    def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
+        """`keras.Model.evaluate`; with a preprocessor, `x` may be raw text (see the class docstring)."""
+        dataset = self._text_dataset(x, y, sample_weight, batch_size)
+        if dataset is not None:
+            x, y, sample_weight, batch_size = dataset, None, None, None
+        return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
+
+    def predict(self, x, batch_size=None, **kwargs):
+        """`keras.Model.predict`; with a preprocessor, `x` may be raw text (see the class docstring)."""
+        dataset = self._text_dataset(x, batch_size=batch_size)
+        if dataset is not None:
+            x, batch_size = dataset, None
+        return super().predict(x, batch_size=batch_size, **kwargs)
+
+    def predict_step(self, data):
+        x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
+        outputs = self(x, training=False)
+        if self.preprocessor is not None and isinstance(x, dict) and isinstance(outputs, dict):
+            outputs = dict(outputs)
+            outputs.update((name, x[name]) for name in self._PREDICT_PASSTHROUGH if name in x)
+        return outputs
+
+    # --- Compile -----------------------------------------------------------------------------------------
+
+    def default_loss(self):
+        """The Keras loss `compile()` uses on `loss_output`, or None for the task's own `task_loss`."""
+        return None
+
+    def default_metrics(self):
+        """The metrics `compile()` uses (a list, or None)."""
+        return None
+
+    def loss_output(self, outputs):
+        """What a loss given to `compile` (and its metrics) sees of the model's outputs."""
+        return outputs
+
+    def task_loss(self, x, y, outputs, sample_weight=None):
+        """The original's training loss of this task (used by `compile()` when `default_loss` is None)."""
+        raise InputError(f"{type(self).__name__} has no default loss: pass `loss=` to `compile`.")
+
+    def compile(self, optimizer=None, loss=None, loss_weights=None, metrics=None, learning_rate=None,
+                num_train_steps=None, num_warmup_steps=None, **kwargs):
+        """`keras.Model.compile` with the task's defaults for what is not given.
+
+        Args:
+            optimizer: a Keras optimizer (or its name), `"adamw"` or `"lamb"` (the original's, through
+                `albert_tf.training.optimization.create_optimizer`), or None for the task's default.
+            loss: a Keras loss on `loss_output(outputs)` (the logits), or None for the task's loss.
+            loss_weights: as `keras.Model.compile`.
+            metrics: Keras metrics, or None for the task's (`default_metrics`).
+            learning_rate: float, the peak learning rate of the original's schedule (when the optimizer is built
+                here); default `_TRAINING_DEFAULTS`.
+            num_train_steps: int, the schedule's decay horizon (the learning rate is 0 from there on).
+            num_warmup_steps: int, linear warm-up steps; default 10% of `num_train_steps` when that is given,
+                else `_TRAINING_DEFAULTS`.
+            **kwargs: more `keras.Model.compile` arguments (`steps_per_execution`, ...); `jit_compile` defaults
+                to False, as the runners' `--jit_compile` (Keras's "auto" would turn XLA on where a GPU is).
+        """
+        defaults = self._TRAINING_DEFAULTS
+        schedule_given = any(v is not None for v in (learning_rate, num_train_steps, num_warmup_steps))
+        if optimizer is None or (isinstance(optimizer, str) and optimizer.lower() in ("adamw", "lamb")):
+            from albert_tf.training.optimization import create_optimizer  # Deferred: keeps imports light.
+            if num_warmup_steps is None:
+                num_warmup_steps = (int(0.1 * num_train_steps) if num_train_steps is not None
+                                    else defaults["num_warmup_steps"])
+            optimizer = create_optimizer(
+                defaults["learning_rate"] if learning_rate is None else learning_rate,
+                defaults["num_train_steps"] if num_train_steps is None else num_train_steps,
+                num_warmup_steps, optimizer=(optimizer or defaults["optimizer"]).lower())
+        elif schedule_given:
+            raise InputError("`learning_rate`, `num_train_steps` and `num_warmup_steps` build the original's "
+                             "optimizer; with an optimizer object, set its learning rate there.")
+        self._uses_task_loss = False
+        if loss is None:
+            loss = self.default_loss()
+            self._uses_task_loss = loss is None
+        if metrics is None:
+            metrics = self.default_metrics()
+        kwargs.setdefault("jit_compile", False)
+        # A task loss is saved in the compile config as no loss, so that loading compiles with it again.
+        super().compile(optimizer=optimizer, loss=loss, loss_weights=loss_weights, metrics=metrics, **kwargs)
+
+    def compile_from_config(self, config):
+        """Compiles from `get_compile_config()` (`.keras` loading): the saved optimizer, loss and metrics."""
+        import albert_tf.training.optimization  # noqa: F401  Registers the ALBERT optimizers and schedule.
+        config = keras.saving.deserialize_keras_object(config)
+        self.compile(**config)
+        if self.optimizer is not None and self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        if self._uses_task_loss:
+            loss = self.task_loss(x, y, y_pred, sample_weight)
+            for extra in self.losses:
+                loss = loss + tf.cast(tf.reduce_sum(extra), loss.dtype)
+            return loss
+        return super().compute_loss(x, y, self.loss_output(y_pred), sample_weight, training=training)
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        return super().compute_metrics(x, y, self.loss_output(y_pred), sample_weight)

@@ -30,11 +30,18 @@ class AlbertClassifier(PretrainedMixin, keras.Model):
         dropout_rate: float, dropout on the pooled output during training.
         recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
             in keeps its own).
+        preprocessor: optional `albert_tf.AlbertPreprocessor`: the model then also takes raw strings, or pairs
+            as a tuple `(texts_a, texts_b)`, in `fit`, `evaluate`, `predict` and calls (see `PretrainedMixin`).
+
+    `compile()` defaults: `SparseCategoricalCrossentropy(from_logits=True)` on the logits (the original's mean
+    cross entropy) and accuracy, or `MeanSquaredError` for regression; AdamW with the original's schedule and
+    the MNLI settings of `run_glue.sh` (peak 3e-5, 10000 steps, 1000 warm-up steps).
     """
 
     _CONFIG_ARGUMENTS = ("num_labels", "dropout_rate", "recompute")
 
-    def __init__(self, config=None, num_labels=2, encoder=None, dropout_rate=0.1, recompute=False, **kwargs):
+    def __init__(self, config=None, num_labels=2, encoder=None, dropout_rate=0.1, recompute=False, preprocessor=None,
+                 **kwargs):
         kwargs.setdefault("name", "albert_classifier")
         if not isinstance(num_labels, int) or num_labels < 1:
             raise InputError(f"`num_labels` must be a positive int. Received: {num_labels!r}.")
@@ -56,6 +63,7 @@ class AlbertClassifier(PretrainedMixin, keras.Model):
                                                       self.config.initializer_range,
                                                       dtype=self.dtype_policy, name="classifier_head")
         self.classifier_head.build()
+        self.set_preprocessor(preprocessor)
         self.built = True
 
     @property
@@ -63,6 +71,7 @@ class AlbertClassifier(PretrainedMixin, keras.Model):
         return self.num_labels == 1
 
     def call(self, inputs, training=None):
+        inputs = self.token_inputs(inputs)
         pooled = self.encoder(inputs, training=training)["pooled_output"]     # [batch, H]
         if training and self.dropout_rate > 0:
             pooled = tf.nn.dropout(pooled, rate=self.dropout_rate)
@@ -73,6 +82,17 @@ class AlbertClassifier(PretrainedMixin, keras.Model):
         probabilities = tf.nn.softmax(logits, axis=-1)
         return {"logits": logits, "probabilities": probabilities,
                 "predictions": tf.argmax(probabilities, axis=-1, output_type=tf.int32)}
+
+    def default_loss(self):
+        if self.is_regression:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        return [] if self.is_regression else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def loss_output(self, outputs):
+        return outputs["logits"] if isinstance(outputs, dict) else outputs
 
 
 def classifier_loss(outputs, label_ids, num_labels):

@@ -24,11 +24,23 @@ class AlbertPretrainer(PretrainedMixin, keras.Model):
         encoder: optional `AlbertModel` to put the heads on.
         recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
             in keeps its own).
+        preprocessor: optional `albert_tf.AlbertPreprocessor`: the model then also takes raw strings (or pairs
+            as a tuple of two lists) in which each literal `[MASK]` is predicted; `predict` returns
+            `mlm_logits [batch, P, V]` for the first `max_predictions_per_seq` masks with the packed
+            `input_ids`, `masked_lm_positions` and `masked_lm_weights` (1 on real masks).
+
+    `compile()` defaults: the original's `total_loss` (`pretraining_loss`; `y` a dict of `masked_lm_ids`,
+    `masked_lm_weights`, `next_sentence_labels`, and `masked_lm_positions` among the inputs) and LAMB with the
+    original's schedule and the settings of its README (peak 0.00176, 125000 steps, 3125 warm-up steps).
     """
 
     _CONFIG_ARGUMENTS = ("recompute",)
+    _PREPROCESS_MODE = "masked"
+    _PREDICT_PASSTHROUGH = ("input_ids", "masked_lm_positions", "masked_lm_weights")
+    _TRAINING_DEFAULTS = dict(optimizer="lamb", learning_rate=0.00176, num_train_steps=125000,
+                              num_warmup_steps=3125)
 
-    def __init__(self, config=None, encoder=None, recompute=False, **kwargs):
+    def __init__(self, config=None, encoder=None, recompute=False, preprocessor=None, **kwargs):
         kwargs.setdefault("name", "albert_pretrainer")
         if encoder is None:
             if config is None:
@@ -46,9 +58,11 @@ class AlbertPretrainer(PretrainedMixin, keras.Model):
                                                dtype=self.dtype_policy, name="seq_relationship")
         self.mlm_head.build()
         self.sop_head.build()
+        self.set_preprocessor(preprocessor)
         self.built = True
 
     def call(self, inputs, training=None):
+        inputs = self.token_inputs(inputs)
         outputs = dict(self.encoder(inputs, training=training))
         positions = inputs.get("masked_lm_positions")
         if positions is not None:
@@ -56,6 +70,12 @@ class AlbertPretrainer(PretrainedMixin, keras.Model):
                                                   self.encoder.embedding_table)
         outputs["sop_logits"] = self.sop_head(outputs["pooled_output"])
         return outputs
+
+    def task_loss(self, x, y, outputs, sample_weight=None):
+        if not isinstance(y, dict):
+            raise InputError("The pretraining loss needs `y` as a dict of `masked_lm_ids`, `masked_lm_weights` and "
+                             f"`next_sentence_labels`. Received: {type(y).__name__}.")
+        return pretraining_loss(outputs, y)[0]
 
 
 def pretraining_loss(outputs, features):

@@ -29,11 +29,20 @@ class AlbertRace(PretrainedMixin, keras.Model):
         dropout_prob: float, dropout on the pooled output while training (the original's `--dropout_prob`, 0.1).
         recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
             in keeps its own).
+        preprocessor: optional `albert_tf.AlbertPreprocessor`: the model then also takes raw text, a dict of
+            `article`, `question` `[batch]` and `options` `[batch, 4]` strings, in `fit`, `evaluate`, `predict`
+            and calls (see `PretrainedMixin`).
+
+    `compile()` defaults: `SparseCategoricalCrossentropy(from_logits=True)` on the logits (the original's loss)
+    and accuracy; AdamW with the original's schedule and the settings of the README's RACE command (peak 1e-5,
+    12000 steps, 1000 warm-up steps).
     """
 
     _CONFIG_ARGUMENTS = ("dropout_prob", "recompute")
+    _PREPROCESS_MODE = "race"
+    _TRAINING_DEFAULTS = dict(optimizer="adamw", learning_rate=1e-5, num_train_steps=12000, num_warmup_steps=1000)
 
-    def __init__(self, config=None, encoder=None, dropout_prob=0.1, recompute=False, **kwargs):
+    def __init__(self, config=None, encoder=None, dropout_prob=0.1, recompute=False, preprocessor=None, **kwargs):
         kwargs.setdefault("name", "albert_race")
         if encoder is None:
             if config is None:
@@ -54,9 +63,11 @@ class AlbertRace(PretrainedMixin, keras.Model):
         self.race_head = AlbertOutputProjection(1, self.config.hidden_size, self.config.initializer_range,
                                                 dtype=self.dtype_policy, name="race_head")
         self.race_head.build()
+        self.set_preprocessor(preprocessor)
         self.built = True
 
     def call(self, inputs, training=None):
+        inputs = self.token_inputs(inputs)
         if not isinstance(inputs, dict) or "input_ids" not in inputs:
             raise TypeError("AlbertRace inputs must be a dict with `input_ids`, `input_mask`, `segment_ids`. "
                             f"Received: {type(inputs).__name__}.")
@@ -80,6 +91,15 @@ class AlbertRace(PretrainedMixin, keras.Model):
             "probabilities": probabilities,
             "predictions": tf.argmax(probabilities, axis=-1, output_type=tf.int32),
         }
+
+    def default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def loss_output(self, outputs):
+        return outputs["logits"] if isinstance(outputs, dict) else outputs
 
 
 def race_loss(logits, label_ids):

@@ -36,11 +36,22 @@ class AlbertSquadV1(PretrainedMixin, keras.Model):
         encoder: optional `AlbertModel`.
         recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
             in keeps its own).
+        preprocessor: optional `albert_tf.AlbertPreprocessor`: the model then also takes raw text, a dict of
+            `question` and `context` strings `[batch]`, in `evaluate`, `predict` and calls, packed as the first
+            document span of `run_squad.py` (longer contexts need its doc-stride windows, outside the model);
+            `predict` adds the packed `input_ids` and `p_mask`.
+
+    `compile()` defaults: the original's loss (`squad_v1_loss`; `y` a dict of `start_positions`, `end_positions`)
+    and AdamW with the original's schedule and the paper's SQuAD 1.1 settings (peak 5e-5, 3649
+    steps, 365 warm-up steps).
     """
 
     _CONFIG_ARGUMENTS = ("recompute",)
+    _PREPROCESS_MODE = "squad"
+    _PREDICT_PASSTHROUGH = ("input_ids", "p_mask")
+    _TRAINING_DEFAULTS = dict(optimizer="adamw", learning_rate=5e-5, num_train_steps=3649, num_warmup_steps=365)
 
-    def __init__(self, config=None, encoder=None, recompute=False, **kwargs):
+    def __init__(self, config=None, encoder=None, recompute=False, preprocessor=None, **kwargs):
         kwargs.setdefault("name", "albert_squad_v1")
         encoder = _encoder(config, encoder, kwargs.get("dtype"), recompute)
         super().__init__(**kwargs)
@@ -50,14 +61,28 @@ class AlbertSquadV1(PretrainedMixin, keras.Model):
         self.squad_head = AlbertOutputProjection(2, self.config.hidden_size, self.config.initializer_range,
                                                  dtype=self.dtype_policy, name="squad")
         self.squad_head.build()
+        self.set_preprocessor(preprocessor)
         self.built = True
 
     def call(self, inputs, training=None):
+        inputs = self.token_inputs(inputs)
         outputs = dict(self.encoder(inputs, training=training))
         logits = self.squad_head(outputs["sequence_output"])                   # [batch, seq, 2]
         outputs["start_logits"] = logits[:, :, 0]
         outputs["end_logits"] = logits[:, :, 1]
         return outputs
+
+    def task_loss(self, x, y, outputs, sample_weight=None):
+        _check_targets(y, ("start_positions", "end_positions"))
+        return squad_v1_loss(outputs, y)
+
+
+def _check_targets(y, names):
+    """InputError unless `y` is a dict holding `names` (the SQuAD training targets)."""
+    if not isinstance(y, dict) or any(name not in y for name in names):
+        received = sorted(y) if isinstance(y, dict) else type(y).__name__
+        raise InputError(f"The SQuAD loss needs `y` as a dict of {', '.join(f'`{n}`' for n in names)}. "
+                         f"Received: {received}.")
 
 
 def _position_ce(log_probs, positions):
@@ -120,12 +145,23 @@ class AlbertSquadV2(PretrainedMixin, keras.Model):
         dropout_prob: float, dropout in the answer-class head (training only).
         recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
             in keeps its own).
+        preprocessor: optional `albert_tf.AlbertPreprocessor`: the model then also takes raw text, a dict of
+            `question` and `context` strings `[batch]`, in `evaluate`, `predict` and calls, packed as the first
+            document span of `run_squad.py` (longer contexts need its doc-stride windows, outside the model);
+            `predict` adds the packed `input_ids` and `p_mask`.
+
+    `compile()` defaults: the original's loss (`squad_v2_loss`; `y` a dict of `start_positions`, `end_positions`, `is_impossible`; training also needs `start_positions` among the inputs)
+    and AdamW with the original's schedule and the paper's SQuAD 2.0 settings (peak 3e-5, 8144
+    steps, 814 warm-up steps).
     """
 
     _CONFIG_ARGUMENTS = ("start_n_top", "end_n_top", "dropout_prob", "recompute")
+    _PREPROCESS_MODE = "squad"
+    _PREDICT_PASSTHROUGH = ("input_ids", "p_mask")
+    _TRAINING_DEFAULTS = dict(optimizer="adamw", learning_rate=3e-5, num_train_steps=8144, num_warmup_steps=814)
 
     def __init__(self, config=None, encoder=None, start_n_top=5, end_n_top=5, dropout_prob=0.1, recompute=False,
-                 **kwargs):
+                 preprocessor=None, **kwargs):
         kwargs.setdefault("name", "albert_squad_v2")
         encoder = _encoder(config, encoder, kwargs.get("dtype"), recompute)
         for name, value in (("start_n_top", start_n_top), ("end_n_top", end_n_top)):
@@ -162,6 +198,7 @@ class AlbertSquadV2(PretrainedMixin, keras.Model):
         self.end_dense_1.build((None, None, hidden))
         self.answer_class_dense_0.build((None, 2 * hidden))
         self.answer_class_dense_1.build((None, hidden))
+        self.set_preprocessor(preprocessor)
         self.built = True
 
     def _end_log_probs(self, end_input, p_mask):
@@ -173,6 +210,7 @@ class AlbertSquadV2(PretrainedMixin, keras.Model):
         return tf.nn.log_softmax(end_logits_masked, axis=-1)
 
     def call(self, inputs, training=None):
+        inputs = self.token_inputs(inputs)
         outputs = dict(self.encoder(inputs, training=training))
         sequence_output = outputs["sequence_output"]                           # [batch, seq, H]
         p_mask = inputs.get("p_mask")
@@ -220,6 +258,13 @@ class AlbertSquadV2(PretrainedMixin, keras.Model):
         ans_feature = self.answer_class_dropout(ans_feature, training=training)
         outputs["cls_logits"] = tf.squeeze(tf.cast(self.answer_class_dense_1(ans_feature), tf.float32), -1)
         return outputs
+
+    def task_loss(self, x, y, outputs, sample_weight=None):
+        _check_targets(y, ("start_positions", "end_positions", "is_impossible"))
+        if "end_log_probs" not in outputs:
+            raise InputError("Training AlbertSquadV2 needs `start_positions` among the inputs too (its end logits "
+                             "are conditioned on the gold start).")
+        return squad_v2_loss(outputs, y)[0]
 
 
 def squad_v2_loss(outputs, features):
