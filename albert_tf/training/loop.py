@@ -53,24 +53,20 @@ def list_checkpoints(model_dir):
 
 
 def checkpoint_objects(model):
-    """`tf.train.Checkpoint` keyword arguments that save every variable of `model`.
+    """`tf.train.Checkpoint` keyword arguments that save every variable of `model`: `{"model": model}`.
 
-    `{"model": model}`, plus `"model_variables": {path: variable}` for variables that the TF object graph
-    does not reach: Keras 3.15's TF backend does not give `tf.train.Checkpoint` the layers held in Python
-    lists (e.g. `AlbertModel.groups`), so those would silently be left out of the checkpoint.
+    Raises `ValueError` naming a variable that the TF object graph of `model` does not reach (a layer held
+    where Keras does not track it), which the checkpoint would silently leave out. Dropout RNG state is not
+    saved (its auto-numbered paths, `seed_generator_5/...`, depend on the build order; the original does not
+    save it either).
     """
     reachable = {id(obj) for obj in tf.train.TrackableView(model).descendants()}
-    missing = {}
     for variable in model.variables:
         path = getattr(variable, "path", variable.name)
-        # Dropout RNG state has process-dependent auto-numbered paths (`seed_generator_5/...`): saving it would
-        # make checkpoints unrestorable into a model built in another order. The original does not save it.
         if id(variable) not in reachable and "seed_generator_state" not in path:
-            missing[path] = variable
-    objects = {"model": model}
-    if missing:
-        objects["model_variables"] = missing
-    return objects
+            raise ValueError(f"Variable {path!r} of {type(model).__name__} is not tracked by its TF object graph "
+                             "and would be left out of the checkpoint.")
+    return {"model": model}
 
 
 def _chief_checkpoint_dir(model_dir, strategy):
@@ -107,15 +103,6 @@ def _global_batch_size(element_spec, num_replicas, accumulation):
             return None
         return shape[0] * shape[1] * num_replicas
     return None if shape[0] is None else shape[0] * num_replicas
-
-
-def _current_learning_rate(optimizer, step):
-    lr = inner_optimizer(optimizer)._learning_rate
-    if isinstance(lr, keras.optimizers.schedules.LearningRateSchedule):
-        return float(lr(step))
-    if callable(lr):
-        return float(lr())
-    return float(lr.numpy() if hasattr(lr, "numpy") else lr)
 
 
 def _format_seconds(seconds):
@@ -165,26 +152,11 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
         if value is None or int(value) < 1:
             raise InputError(f"`{name}` must be a positive integer. Received: {name}={value}.")
     accumulation = int(gradient_accumulation_steps)
-    num_replicas = strategy.num_replicas_in_sync
     tf.io.gfile.makedirs(model_dir)
-
-    def dataset_fn(input_context, start_step=0):
-        if positional_input:
-            # Each step takes `accumulation` batches for each replica this pipeline feeds.
-            replicas_per_pipeline = max(input_context.num_replicas_in_sync // input_context.num_input_pipelines, 1)
-            dataset = train_dataset_fn(input_context, start_step * accumulation * replicas_per_pipeline)
-        else:
-            dataset = train_dataset_fn(input_context)
-        if accumulation > 1:
-            # [accumulation, micro_batch, ...]: one element per optimizer step.
-            dataset = dataset.batch(accumulation, drop_remainder=True)
-        return dataset
-
+    dataset_fn = _step_dataset_fn(train_dataset_fn, accumulation, positional_input)
     trainable_variables = model.trainable_variables
     with strategy.scope():
         optimizer.build(trainable_variables)
-    albert_optimizer = inner_optimizer(optimizer)
-    scale_loss = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
 
     # The weights and the step are restored before the input is built: a positional input starts at the step.
     checkpoint_dir, is_chief = _chief_checkpoint_dir(model_dir, strategy)
@@ -199,6 +171,70 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
         logging.info("Global step %d >= num_train_steps %d: nothing to train.", step, num_train_steps)
         return {"global_step": step}
 
+    iterator, global_batch = _input_iterator(strategy, dataset_fn, objects, latest, step, accumulation,
+                                             checkpoint_iterator, positional_input)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(**objects), checkpoint_dir,
+                                         max_to_keep=keep_checkpoint_max, checkpoint_name=CHECKPOINT_NAME)
+    gradient_fn = _gradient_fn(model, optimizer, loss_fn, trainable_variables,
+                               strategy.num_replicas_in_sync * accumulation, accumulation, jit_compile)
+    # The metric names are known after one trace of the loss on a replica's element spec.
+    metric_names = _metric_names(loss_fn, model, dataset_fn, strategy.num_replicas_in_sync, accumulation, strategy)
+    train_loop = _train_loop_fn(strategy, optimizer, gradient_fn, trainable_variables, metric_names)
+    writer = tf.summary.create_file_writer(model_dir) if is_chief else tf.summary.create_noop_writer()
+    logging.info("***** Running training: steps %d -> %d, %d replica(s), global batch %s *****", step,
+                 num_train_steps, strategy.num_replicas_in_sync, global_batch)
+    every = int(save_checkpoints_steps or 0)
+    start_step, start_time = step, time.time()
+    result = {"global_step": step}
+    while step < num_train_steps:
+        loop_steps = min(iterations_per_loop, num_train_steps - step)
+        if every > 0:
+            loop_steps = min(loop_steps, (step // every + 1) * every - step)
+        loop_start = time.time()
+        outputs = train_loop(iterator, tf.constant(loop_steps, tf.int32))
+        new_step = int(optimizer.iterations.numpy())
+        stats = _loop_stats(outputs, step, new_step, time.time() - loop_start, global_batch, model_dir)
+        _report_loop(writer, stats, new_step, num_train_steps, (time.time() - start_time)
+                     / max(new_step - start_step, 1) * (num_train_steps - new_step))
+        step = new_step
+        result = {"global_step": step, "loss": stats["loss"], "gradient_norm": stats["gradient_norm"],
+                  **stats["metrics"]}
+        if loop_callback is not None:
+            loop_callback(dict(result, learning_rate=stats["learning_rate"], step_time=stats["step_time"],
+                               examples_per_second=stats["examples_per_second"], seconds=stats["seconds"]))
+        if (every > 0 and step % every == 0) or step >= num_train_steps:
+            path = manager.save(checkpoint_number=step)
+            logging.info("Saved checkpoint %s.", path)
+            if not is_chief:
+                tf.io.gfile.rmtree(checkpoint_dir)
+    writer.close()
+    return result
+
+
+def _step_dataset_fn(train_dataset_fn, accumulation, positional_input):
+    """`dataset_fn(input_context, start_step=0)`: the per-replica input with one element per optimizer step."""
+    def dataset_fn(input_context, start_step=0):
+        if positional_input:
+            # Each step takes `accumulation` batches for each replica this pipeline feeds.
+            replicas_per_pipeline = max(input_context.num_replicas_in_sync // input_context.num_input_pipelines, 1)
+            dataset = train_dataset_fn(input_context, start_step * accumulation * replicas_per_pipeline)
+        else:
+            dataset = train_dataset_fn(input_context)
+        if accumulation > 1:
+            # [accumulation, micro_batch, ...]: one element per optimizer step.
+            dataset = dataset.batch(accumulation, drop_remainder=True)
+        return dataset
+    return dataset_fn
+
+
+def _input_iterator(strategy, dataset_fn, objects, latest, step, accumulation, checkpoint_iterator,
+                    positional_input):
+    """The training input's iterator, positioned after `step` where it can be, and the global batch size.
+
+    Adds the iterator to the checkpoint `objects` where the strategy can save it, restoring its position
+    from `latest`.
+    """
+    num_replicas = strategy.num_replicas_in_sync
     save_iterator = checkpoint_iterator and _iterator_is_checkpointable(strategy)
     restore_iterator = save_iterator and latest is not None and _has_iterator_state(latest)
     input_step = 0
@@ -220,8 +256,6 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
             lambda input_context: dataset_fn(input_context, input_step))
         iterator = iter(distributed_dataset)
         element_spec = dataset_fn(tf.distribute.InputContext(num_replicas_in_sync=num_replicas)).element_spec
-    global_batch = _global_batch_size(element_spec, num_replicas, accumulation)
-
     if save_iterator:
         objects["iterator"] = iterator
         if restore_iterator:
@@ -230,45 +264,54 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
         logging.info("%s cannot checkpoint its input iterator: a resumed job %s.", type(strategy).__name__,
                      "rebuilds its seeded input at the restored step" if positional_input
                      else "restarts the input pipeline (unseeded input)")
-    checkpoint = tf.train.Checkpoint(**objects)
-    manager = tf.train.CheckpointManager(checkpoint, checkpoint_dir, max_to_keep=keep_checkpoint_max,
-                                         checkpoint_name=CHECKPOINT_NAME)
+    return iterator, _global_batch_size(element_spec, num_replicas, accumulation)
+
+
+def _gradient_fn(model, optimizer, loss_fn, trainable_variables, loss_divisor, accumulation, jit_compile):
+    """`fn(features) -> (loss, metrics, grads)` of one replica's step (its micro-batches summed).
+
+    Replica losses are batch means: dividing each by `loss_divisor` (replicas x micro-batches) makes the sum
+    of the gradients over replicas and micro-batches the gradient of the global-batch mean.
+    """
+    scale_loss = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
 
     def compute_gradients(features):
         with tf.GradientTape() as tape:
             loss, metrics = loss_fn(model, features, True)
-            # Replica losses are batch means: the sum over replicas of loss / N is the global-batch mean.
-            scaled_loss = loss / float(num_replicas * accumulation)
+            scaled_loss = loss / float(loss_divisor)
             if scale_loss:
                 scaled_loss = optimizer.scale_loss(scaled_loss)
         grads = tape.gradient(scaled_loss, trainable_variables)
         return loss, dict(metrics), grads
 
-    if accumulation > 1:
-        def compute_accumulated(features):
-            def micro_batch(i):
-                return tf.nest.map_structure(lambda t: t[i], features)
+    def compute_accumulated(features):
+        def micro_batch(i):
+            return tf.nest.map_structure(lambda t: t[i], features)
 
-            loss0, metrics0, grads0 = compute_gradients(micro_batch(0))
-            grads0 = [tf.convert_to_tensor(g) for g in grads0]
+        loss0, metrics0, grads0 = compute_gradients(micro_batch(0))
+        grads0 = [tf.convert_to_tensor(g) for g in grads0]
 
-            def body(i, loss_sum, metric_sums, grad_sums):
-                loss, metrics, grads = compute_gradients(micro_batch(i))
-                grad_sums = [s + tf.convert_to_tensor(g) for s, g in zip(grad_sums, grads)]
-                metric_sums = {k: metric_sums[k] + tf.cast(metrics[k], tf.float32) for k in metric_sums}
-                return i + 1, loss_sum + loss, metric_sums, grad_sums
+        def body(i, loss_sum, metric_sums, grad_sums):
+            loss, metrics, grads = compute_gradients(micro_batch(i))
+            grad_sums = [s + tf.convert_to_tensor(g) for s, g in zip(grad_sums, grads)]
+            metric_sums = {k: metric_sums[k] + tf.cast(metrics[k], tf.float32) for k in metric_sums}
+            return i + 1, loss_sum + loss, metric_sums, grad_sums
 
-            _, loss_sum, metric_sums, grads = tf.while_loop(
-                lambda i, *_: i < accumulation, body,
-                (tf.constant(1), loss0, {k: tf.cast(v, tf.float32) for k, v in metrics0.items()}, grads0))
-            return (loss_sum / accumulation, {k: v / accumulation for k, v in metric_sums.items()}, grads)
-        gradient_fn = compute_accumulated
-    else:
-        gradient_fn = compute_gradients
-    if jit_compile:
-        gradient_fn = tf.function(gradient_fn, jit_compile=True)
+        _, loss_sum, metric_sums, grads = tf.while_loop(
+            lambda i, *_: i < accumulation, body,
+            (tf.constant(1), loss0, {k: tf.cast(v, tf.float32) for k, v in metrics0.items()}, grads0))
+        return (loss_sum / accumulation, {k: v / accumulation for k, v in metric_sums.items()}, grads)
 
+    gradient_fn = compute_accumulated if accumulation > 1 else compute_gradients
+    return tf.function(gradient_fn, jit_compile=True) if jit_compile else gradient_fn
+
+
+def _train_loop_fn(strategy, optimizer, gradient_fn, trainable_variables, metric_names):
+    """The `tf.function` `train_loop(iterator, num_steps)`: up to `num_steps` steps, stopping after a
+    non-finite one; returns `(loss_sum, metric_sums, steps, finite, last gradient norm, last learning rate)`."""
+    albert_optimizer = inner_optimizer(optimizer)
     records_norm = hasattr(albert_optimizer, "gradient_norm")
+    scale_loss = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
 
     def replica_step(features):
         loss, metrics, grads = gradient_fn(features)
@@ -277,17 +320,16 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
             norm = tf.linalg.global_norm([g for g in grads if g is not None])
             if scale_loss:
                 norm = norm / tf.cast(optimizer.dynamic_scale, norm.dtype)
+        # The rate this step uses: the schedule at the optimizer's `iterations` before the update.
+        learning_rate = tf.cast(optimizer.learning_rate, tf.float32)
         optimizer.apply_gradients(zip(grads, trainable_variables))
         if records_norm:
             # The optimizer's pre-clip norm of the cross-replica gradient sum.
             norm = tf.identity(albert_optimizer.gradient_norm.value)
-        return loss, metrics, tf.cast(norm, tf.float32)
+        return loss, metrics, tf.cast(norm, tf.float32), learning_rate
 
     def reduce_mean(value):
         return strategy.reduce(tf.distribute.ReduceOp.MEAN, value, axis=None)
-
-    # The metric names are known after one trace of the loss on a replica's element spec.
-    metric_names = _metric_names(loss_fn, model, dataset_fn, num_replicas, accumulation, strategy)
 
     @tf.function
     def train_loop(iterator, num_steps):
@@ -296,10 +338,12 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
         steps = tf.constant(0)
         finite = tf.constant(True)
         grad_norm = tf.constant(0.0)
+        learning_rate = tf.constant(0.0)
         for _ in tf.range(num_steps):
-            loss, metrics, grad_norm = strategy.run(replica_step, args=(next(iterator),))
+            loss, metrics, grad_norm, learning_rate = strategy.run(replica_step, args=(next(iterator),))
             loss = tf.cast(reduce_mean(loss), tf.float32)
             grad_norm = reduce_mean(grad_norm)
+            learning_rate = reduce_mean(learning_rate)
             metric_sums = {name: metric_sums[name] + tf.cast(reduce_mean(metrics[name]), tf.float32)
                            for name in metric_names}
             loss_sum += loss
@@ -307,63 +351,45 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
             finite = tf.logical_and(tf.math.is_finite(loss), tf.math.is_finite(grad_norm))
             if not finite:
                 break
-        return loss_sum, metric_sums, steps, finite, grad_norm
+        return loss_sum, metric_sums, steps, finite, grad_norm, learning_rate
 
-    writer = tf.summary.create_file_writer(model_dir) if is_chief else tf.summary.create_noop_writer()
-    every = int(save_checkpoints_steps or 0)
-    start_step, start_time = step, time.time()
-    result = {"global_step": step}
-    logging.info("***** Running training: steps %d -> %d, %d replica(s), global batch %s *****", step,
-                 num_train_steps, num_replicas, global_batch)
-    while step < num_train_steps:
-        loop_steps = min(iterations_per_loop, num_train_steps - step)
-        if every > 0:
-            loop_steps = min(loop_steps, (step // every + 1) * every - step)
-        loop_start = time.time()
-        loss_sum, metric_sums, steps_run, finite, grad_norm = train_loop(iterator,
-                                                                         tf.constant(loop_steps, tf.int32))
-        steps_run = int(steps_run)
-        new_step = int(optimizer.iterations.numpy())
-        elapsed = time.time() - loop_start
-        if not bool(finite):
-            raise FloatingPointError(
-                f"Non-finite loss or gradient at global step {new_step} (loss sum {float(loss_sum)}, gradient "
-                f"norm {float(grad_norm)}). Training stopped; nothing was saved "
-                f"after step {step}. Last checkpoint: {tf.train.latest_checkpoint(model_dir)}.")
-        mean_loss = float(loss_sum) / max(steps_run, 1)
-        metrics = {name: float(value) / max(steps_run, 1) for name, value in metric_sums.items()}
-        learning_rate = _current_learning_rate(optimizer, max(new_step - 1, 0))
-        grad_norm = float(grad_norm)
-        step_time = elapsed / max(steps_run, 1)
-        examples_per_second = global_batch * steps_run / elapsed if global_batch and elapsed > 0 else float("nan")
-        done = max(new_step - start_step, 1)
-        eta = (time.time() - start_time) / done * (num_train_steps - new_step)
-        logging.info("step %d/%d loss %.4f lr %.3g grad_norm %.3f %.1f examples/s %.3f s/step ETA %s%s",
-                     new_step, num_train_steps, mean_loss, learning_rate, grad_norm, examples_per_second,
-                     step_time, _format_seconds(eta),
-                     "".join(f" {k} {v:.4f}" for k, v in sorted(metrics.items())))
-        with writer.as_default(step=new_step):
-            tf.summary.scalar("loss", mean_loss)
-            tf.summary.scalar("learning_rate", learning_rate)
-            tf.summary.scalar("gradient_norm", grad_norm)
-            tf.summary.scalar("step_time", step_time)
-            if not math.isnan(examples_per_second):
-                tf.summary.scalar("examples_per_second", examples_per_second)
-            for name, value in metrics.items():
-                tf.summary.scalar(name, value)
-        writer.flush()
-        step = new_step
-        result = {"global_step": step, "loss": mean_loss, "gradient_norm": grad_norm, **metrics}
-        if loop_callback is not None:
-            loop_callback(dict(result, learning_rate=learning_rate, step_time=step_time,
-                               examples_per_second=examples_per_second, seconds=elapsed))
-        if (every > 0 and step % every == 0) or step >= num_train_steps:
-            path = manager.save(checkpoint_number=step)
-            logging.info("Saved checkpoint %s.", path)
-            if not is_chief:
-                tf.io.gfile.rmtree(checkpoint_dir)
-    writer.close()
-    return result
+    return train_loop
+
+
+def _loop_stats(outputs, step, new_step, elapsed, global_batch, model_dir):
+    """The statistics of one `train_loop` call from `step` to `new_step`; raises `FloatingPointError` after a
+    non-finite step."""
+    loss_sum, metric_sums, steps_run, finite, grad_norm, learning_rate = outputs
+    steps_run = max(int(steps_run), 1)
+    if not bool(finite):
+        raise FloatingPointError(
+            f"Non-finite loss or gradient at global step {new_step} (loss sum {float(loss_sum)}, gradient "
+            f"norm {float(grad_norm)}). Training stopped; nothing was saved "
+            f"after step {step}. Last checkpoint: {tf.train.latest_checkpoint(model_dir)}.")
+    return {"loss": float(loss_sum) / steps_run,
+            "metrics": {name: float(value) / steps_run for name, value in metric_sums.items()},
+            "learning_rate": float(learning_rate), "gradient_norm": float(grad_norm),
+            "step_time": elapsed / steps_run, "seconds": elapsed,
+            "examples_per_second": (global_batch * int(outputs[2]) / elapsed if global_batch and elapsed > 0
+                                    else float("nan"))}
+
+
+def _report_loop(writer, stats, new_step, num_train_steps, eta):
+    """One log line and the TensorBoard scalars of a loop."""
+    logging.info("step %d/%d loss %.4f lr %.3g grad_norm %.3f %.1f examples/s %.3f s/step ETA %s%s",
+                 new_step, num_train_steps, stats["loss"], stats["learning_rate"], stats["gradient_norm"],
+                 stats["examples_per_second"], stats["step_time"], _format_seconds(eta),
+                 "".join(f" {k} {v:.4f}" for k, v in sorted(stats["metrics"].items())))
+    with writer.as_default(step=new_step):
+        tf.summary.scalar("loss", stats["loss"])
+        tf.summary.scalar("learning_rate", stats["learning_rate"])
+        tf.summary.scalar("gradient_norm", stats["gradient_norm"])
+        tf.summary.scalar("step_time", stats["step_time"])
+        if not math.isnan(stats["examples_per_second"]):
+            tf.summary.scalar("examples_per_second", stats["examples_per_second"])
+        for name, value in stats["metrics"].items():
+            tf.summary.scalar(name, value)
+    writer.flush()
 
 
 def _metric_names(loss_fn, model, dataset_fn, num_replicas, accumulation, strategy):

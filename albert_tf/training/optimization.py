@@ -16,6 +16,7 @@ slots (`<path>_adam_m`, `<path>_adam_v`) and `iterations` are saved by `tf.train
 `iterations` before incrementing it, so step k (1-based) uses `lr(k - 1)`, as the original on TPU.
 """
 
+import functools
 import re
 
 import keras
@@ -125,6 +126,34 @@ def _tf_variable(variable):
     return variable.value if isinstance(variable, keras.Variable) else variable
 
 
+class _BuiltVariables:
+    """The variables an optimizer is built on, held outside Keras's and TensorFlow's tracking: they belong to
+    the model's checkpoint, not the optimizer's."""
+
+    def __init__(self, variables):
+        self.variables = tuple(variables)
+        # A Keras variable and the `tf.Variable` behind it name the same variable.
+        self.indices = {}
+        for i, variable in enumerate(self.variables):
+            self.indices[id(variable)] = i
+            self.indices[id(_tf_variable(variable))] = i
+
+    def index_of(self, variable):
+        index = self.indices.get(id(variable), self.indices.get(id(_tf_variable(variable))))
+        if index is None:
+            raise InputError(f"Variable {variable_path(variable)!r} is not one the optimizer was built on.")
+        return index
+
+
+def _sum_across_replicas(grads):
+    """The gradients summed across the replicas of the current `tf.distribute` strategy (itself with one)."""
+    replica_context = tf.distribute.get_replica_context()
+    if replica_context is not None and tf.distribute.has_strategy() and (
+            tf.distribute.get_strategy().num_replicas_in_sync > 1):
+        return replica_context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+    return grads
+
+
 class _AlbertAdamBase(keras.optimizers.Optimizer):
     """Shared parts of `AdamWeightDecay` and `Lamb`: slots, exclusions, clipping after aggregation."""
 
@@ -158,6 +187,7 @@ class _AlbertAdamBase(keras.optimizers.Optimizer):
         if self.built:
             return
         super().build(var_list)
+        self.built_variables = _BuiltVariables(var_list)
         self._adam_m = []
         self._adam_v = []
         self._decay_flags = []
@@ -182,55 +212,89 @@ class _AlbertAdamBase(keras.optimizers.Optimizer):
         """Whether LAMB's trust ratio applies to the variable named `path` (`_do_layer_adaptation`)."""
         return self._use_layer_adaptation and not _matches_any(self.exclude_from_layer_adaptation, path)
 
-    def _backend_update_step(self, grads, trainable_variables, learning_rate):
-        # Keras's TF backend sums the gradients across replicas inside its `_backend_update_step`; the
-        # global-norm clip of the original applies to the summed (global-batch) gradient, so the sum is done
-        # here first and the parent's own all-reduce is skipped below.
+    def slots(self, variable):
+        """`(adam_m, adam_v)`, the Keras slot variables of `variable` (one the optimizer was built on)."""
+        index = self.built_variables.index_of(variable)
+        return self._adam_m[index], self._adam_v[index]
+
+    def weight_decay_flags(self):
+        """For each variable the optimizer was built on, in order: whether it gets weight decay."""
+        return list(self._decay_flags)
+
+    def layer_adaptation_flags(self):
+        """For each variable the optimizer was built on, in order: whether LAMB's trust ratio applies."""
+        return list(self._adapt_flags)
+
+    def apply(self, grads, trainable_variables=None):
+        """One step of the original optimizer: Keras's public `apply` contract, written out.
+
+        In a replica context the gradients are summed across replicas, then clipped by their global norm
+        (the original clips the gradient of the whole batch); each variable is then updated through
+        `tf.distribute`'s public `extended.update`, one variable's temporaries at a time on each device;
+        `iterations` goes up by one.
+        """
         grads = list(grads)
-        replica_context = tf.distribute.get_replica_context()
-        if replica_context is not None and tf.distribute.has_strategy() and (
-                tf.distribute.get_strategy().num_replicas_in_sync > 1):
-            grads = replica_context.all_reduce(tf.distribute.ReduceOp.SUM, grads)
+        if not grads:
+            return
+        if trainable_variables is None:
+            if not self.built:
+                raise InputError("`trainable_variables` must be given to `apply` before the optimizer is built "
+                                 "(`optimizer.build(variables)`).")
+            trainable_variables = list(self.built_variables.variables)
+        else:
+            trainable_variables = list(trainable_variables)
+            if not self.built:
+                with keras.name_scope(self.name, caller=self):
+                    self.build(trainable_variables)
+                self.built = True
+        if len(grads) != len(trainable_variables):
+            raise InputError(f"`apply` needs one gradient per variable. Received: {len(grads)} gradients for "
+                             f"{len(trainable_variables)} variables.")
+        pairs = [(grad, variable) for grad, variable in zip(grads, trainable_variables) if grad is not None]
+        with keras.name_scope(self.name, caller=self):
+            if pairs:
+                self._apply_pairs(pairs)
+        self.iterations.assign_add(1)
+
+    def _apply_pairs(self, pairs):
+        grads = [grad for grad, _ in pairs]
+        if self.loss_scale_factor is not None:
+            grads = [grad / self.loss_scale_factor for grad in grads]
+        grads = _sum_across_replicas(grads)
         norm = tf.linalg.global_norm(grads)
         # The clip of `tf.clip_by_global_norm` (the same scale, the same products), applied in each variable's
         # update rather than to a clipped copy of every gradient at once.
-        self._gradient_scale = None
+        scale = tf.constant(1.0, norm.dtype)
         if self.clip_norm is not None:
             clip_norm = tf.constant(self.clip_norm, norm.dtype)
             scale = clip_norm * tf.minimum(1.0 / norm, 1.0 / clip_norm)
-            self._gradient_scale = scale + (norm - norm)          # NaN for a non-finite norm, as there
+            scale = scale + (norm - norm)                             # NaN for a non-finite norm, as there
         self.gradient_norm.assign(norm)
-        self._gradients_reduced = True
-        # On each device, a variable's update starts after the previous variable's assignments there
-        # (`_updated`, by device), so that the temporaries of one variable's update exist at a time instead of
-        # those of every variable at once. The numbers are the same in any order.
-        self._updated = {}
-        try:
-            super()._backend_update_step(grads, trainable_variables, learning_rate)
-        finally:
-            self._gradients_reduced = False
-            self._gradient_scale = None
-            self._updated = None
+        learning_rate = self.learning_rate
+        strategy = tf.distribute.get_strategy()
+        # On each device, a variable's update starts after the previous variable's assignments there (`chain`,
+        # by device), so that the temporaries of one variable's update exist at a time instead of those of
+        # every variable at once. The numbers are the same in any order.
+        chain = None if tf.executing_eagerly() else {}
+        for grad, variable in zip(grads, (variable for _, variable in pairs)):
+            index = self.built_variables.index_of(variable)
+            # Only tensors go through `args` (a merge call regroups them per replica); the index and the chain
+            # are the same Python objects for every copy.
+            strategy.extended.update(
+                _tf_variable(variable), functools.partial(self._update_one, index=index, chain=chain),
+                args=(grad, learning_rate, scale), group=False)
+            if variable.constraint is not None:
+                variable.assign(variable.constraint(variable))
 
-    def _all_reduce_sum_gradients(self, grads_and_vars):
-        if getattr(self, "_gradients_reduced", False):
-            return list(grads_and_vars)
-        return super()._all_reduce_sum_gradients(grads_and_vars)
-
-    def update_step(self, gradient, variable, learning_rate):
-        index = self._get_variable_index(variable)
-        chain = getattr(self, "_updated", None)
-        if chain is not None and tf.executing_eagerly():
-            chain = None
+    def _update_one(self, variable, gradient, learning_rate, scale, index, chain):
+        """The update of the built variable number `index`, run by `tf.distribute` on each of its copies."""
         gradient = tf.cast(tf.convert_to_tensor(gradient), variable.dtype)  # IndexedSlices -> dense, as TF1.
         if chain and chain.get(variable.device):
             with tf.control_dependencies(chain[variable.device]):
                 gradient = tf.identity(gradient)
-        scale = getattr(self, "_gradient_scale", None)
-        scale = tf.constant(1.0, variable.dtype) if scale is None else tf.cast(scale, variable.dtype)
         weight, m, v = _tf_variable(variable), _tf_variable(self._adam_m[index]), _tf_variable(self._adam_v[index])
         next_weight, next_m, next_v = _adam_lamb_update(
-            gradient, scale, *(tf.convert_to_tensor(x) for x in (weight, m, v)),
+            gradient, tf.cast(scale, variable.dtype), *(tf.convert_to_tensor(x) for x in (weight, m, v)),
             tf.cast(learning_rate, variable.dtype), self.beta_1, self.beta_2, self.epsilon,
             self.weight_decay_rate if self._decay_flags[index] else 0.0, self._adapt_flags[index])
         assigned = [weight.assign(next_weight), m.assign(next_m), v.assign(next_v)]
