@@ -157,45 +157,20 @@ def run_quickstart(output_dir="quickstart_output", overwrite=False, vocab_size=2
         logging.info("=" * 20 + " %s " + "=" * 20, name)
         return time.time()
 
-    # 1. Corpus.
     t = step("1/6 corpus from pydoc_data.topics")
-    corpus = os.path.join(output_dir, "corpus")
-    if not _done(corpus):
-        train_txt, heldout_txt, stats = write_corpus(output_dir)
-        _mark_done(corpus, {"train": train_txt, "heldout": heldout_txt, "stats": stats})
-    info = _read_done(corpus)
-    train_txt, heldout_txt = info["train"], info["heldout"]
-    summary["corpus"] = info["stats"]
-    logging.info("Corpus: %s", info["stats"])
+    train_txt, heldout_txt, summary["corpus"] = _corpus_step(output_dir)
     timings["corpus"] = time.time() - t
 
-    # 2. SentencePiece model with the original spm_train flags.
     t = step("2/6 SentencePiece vocabulary")
-    spm_prefix = os.path.join(output_dir, "spm")
-    spm_model = spm_prefix + ".model"
-    if not _done(spm_prefix):
-        vocab_lib.train_sentencepiece([train_txt], spm_prefix, vocab_size=vocab_size)
-        _mark_done(spm_prefix, {"vocab_size": vocab_size})
+    spm_model = _vocab_step(output_dir, train_txt, vocab_size)
     timings["vocab"] = time.time() - t
 
-    # 3. Pretraining TFRecords.
     t = step("3/6 SOP + n-gram masked TFRecords")
-    train_rec = os.path.join(output_dir, "train.tfrecord")
-    heldout_rec = os.path.join(output_dir, "heldout.tfrecord")
-    for src, dst, dupe in ((train_txt, train_rec, dupe_factor), (heldout_txt, heldout_rec, dupe_factor)):
-        if not _done(dst):
-            options = PretrainingOptions(max_seq_length=max_seq_length,
-                                         max_predictions_per_seq=max_predictions_per_seq,
-                                         random_seed=random_seed, dupe_factor=dupe)
-            stats = write_pretraining_examples(src, [dst], spm_model_file=spm_model, options=options,
-                                               num_workers=num_workers)
-            _mark_done(dst, {"instances": stats.instances, "summary": stats.summary()})
-        logging.info("%s: %s", os.path.basename(dst), _read_done(dst)["summary"])
-    summary["train_instances"] = _read_done(train_rec)["instances"]
-    summary["heldout_instances"] = _read_done(heldout_rec)["instances"]
+    train_rec, heldout_rec = _records_step(output_dir, train_txt, heldout_txt, spm_model, max_seq_length,
+                                           max_predictions_per_seq, random_seed, dupe_factor, num_workers, summary)
     timings["data"] = time.time() - t
 
-    # 4. Pretraining.
+    # 4. Pretraining, LAMB, the original's run_pretraining flags.
     t = step("4/6 pretraining (LAMB, MLM + SOP)")
     config = model_config(vocab_size, max_seq_length, hidden_size, num_hidden_layers, num_attention_heads,
                           embedding_size, intermediate_size)
@@ -210,8 +185,67 @@ def run_quickstart(output_dir="quickstart_output", overwrite=False, vocab_size=2
                     iterations_per_loop=iterations_per_loop, jit_compile=jit_compile, seed=random_seed)
     timings["pretrain"] = time.time() - t
 
-    # 5. Evaluation: untrained vs trained, beside the chance levels.
     t = step("5/6 held-out evaluation")
+    trained = _evaluate_step(config, pretrain_dir, train_rec, heldout_rec, max_seq_length,
+                             max_predictions_per_seq, random_seed, summary)
+    timings["evaluate"] = time.time() - t
+
+    t = step("6/6 SavedModel export and raw-text queries")
+    export_path = _export_step(trained, output_dir, spm_model, max_seq_length, config, summary)
+    timings["export"] = time.time() - t
+    summary["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
+    summary["total_s"] = round(time.time() - started, 1)
+    summary["artifacts"] = {
+        "corpus": [train_txt, heldout_txt], "spm_model": spm_model, "tfrecords": [train_rec, heldout_rec],
+        "albert_config": config_file, "checkpoints": pretrain_dir, "saved_model": export_path}
+    path = os.path.join(output_dir, "quickstart_summary.json")
+    fileio.write_text_atomic(path, json.dumps(summary, indent=2, sort_keys=True))
+    return summary
+
+
+def _corpus_step(output_dir):
+    """1. The corpus from `pydoc_data.topics`: `(train .txt, held-out .txt, corpus statistics)`."""
+    corpus = os.path.join(output_dir, "corpus")
+    if not _done(corpus):
+        train_txt, heldout_txt, stats = write_corpus(output_dir)
+        _mark_done(corpus, {"train": train_txt, "heldout": heldout_txt, "stats": stats})
+    info = _read_done(corpus)
+    logging.info("Corpus: %s", info["stats"])
+    return info["train"], info["heldout"], info["stats"]
+
+
+def _vocab_step(output_dir, train_txt, vocab_size):
+    """2. The SentencePiece model with the original spm_train flags; returns its `.model` path."""
+    spm_prefix = os.path.join(output_dir, "spm")
+    if not _done(spm_prefix):
+        vocab_lib.train_sentencepiece([train_txt], spm_prefix, vocab_size=vocab_size)
+        _mark_done(spm_prefix, {"vocab_size": vocab_size})
+    return spm_prefix + ".model"
+
+
+def _records_step(output_dir, train_txt, heldout_txt, spm_model, max_seq_length, max_predictions_per_seq,
+                  random_seed, dupe_factor, num_workers, summary):
+    """3. The pretraining TFRecords of both texts; returns `(train, held-out)` paths, counts in `summary`."""
+    train_rec = os.path.join(output_dir, "train.tfrecord")
+    heldout_rec = os.path.join(output_dir, "heldout.tfrecord")
+    for src, dst, dupe in ((train_txt, train_rec, dupe_factor), (heldout_txt, heldout_rec, dupe_factor)):
+        if not _done(dst):
+            options = PretrainingOptions(max_seq_length=max_seq_length,
+                                         max_predictions_per_seq=max_predictions_per_seq,
+                                         random_seed=random_seed, dupe_factor=dupe)
+            stats = write_pretraining_examples(src, [dst], spm_model_file=spm_model, options=options,
+                                               num_workers=num_workers)
+            _mark_done(dst, {"instances": stats.instances, "summary": stats.summary()})
+        logging.info("%s: %s", os.path.basename(dst), _read_done(dst)["summary"])
+    summary["train_instances"] = _read_done(train_rec)["instances"]
+    summary["heldout_instances"] = _read_done(heldout_rec)["instances"]
+    return train_rec, heldout_rec
+
+
+def _evaluate_step(config, pretrain_dir, train_rec, heldout_rec, max_seq_length, max_predictions_per_seq,
+                   random_seed, summary):
+    """5. Held-out metrics, untrained vs trained, beside the chance levels (in `summary`); returns the
+    trained model."""
     chance = _chance_levels(train_rec, heldout_rec, max_seq_length, max_predictions_per_seq)
     tf.keras.utils.set_random_seed(random_seed)
     untrained = AlbertPretrainer(config)
@@ -221,10 +255,11 @@ def run_quickstart(output_dir="quickstart_output", overwrite=False, vocab_size=2
     init_from_checkpoint(trained, last_prefix, allow_missing_heads=False)
     after = _evaluate(trained, heldout_rec, max_seq_length, max_predictions_per_seq)
     summary.update(chance=chance, untrained=before, trained=after, trained_step=last_step)
-    timings["evaluate"] = time.time() - t
+    return trained
 
-    # 6. Export and raw-text queries from a fresh process.
-    t = step("6/6 SavedModel export and raw-text queries")
+
+def _export_step(trained, output_dir, spm_model, max_seq_length, config, summary):
+    """6. The SavedModel export, queried with raw text from a fresh process (answers in `summary`)."""
     export_root = os.path.join(output_dir, "export")
     if os.path.exists(export_root):
         shutil.rmtree(export_root)
@@ -237,15 +272,7 @@ def run_quickstart(output_dir="quickstart_output", overwrite=False, vocab_size=2
         raise RuntimeError(f"Querying the exported SavedModel failed:\n{proc.stderr[-3000:]}")
     summary["queries"] = json.loads(proc.stdout.strip().splitlines()[-1])
     summary["export_path"] = export_path
-    timings["export"] = time.time() - t
-    summary["timings_s"] = {k: round(v, 1) for k, v in timings.items()}
-    summary["total_s"] = round(time.time() - started, 1)
-    summary["artifacts"] = {
-        "corpus": [train_txt, heldout_txt], "spm_model": spm_model, "tfrecords": [train_rec, heldout_rec],
-        "albert_config": config_file, "checkpoints": pretrain_dir, "saved_model": export_path}
-    path = os.path.join(output_dir, "quickstart_summary.json")
-    fileio.write_text_atomic(path, json.dumps(summary, indent=2, sort_keys=True))
-    return summary
+    return export_path
 
 
 def format_report(summary):

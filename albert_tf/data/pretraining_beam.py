@@ -270,20 +270,8 @@ def _remove(paths):
             logging.warning("Could not remove temporary files %s: %s", existing, e)
 
 
-def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None, options=PretrainingOptions(),
-                 shard_size_mb=32.0, num_output_shards=0, pipeline_args=()):
-    """Runs the pretraining data pipeline on Beam and waits for it; returns the run's `PretrainingStats`.
-
-    Args:
-        input_files: str of comma-separated globs, or a list of globs / paths (Beam file systems).
-        output_files: str (comma-separated) or list of output prefixes; files `PREFIX-SSSSS-of-NNNNN`.
-        vocab_file: WordPiece `vocab.txt`; with `spm_model_file`, its `.vocab` (checked against it if given).
-        spm_model_file: SentencePiece `.model`.
-        options: `PretrainingOptions` (the original's flags).
-        shard_size_mb: float, raw text per shard, as the local writer (same shards, same examples).
-        num_output_shards: int, files per prefix (0: the runner chooses).
-        pipeline_args: list of Beam pipeline options, e.g. `["--runner=DirectRunner"]`.
-    """
+def _checked_prefixes(output_files, vocab_file, spm_model_file, options, shard_size_mb, num_output_shards):
+    """The output prefixes, after checking the arguments of `run_pipeline` and the vocabulary files."""
     options.validate()
     if not spm_model_file and not vocab_file:
         raise InputError("`vocab_file` or `spm_model_file` is required (both are None).")
@@ -307,6 +295,56 @@ def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None
             except ValueError as e:
                 raise InputError(str(e).replace(vocab, vocab_file).replace(model, spm_model_file)) from None
         TokenSpace(None if model else vocab, model, options.do_lower_case)  # [CLS]/[SEP]/[MASK] present
+    return prefixes
+
+
+def _build_pipeline(p, files, sizes, shard_bytes, vocab_file, spm_model_file, options, num_output_shards,
+                    prefixes, temp_prefixes):
+    """Adds the pipeline's steps to `p`: document boundaries, shards, instances, one TFRecord set per
+    prefix under `temp_prefixes`, and the step that moves them to the final names with the summary."""
+    offsets = (p | "Files" >> beam.Create(list(enumerate(files)))
+               | "FindDocumentBoundaries" >> beam.ParDo(_ScanFile())
+               | "AllBoundaries" >> beam.combiners.ToList())
+    shards = (offsets
+              | "PlanShards" >> beam.FlatMap(
+                  lambda found: enumerate(plan_shards(
+                      files, sizes, [o for _, o in sorted(found, key=lambda x: x[0])], shard_bytes)))
+              | "Distribute" >> beam.Reshuffle())
+    results = shards | "Instances" >> beam.ParDo(
+        _ProcessShard(vocab_file, spm_model_file, options, len(prefixes))).with_outputs("stats", main="records")
+    stats = results.stats | "Summary" >> beam.CombineGlobally(_MergeStats(options.ngram))
+    parts = results.records | "ByPrefix" >> beam.Partition(lambda kv, n: kv[0], len(prefixes))
+    written = []
+    for j, (part, temp) in enumerate(zip(parts, temp_prefixes)):
+        written.append(
+            part
+            | f"Record{j}" >> beam.Map(lambda kv: kv[1])
+            | f"Write{j}" >> beam.io.WriteToTFRecord(temp, num_shards=num_output_shards,
+                                                     shard_name_template=_SHARD_TEMPLATE)
+            | f"Written{j}" >> beam.Map(lambda path, j=j: (j, path)))
+    all_written = tuple(written) | "AllFiles" >> beam.Flatten()
+    _ = (p | "Once" >> beam.Create([None])
+         | "Finalize" >> beam.FlatMap(
+             _finalize, written=beam.pvalue.AsList(all_written), stats=beam.pvalue.AsSingleton(stats),
+             prefixes=prefixes, temp_prefixes=temp_prefixes, input_files=files))
+
+
+def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None, options=PretrainingOptions(),
+                 shard_size_mb=32.0, num_output_shards=0, pipeline_args=()):
+    """Runs the pretraining data pipeline on Beam and waits for it; returns the run's `PretrainingStats`.
+
+    Args:
+        input_files: str of comma-separated globs, or a list of globs / paths (Beam file systems).
+        output_files: str (comma-separated) or list of output prefixes; files `PREFIX-SSSSS-of-NNNNN`.
+        vocab_file: WordPiece `vocab.txt`; with `spm_model_file`, its `.vocab` (checked against it if given).
+        spm_model_file: SentencePiece `.model`.
+        options: `PretrainingOptions` (the original's flags).
+        shard_size_mb: float, raw text per shard, as the local writer (same shards, same examples).
+        num_output_shards: int, files per prefix (0: the runner chooses).
+        pipeline_args: list of Beam pipeline options, e.g. `["--runner=DirectRunner"]`.
+    """
+    prefixes = _checked_prefixes(output_files, vocab_file, spm_model_file, options, shard_size_mb,
+                                 num_output_shards)
     files = expand_input_files(input_files, glob=beam_glob)
     sizes = [_file_size(f) for f in files]
     logging.info("Beam pipeline over %d input files (%.1f MB), shards of %.1f MB.", len(files), sum(sizes) / 1e6,
@@ -324,31 +362,8 @@ def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None
     pipeline_options = PipelineOptions(list(pipeline_args))
     try:
         with beam.Pipeline(options=pipeline_options) as p:
-            offsets = (p | "Files" >> beam.Create(list(enumerate(files)))
-                       | "FindDocumentBoundaries" >> beam.ParDo(_ScanFile())
-                       | "AllBoundaries" >> beam.combiners.ToList())
-            shards = (offsets
-                      | "PlanShards" >> beam.FlatMap(
-                          lambda found: enumerate(plan_shards(
-                              files, sizes, [o for _, o in sorted(found, key=lambda x: x[0])], shard_bytes)))
-                      | "Distribute" >> beam.Reshuffle())
-            results = shards | "Instances" >> beam.ParDo(
-                _ProcessShard(vocab_file, spm_model_file, options, len(prefixes))).with_outputs("stats", main="records")
-            stats = results.stats | "Summary" >> beam.CombineGlobally(_MergeStats(options.ngram))
-            parts = results.records | "ByPrefix" >> beam.Partition(lambda kv, n: kv[0], len(prefixes))
-            written = []
-            for j, (part, temp) in enumerate(zip(parts, temp_prefixes)):
-                written.append(
-                    part
-                    | f"Record{j}" >> beam.Map(lambda kv: kv[1])
-                    | f"Write{j}" >> beam.io.WriteToTFRecord(temp, num_shards=num_output_shards,
-                                                             shard_name_template=_SHARD_TEMPLATE)
-                    | f"Written{j}" >> beam.Map(lambda path, j=j: (j, path)))
-            all_written = tuple(written) | "AllFiles" >> beam.Flatten()
-            _ = (p | "Once" >> beam.Create([None])
-                 | "Finalize" >> beam.FlatMap(
-                     _finalize, written=beam.pvalue.AsList(all_written), stats=beam.pvalue.AsSingleton(stats),
-                     prefixes=prefixes, temp_prefixes=temp_prefixes, input_files=files))
+            _build_pipeline(p, files, sizes, shard_bytes, vocab_file, spm_model_file, options, num_output_shards,
+                            prefixes, temp_prefixes)
     except BaseException:
         _remove(sorted(set(temp_dirs)))
         raise

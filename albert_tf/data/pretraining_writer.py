@@ -125,6 +125,50 @@ def write_pretraining_examples(
     Returns:
         `PretrainingStats` of the whole run.
     """
+    files, output_files = _checked_files(input_files, output_files, vocab_file, spm_model_file, options,
+                                         num_workers, shard_size_mb)
+    total_bytes = sum(tf.io.gfile.stat(f).length for f in files)
+    logging.info("Reading %d input files (%.1f MB):", len(files), total_bytes / 1e6)
+    for f in files:
+        logging.info("  %s", f)
+    # Shard files are local: next to the first output, or in the system temp dir for remote outputs.
+    if "://" in output_files[0]:
+        out_dir = tempfile.gettempdir()
+    else:
+        out_dir = os.path.dirname(os.path.abspath(output_files[0]))
+    for path in output_files:
+        parent = os.path.dirname(path)
+        if parent:
+            tf.io.gfile.makedirs(parent)
+    emitter = _ShardEmitter(out_dir, total_bytes, options.ngram)
+    stats = emitter.stats
+    try:
+        with contextlib.ExitStack() as outputs:
+            # Each output is written under a temporary name and renamed only if the whole run succeeds.
+            temp_outputs = [outputs.enter_context(atomic_path(path)) for path in output_files]
+            emitter.writers = [outputs.enter_context(tf.io.TFRecordWriter(path)) for path in temp_outputs]
+            _write_shards(iter_shards(files, int(shard_size_mb * 1e6)), vocab_file, spm_model_file, options,
+                          num_workers, emitter.shard_path, emitter.temp_shards, emitter.emit)
+            for w in emitter.writers:
+                w.close()
+            if stats.documents == 0:
+                raise InputError(
+                    f"The corpus is empty: no line of `{','.join(files)}` gives a token (expected one sentence "
+                    "per line, blank lines between documents)."
+                )
+    finally:
+        for path in emitter.temp_shards:
+            if os.path.exists(path):
+                os.remove(path)
+    elapsed = time.time() - emitter.started
+    logging.info("Wrote %d instances to %d files in %.1f s (%.1f instances/s).", stats.instances,
+                 len(output_files), elapsed, stats.instances / max(elapsed, 1e-9))
+    logging.info("Summary: %s", stats.summary())
+    return stats
+
+
+def _checked_files(input_files, output_files, vocab_file, spm_model_file, options, num_workers, shard_size_mb):
+    """`(input paths, output paths)` after checking every argument of `write_pretraining_examples`."""
     options.validate()
     if not spm_model_file and not vocab_file:
         raise InputError("`vocab_file` or `spm_model_file` is required (both are None).")
@@ -141,81 +185,54 @@ def write_pretraining_examples(
         output_files = [f for f in output_files.split(",") if f]
     if not output_files:
         raise InputError(f"`output_file` names no file. Received: `{output_files!r}`.")
-    total_bytes = sum(tf.io.gfile.stat(f).length for f in files)
-    logging.info("Reading %d input files (%.1f MB):", len(files), total_bytes / 1e6)
-    for f in files:
-        logging.info("  %s", f)
+    return files, output_files
 
-    run_id = uuid.uuid4().hex[:8]
-    # Shard files are local: next to the first output, or in the system temp dir for remote outputs.
-    if "://" in output_files[0]:
-        out_dir = tempfile.gettempdir()
-    else:
-        out_dir = os.path.dirname(os.path.abspath(output_files[0]))
-    for path in output_files:
-        parent = os.path.dirname(path)
-        if parent:
-            tf.io.gfile.makedirs(parent)
-    shard_bytes = int(shard_size_mb * 1e6)
-    stats = PretrainingStats(ngram_counts=(0,) * options.ngram, ngram_draws=(0,) * options.ngram)
-    started = time.time()
-    done_bytes = 0
-    written = 0
-    writers = []
-    temp_shards = set()
 
-    def shard_path(k):
-        return os.path.join(out_dir, f".albert-shard-{run_id}-{k:05d}.tmp")
+class _ShardEmitter:
+    """Copies finished shards' records to the outputs, round-robin in the shuffled order, and merges their
+    statistics; `temp_shards` are the shard files not yet removed."""
 
-    def emit(shard_index, offsets, order, shard_stats, shard_size):
-        nonlocal written, done_bytes
-        path = shard_path(shard_index)
+    def __init__(self, out_dir, total_bytes, ngram):
+        self.out_dir = out_dir
+        self.run_id = uuid.uuid4().hex[:8]
+        self.total_bytes = total_bytes
+        self.stats = PretrainingStats(ngram_counts=(0,) * ngram, ngram_draws=(0,) * ngram)
+        self.started = time.time()
+        self.done_bytes = 0
+        self.written = 0
+        self.writers = []
+        self.temp_shards = set()
+
+    def shard_path(self, k):
+        return os.path.join(self.out_dir, f".albert-shard-{self.run_id}-{k:05d}.tmp")
+
+    def emit(self, shard_index, offsets, order, shard_stats, shard_size):
+        path = self.shard_path(shard_index)
         if order:
             # pread, not mmap: mapped pages of a large shard file would count as resident memory.
             fd = os.open(path, os.O_RDONLY)
             try:
                 for j in order:
                     start = int(offsets[j])
-                    writers[written % len(writers)].write(os.pread(fd, int(offsets[j + 1]) - start, start))
-                    written += 1
+                    self.writers[self.written % len(self.writers)].write(
+                        os.pread(fd, int(offsets[j + 1]) - start, start))
+                    self.written += 1
             finally:
                 os.close(fd)
         if os.path.exists(path):  # a shard without documents writes no file
             os.remove(path)
-        temp_shards.discard(path)
+        self.temp_shards.discard(path)
+        stats = self.stats
         stats.merge(shard_stats)
-        done_bytes += shard_size
-        elapsed = time.time() - started
+        self.done_bytes += shard_size
+        elapsed = time.time() - self.started
         rate = stats.instances / max(elapsed, 1e-9)
-        eta = elapsed * (total_bytes - done_bytes) / max(done_bytes, 1)
+        eta = elapsed * (self.total_bytes - self.done_bytes) / max(self.done_bytes, 1)
         logging.info(
             "shard %d done: %d documents, %d instances (%.1f instances/s), %.1f%% of input, ETA %.0f s",
-            shard_index, stats.documents, stats.instances, rate, 100.0 * done_bytes / max(total_bytes, 1), eta,
+            shard_index, stats.documents, stats.instances, rate,
+            100.0 * self.done_bytes / max(self.total_bytes, 1), eta,
         )
-
-    try:
-        with contextlib.ExitStack() as outputs:
-            # Each output is written under a temporary name and renamed only if the whole run succeeds.
-            temp_outputs = [outputs.enter_context(atomic_path(path)) for path in output_files]
-            writers = [outputs.enter_context(tf.io.TFRecordWriter(path)) for path in temp_outputs]
-            _write_shards(iter_shards(files, shard_bytes), vocab_file, spm_model_file, options, num_workers,
-                          shard_path, temp_shards, emit)
-            for w in writers:
-                w.close()
-            if stats.documents == 0:
-                raise InputError(
-                    f"The corpus is empty: no line of `{','.join(files)}` gives a token (expected one sentence "
-                    "per line, blank lines between documents)."
-                )
-    finally:
-        for path in temp_shards:
-            if os.path.exists(path):
-                os.remove(path)
-    elapsed = time.time() - started
-    logging.info("Wrote %d instances to %d files in %.1f s (%.1f instances/s).", stats.instances,
-                 len(output_files), elapsed, stats.instances / max(elapsed, 1e-9))
-    logging.info("Summary: %s", stats.summary())
-    return stats
 
 
 def _write_shards(shards, vocab_file, spm_model_file, options, num_workers, shard_path, temp_shards, emit):

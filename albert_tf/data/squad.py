@@ -400,130 +400,34 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
     if doc_stride <= 0:
         raise InputError(f"`doc_stride` must be positive. Received: {doc_stride}.")
     sp_model = _sp_model(tokenizer)
-    cls_id, sep_id = sp_model.PieceToId("[CLS]"), sp_model.PieceToId("[SEP]")
     stats = ConversionStats(num_examples=len(examples))
     unique_id = UNIQUE_ID_BASE
     start_time = time.time()
 
     for example_index, example in enumerate(examples):
         if example_index % 100 == 0:
-            elapsed = time.time() - start_time
-            rate = example_index / elapsed if elapsed > 0 else 0.0
-            eta = (len(examples) - example_index) / rate if rate > 0 else float("nan")
-            logging.info("Converting %d/%d pos %d neg %d (%.1f examples/s, ETA %.0fs)", example_index,
-                         len(examples), stats.num_positive, stats.num_negative, rate, eta)
-
+            _log_progress(example_index, len(examples), stats, start_time)
         query_tokens = tokenization.encode_ids(
             sp_model, tokenization.preprocess_text(example.question_text, lower=do_lower_case))
         query_tokens = query_tokens[:max_query_length]
-
-        paragraph_text = example.paragraph_text
         para_tokens = tokenization.encode_pieces(
-            sp_model, tokenization.preprocess_text(paragraph_text, lower=do_lower_case))
-        alignment = align_pieces(paragraph_text, para_tokens, do_lower_case)
+            sp_model, tokenization.preprocess_text(example.paragraph_text, lower=do_lower_case))
+        alignment = align_pieces(example.paragraph_text, para_tokens, do_lower_case)
         if alignment is None:
             logging.info("MISMATCH DETECTED! (question id %s)", example.qas_id)
             stats.num_mismatch += 1
             continue
-        tok_start_to_orig_index = alignment["tok_start_to_orig_index"]
-        tok_end_to_orig_index = alignment["tok_end_to_orig_index"]
-
-        tok_start_position = tok_end_position = None
-        if is_training and example.is_impossible:
-            tok_start_position = tok_end_position = 0
-        if is_training and not example.is_impossible:
-            start_position = example.start_position
-            end_position = start_position + len(example.orig_answer_text) - 1
-            start_chartok_pos = _convert_index(alignment["orig_to_chartok_index"], start_position,
-                                               is_start=True)
-            tok_start_position = alignment["chartok_to_tok_index"][start_chartok_pos]
-            end_chartok_pos = _convert_index(alignment["orig_to_chartok_index"], end_position, is_start=False)
-            tok_end_position = alignment["chartok_to_tok_index"][end_chartok_pos]
-            assert tok_start_position <= tok_end_position
-
+        answer = _answer_token_span(example, alignment) if is_training else None
         all_doc_tokens = [sp_model.PieceToId(piece) for piece in para_tokens]
-
         # The -3 accounts for [CLS], [SEP] and [SEP].
-        max_tokens_for_doc = max_seq_length - len(query_tokens) - 3
-        doc_spans = []
-        start_offset = 0
-        while start_offset < len(all_doc_tokens):
-            length = min(len(all_doc_tokens) - start_offset, max_tokens_for_doc)
-            doc_spans.append(_DocSpan(start=start_offset, length=length))
-            if start_offset + length == len(all_doc_tokens):
-                break
-            start_offset += min(length, doc_stride)
-
-        for doc_span_index, doc_span in enumerate(doc_spans):
-            # [CLS] query [SEP]: segment 0; p_mask 0 only for [CLS] (the null answer).
-            tokens = [cls_id] + list(query_tokens) + [sep_id]
-            segment_ids = [0] * len(tokens)
-            p_mask = [0] + [1] * (len(query_tokens) + 1)
-            token_is_max_context = {}
-            cur_tok_start_to_orig_index = []
-            cur_tok_end_to_orig_index = []
-            for i in range(doc_span.length):
-                split_token_index = doc_span.start + i
-                cur_tok_start_to_orig_index.append(tok_start_to_orig_index[split_token_index])
-                cur_tok_end_to_orig_index.append(tok_end_to_orig_index[split_token_index])
-                token_is_max_context[len(tokens)] = _check_is_max_context(doc_spans, doc_span_index,
-                                                                          split_token_index)
-                tokens.append(all_doc_tokens[split_token_index])
-                segment_ids.append(1)
-                p_mask.append(0)
-            tokens.append(sep_id)
-            segment_ids.append(1)
-            p_mask.append(1)
-            paragraph_len = len(tokens)
-
-            input_ids = list(tokens)
-            input_mask = [1] * len(input_ids)
-            padding = max_seq_length - len(input_ids)
-            input_ids += [0] * padding
-            input_mask += [0] * padding
-            segment_ids += [0] * padding
-            p_mask += [1] * padding
-
-            span_is_impossible = example.is_impossible
-            start_position = end_position = None
-            if is_training and not span_is_impossible:
-                doc_start = doc_span.start
-                doc_end = doc_span.start + doc_span.length - 1
-                if tok_start_position >= doc_start and tok_end_position <= doc_end:
-                    doc_offset = len(query_tokens) + 2
-                    start_position = tok_start_position - doc_start + doc_offset
-                    end_position = tok_end_position - doc_start + doc_offset
-                else:
-                    # The original keeps windows without the answer, with [CLS] targets.
-                    span_is_impossible = True
-            if is_training and span_is_impossible:
-                start_position = end_position = 0
-
-            if example_index < 20:
-                logging.debug("unique_id: %s example_index: %s doc_span_index: %s input_pieces: %s",
-                              unique_id, example_index, doc_span_index,
-                              " ".join(sp_model.IdToPiece(x) for x in tokens))
-
-            output_fn(InputFeatures(
-                unique_id=unique_id,
-                example_index=None if is_training else example_index,
-                doc_span_index=doc_span_index,
-                tok_start_to_orig_index=cur_tok_start_to_orig_index,
-                tok_end_to_orig_index=cur_tok_end_to_orig_index,
-                token_is_max_context=token_is_max_context,
-                # The original pads `tokens` itself (`input_ids = tokens` aliases it): pads appear here too.
-                tokens=[sp_model.IdToPiece(x) for x in input_ids],
-                input_ids=input_ids,
-                input_mask=input_mask,
-                segment_ids=segment_ids,
-                paragraph_len=paragraph_len,
-                p_mask=p_mask,
-                start_position=start_position,
-                end_position=end_position,
-                is_impossible=span_is_impossible))
+        doc_spans = _doc_spans(len(all_doc_tokens), max_seq_length - len(query_tokens) - 3, doc_stride)
+        for doc_span_index in range(len(doc_spans)):
+            feature = _span_feature(sp_model, example, example_index, query_tokens, all_doc_tokens, alignment,
+                                    doc_spans, doc_span_index, answer, unique_id, max_seq_length, is_training)
+            output_fn(feature)
             unique_id += 1
             stats.num_features += 1
-            if span_is_impossible:
+            if feature.is_impossible:
                 stats.num_negative += 1
             else:
                 stats.num_positive += 1
@@ -534,6 +438,113 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
         logging.warning("Skipped %d of %d examples whose pieces could not be aligned to the text "
                         "(MISMATCH DETECTED).", stats.num_mismatch, len(examples))
     return stats
+
+
+def _log_progress(example_index, num_examples, stats, start_time):
+    elapsed = time.time() - start_time
+    rate = example_index / elapsed if elapsed > 0 else 0.0
+    eta = (num_examples - example_index) / rate if rate > 0 else float("nan")
+    logging.info("Converting %d/%d pos %d neg %d (%.1f examples/s, ETA %.0fs)", example_index,
+                 num_examples, stats.num_positive, stats.num_negative, rate, eta)
+
+
+def _answer_token_span(example, alignment):
+    """`(tok_start_position, tok_end_position)` of a training example's answer in the paragraph's pieces
+    (`(0, 0)` for an impossible question)."""
+    if example.is_impossible:
+        return 0, 0
+    start_position = example.start_position
+    end_position = start_position + len(example.orig_answer_text) - 1
+    start_chartok_pos = _convert_index(alignment["orig_to_chartok_index"], start_position, is_start=True)
+    tok_start_position = alignment["chartok_to_tok_index"][start_chartok_pos]
+    end_chartok_pos = _convert_index(alignment["orig_to_chartok_index"], end_position, is_start=False)
+    tok_end_position = alignment["chartok_to_tok_index"][end_chartok_pos]
+    assert tok_start_position <= tok_end_position
+    return tok_start_position, tok_end_position
+
+
+def _doc_spans(num_doc_tokens, max_tokens_for_doc, doc_stride):
+    """The windows over the paragraph's pieces: at most `max_tokens_for_doc` long, `doc_stride` apart."""
+    doc_spans = []
+    start_offset = 0
+    while start_offset < num_doc_tokens:
+        length = min(num_doc_tokens - start_offset, max_tokens_for_doc)
+        doc_spans.append(_DocSpan(start=start_offset, length=length))
+        if start_offset + length == num_doc_tokens:
+            break
+        start_offset += min(length, doc_stride)
+    return doc_spans
+
+
+def _span_feature(sp_model, example, example_index, query_tokens, all_doc_tokens, alignment, doc_spans,
+                  doc_span_index, answer, unique_id, max_seq_length, is_training):
+    """The `InputFeatures` of window `doc_span_index`: `[CLS] query [SEP] window [SEP]`, padded."""
+    cls_id, sep_id = sp_model.PieceToId("[CLS]"), sp_model.PieceToId("[SEP]")
+    doc_span = doc_spans[doc_span_index]
+    # [CLS] query [SEP]: segment 0; p_mask 0 only for [CLS] (the null answer).
+    tokens = [cls_id] + list(query_tokens) + [sep_id]
+    segment_ids = [0] * len(tokens)
+    p_mask = [0] + [1] * (len(query_tokens) + 1)
+    token_is_max_context = {}
+    cur_tok_start_to_orig_index = []
+    cur_tok_end_to_orig_index = []
+    for i in range(doc_span.length):
+        split_token_index = doc_span.start + i
+        cur_tok_start_to_orig_index.append(alignment["tok_start_to_orig_index"][split_token_index])
+        cur_tok_end_to_orig_index.append(alignment["tok_end_to_orig_index"][split_token_index])
+        token_is_max_context[len(tokens)] = _check_is_max_context(doc_spans, doc_span_index, split_token_index)
+        tokens.append(all_doc_tokens[split_token_index])
+        segment_ids.append(1)
+        p_mask.append(0)
+    tokens.append(sep_id)
+    segment_ids.append(1)
+    p_mask.append(1)
+    paragraph_len = len(tokens)
+
+    input_ids = list(tokens)
+    input_mask = [1] * len(input_ids)
+    padding = max_seq_length - len(input_ids)
+    input_ids += [0] * padding
+    input_mask += [0] * padding
+    segment_ids += [0] * padding
+    p_mask += [1] * padding
+
+    span_is_impossible = example.is_impossible
+    start_position = end_position = None
+    if is_training and not span_is_impossible:
+        tok_start_position, tok_end_position = answer
+        doc_start = doc_span.start
+        doc_end = doc_span.start + doc_span.length - 1
+        if tok_start_position >= doc_start and tok_end_position <= doc_end:
+            doc_offset = len(query_tokens) + 2
+            start_position = tok_start_position - doc_start + doc_offset
+            end_position = tok_end_position - doc_start + doc_offset
+        else:
+            # The original keeps windows without the answer, with [CLS] targets.
+            span_is_impossible = True
+    if is_training and span_is_impossible:
+        start_position = end_position = 0
+
+    if example_index < 20:
+        logging.debug("unique_id: %s example_index: %s doc_span_index: %s input_pieces: %s",
+                      unique_id, example_index, doc_span_index, " ".join(sp_model.IdToPiece(x) for x in tokens))
+    return InputFeatures(
+        unique_id=unique_id,
+        example_index=None if is_training else example_index,
+        doc_span_index=doc_span_index,
+        tok_start_to_orig_index=cur_tok_start_to_orig_index,
+        tok_end_to_orig_index=cur_tok_end_to_orig_index,
+        token_is_max_context=token_is_max_context,
+        # The original pads `tokens` itself (`input_ids = tokens` aliases it): pads appear here too.
+        tokens=[sp_model.IdToPiece(x) for x in input_ids],
+        input_ids=input_ids,
+        input_mask=input_mask,
+        segment_ids=segment_ids,
+        paragraph_len=paragraph_len,
+        p_mask=p_mask,
+        start_position=start_position,
+        end_position=end_position,
+        is_impossible=span_is_impossible)
 
 
 class FeatureWriter:

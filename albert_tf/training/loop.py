@@ -180,11 +180,23 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
     # The metric names are known after one trace of the loss on a replica's element spec.
     metric_names = _metric_names(loss_fn, model, dataset_fn, strategy.num_replicas_in_sync, accumulation, strategy)
     train_loop = _train_loop_fn(strategy, optimizer, gradient_fn, trainable_variables, metric_names)
-    writer = tf.summary.create_file_writer(model_dir) if is_chief else tf.summary.create_noop_writer()
     logging.info("***** Running training: steps %d -> %d, %d replica(s), global batch %s *****", step,
                  num_train_steps, strategy.num_replicas_in_sync, global_batch)
-    every = int(save_checkpoints_steps or 0)
-    start_step, start_time = step, time.time()
+    writer = tf.summary.create_file_writer(model_dir) if is_chief else tf.summary.create_noop_writer()
+    try:
+        return _train_loops(train_loop, iterator, optimizer, manager, writer, num_train_steps, iterations_per_loop,
+                            int(save_checkpoints_steps or 0), global_batch, model_dir,
+                            None if is_chief else checkpoint_dir, loop_callback)
+    finally:
+        writer.close()
+
+
+def _train_loops(train_loop, iterator, optimizer, manager, writer, num_train_steps, iterations_per_loop, every,
+                 global_batch, model_dir, scratch_dir, loop_callback):
+    """Calls `train_loop` until `num_train_steps`, logging each call and checkpointing every `every` steps
+    (0: at the end only); a non-chief worker's checkpoint goes to `scratch_dir`, removed after each save."""
+    step = start_step = int(optimizer.iterations.numpy())
+    start_time = time.time()
     result = {"global_step": step}
     while step < num_train_steps:
         loop_steps = min(iterations_per_loop, num_train_steps - step)
@@ -205,9 +217,8 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
         if (every > 0 and step % every == 0) or step >= num_train_steps:
             path = manager.save(checkpoint_number=step)
             logging.info("Saved checkpoint %s.", path)
-            if not is_chief:
-                tf.io.gfile.rmtree(checkpoint_dir)
-    writer.close()
+            if scratch_dir is not None:
+                tf.io.gfile.rmtree(scratch_dir)
     return result
 
 
