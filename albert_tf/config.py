@@ -15,26 +15,6 @@ from albert_tf.errors import InputError
 
 ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
 
-# The original constructor's arguments and defaults (`modeling.AlbertConfig.__init__` in the original `modeling.py`).
-_FIELDS = (
-    ("vocab_size", None),
-    ("embedding_size", 128),
-    ("hidden_size", 4096),
-    ("num_hidden_layers", 12),
-    ("num_hidden_groups", 1),
-    ("num_attention_heads", 64),
-    ("intermediate_size", 16384),
-    ("inner_group_num", 1),
-    ("down_scale_factor", 1),
-    ("hidden_act", "gelu"),
-    ("hidden_dropout_prob", 0.0),
-    ("attention_probs_dropout_prob", 0.0),
-    ("max_position_embeddings", 512),
-    ("type_vocab_size", 2),
-    ("initializer_range", 0.02),
-)
-_FIELD_NAMES = tuple(name for name, _ in _FIELDS)
-
 # Released English models (the `albert_config.json` of each release tarball). Keys beyond the constructor are those of the JSONs.
 _COMMON = dict(
     vocab_size=30000,

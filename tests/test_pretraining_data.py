@@ -139,19 +139,61 @@ def test_same_examples_as_the_transcription_with_wordpiece(corpus, tmp_path):
     assert 0 < np.sum((boundary == 0) & (mask == 1))
 
 
-def test_encode_example_equals_the_protobuf_message():
+def _reference_example(seq, num_predictions, ids, len_a, boundary, positions, labels, label):
+    """The features of one instance as the original's `write_instance_to_example_files` builds them: an
+    OrderedDict of `tf.train.Feature`s, padded with zeros."""
+    def ints(values, length):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values) + [0] * (length - len(values))))
+
+    n = len(positions)
+    features = collections.OrderedDict()
+    features["input_ids"] = ints(ids, seq)
+    features["input_mask"] = ints([1] * len(ids), seq)
+    features["segment_ids"] = ints([0] * (len_a + 2) + [1] * (len(ids) - len_a - 2), seq)
+    features["token_boundary"] = ints(list(boundary), seq)
+    features["masked_lm_positions"] = ints(positions, num_predictions)
+    features["masked_lm_ids"] = ints(labels, num_predictions)
+    features["masked_lm_weights"] = tf.train.Feature(
+        float_list=tf.train.FloatList(value=[1.0] * n + [0.0] * (num_predictions - n)))
+    features["next_sentence_labels"] = ints([label], 1)
+    return features
+
+
+def _serialized_in_order(features):
+    """The wire bytes of `Example{features}` with the map entries in `features`' order (protobuf leaves the
+    order of a map's entries to the implementation): each entry serialized by the protobuf API as a
+    one-entry `Features`, concatenated, wrapped in `Example` field 1."""
+    body = b"".join(tf.train.Features(feature={key: value}).SerializeToString() for key, value in features.items())
+    length, varint = len(body), b""
+    while length >= 0x80:
+        varint += bytes([(length & 0x7F) | 0x80])
+        length >>= 7
+    return b"\x0a" + varint + bytes([length]) + body
+
+
+def test_example_encoder_bytes_equal_the_protobuf_message():
+    """The production encoder's bytes against messages built with the protobuf API: one- to three-byte
+    varints (127, 128, 16383, 16384), the extended id `vocab_size` written as <unk>, full and empty
+    predictions, a full-length and a short sequence."""
+    vocab_size, unk_id, seq, num_predictions = 20000, 1, 24, 5
+    encoder = pretraining_records.ExampleEncoder(seq, num_predictions, vocab_size, unk_id)
     rng = np.random.default_rng(0)
-    values = dict(
-        input_ids=rng.integers(0, 1 << 21, 16), input_mask=np.ones(16, np.int64), segment_ids=np.zeros(16, np.int64),
-        token_boundary=rng.integers(0, 2, 16), masked_lm_positions=rng.integers(0, 300, 5),
-        masked_lm_ids=np.array([0, 127, 128, 16383, 16384]), masked_lm_weights=np.array([1, 1, 0.5, 0, 0], np.float32))
-    ours = pretraining_records.encode_example(**values, next_sentence_label=1)
-    feature = {k: (features_lib.float_feature(v) if v.dtype == np.float32 else features_lib.int64_feature(v.tolist()))
-               for k, v in values.items()}
-    feature["next_sentence_labels"] = features_lib.int64_feature([1])
-    expected = tf.train.Example(features=tf.train.Features(feature=feature))
-    assert tf.train.Example.FromString(ours) == expected
-    assert len(ours) == len(expected.SerializeToString())
+    cases = []
+    for length, n, label in ((seq, num_predictions, 1), (11, 2, 0), (7, 0, 1)):
+        ids = [2] + [int(i) for i in rng.integers(0, vocab_size + 1, length - 2)] + [3]
+        ids[1:5] = [127, 128, 16383, 16384] if length > 6 else ids[1:5]
+        ids[5] = vocab_size
+        boundary = bytes(int(b) for b in rng.integers(0, 2, length))
+        positions = sorted(int(p) for p in rng.choice(np.arange(1, length - 1), n, replace=False))
+        labels = [ids[p] for p in positions[:-1]] + [vocab_size] if n else []
+        cases.append((ids, 3, boundary, positions, labels, label))
+    for ids, len_a, boundary, positions, labels, label in cases:
+        ours = encoder.encode(ids, len_a, boundary, positions, labels, label)
+        unk = [unk_id if i == vocab_size else i for i in ids]
+        features = _reference_example(seq, num_predictions, unk, len_a, boundary, positions,
+                                      [unk_id if i == vocab_size else i for i in labels], label)
+        assert ours == _serialized_in_order(features)
+        assert tf.train.Example.FromString(ours) == tf.train.Example(features=tf.train.Features(feature=features))
 
 
 def test_schema_reads_back_with_parse_single_example(corpus, tmp_path):

@@ -5,7 +5,7 @@ FloatList (packed little-endian float32), the entries in the order of the origin
 `write_instance_to_example_files` (`create_pretraining_data.py`). Building each record with the protobuf
 API costs several times more than the rest of an instance; `benchmarks/bench_pretraining_data.py
 --shuffle_and_encoder` measures it. `tests/test_pretraining_data.py` checks the bytes against
-`tf.train.Example.SerializeToString`.
+`tf.train.Example.SerializeToString` of messages built there by hand.
 """
 
 import numpy as np
@@ -20,24 +20,6 @@ def _varint(value):
     return bytes(out)
 
 
-def _varints(values):
-    """Concatenated protobuf varints of a 1-D array of non-negative integers."""
-    v = np.asarray(values, dtype=np.uint64)
-    if v.size == 0:
-        return b""
-    top = int(v.max())
-    if top < 0x80:
-        return v.astype(np.uint8).tobytes()
-    width = (top.bit_length() + 6) // 7
-    groups = ((v[:, None] >> (np.arange(width, dtype=np.uint64) * 7)) & 0x7F).astype(np.uint8)  # [n, width]
-    lengths = np.ones(v.shape[0], dtype=np.int64)
-    for b in range(1, width):
-        lengths += v >= (1 << (7 * b))
-    column = np.arange(width)[None, :]
-    groups |= ((column < lengths[:, None] - 1) * 0x80).astype(np.uint8)
-    return groups[column < lengths[:, None]].tobytes()
-
-
 def _entry_prefix(key, payload_length, float_list=False):
     """The bytes of one `feature` map entry up to its packed payload of `payload_length` bytes."""
     packed = b"\x0a" + _varint(payload_length)  # Int64List/FloatList field 1, packed
@@ -47,25 +29,9 @@ def _entry_prefix(key, payload_length, float_list=False):
     return b"\x0a" + _varint(len(entry_head) + payload_length) + entry_head
 
 
-def encode_example(input_ids, input_mask, segment_ids, token_boundary, masked_lm_positions, masked_lm_ids,
-                   masked_lm_weights, next_sentence_label):
-    """Serialized `tf.train.Example` with the PRETRAINING schema, features in the original's order."""
-    parts = []
-    for key, values in ((b"input_ids", input_ids), (b"input_mask", input_mask), (b"segment_ids", segment_ids),
-                        (b"token_boundary", token_boundary), (b"masked_lm_positions", masked_lm_positions),
-                        (b"masked_lm_ids", masked_lm_ids)):
-        payload = _varints(values)
-        parts += [_entry_prefix(key, len(payload)), payload]
-    payload = np.asarray(masked_lm_weights, dtype="<f4").tobytes()
-    parts += [_entry_prefix(b"masked_lm_weights", len(payload), float_list=True), payload]
-    payload = _varints([next_sentence_label])
-    parts += [_entry_prefix(b"next_sentence_labels", len(payload)), payload]
-    body = b"".join(parts)
-    return b"\x0a" + _varint(len(body)) + body
-
-
 class ExampleEncoder:
-    """`encode_example` for one instance, with per-id varint tables and cached constant prefixes."""
+    """Serializes one pretraining instance as a `tf.train.Example` of the PRETRAINING schema, the features
+    in the original's order, from per-id varint tables and cached constant prefixes."""
 
     def __init__(self, max_seq_length, num_predictions, vocab_size, unk_id):
         self.seq = max_seq_length
