@@ -208,9 +208,13 @@ def test_mixed_precision_smoke(policy):
     got_loss, got = tf.function(loss_and_grads)(recomputing, inputs, seed)
     assert all(v.dtype == "float32" for v in recomputing.trainable_variables)
     assert np.isfinite(got_loss.numpy())
-    np.testing.assert_allclose(got_loss.numpy(), want_loss.numpy(), rtol=1e-2)
     assert all(tf.convert_to_tensor(g).dtype == tf.float32 for g in got)
-    assert_same_grads(got, want, rtol=5e-2)
+    # Both runs compute the same operations on the same values in the same low precision (the recomputed
+    # forward repeats the first one): measured bit-for-bit equal in both policies, oneDNN off and on. The
+    # bound is the float32 tests' 1e-6; a forward that differed (another order of sums, a cast in another
+    # place) would differ by a bfloat16/float16 rounding, 1e-3 or more.
+    np.testing.assert_allclose(got_loss.numpy(), want_loss.numpy(), rtol=1e-6)
+    assert_same_grads(got, want, rtol=1e-6)
 
 
 def pretraining_features(config, seed, size=4, seq=12, predictions=3):
