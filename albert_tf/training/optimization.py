@@ -11,9 +11,12 @@ original), as Keras 3 objects.
 * Both clip the aggregated gradients by global norm 1.0 (`tf.clip_by_global_norm`) *after* the
   cross-replica sum, as the original clips the gradients of the whole (TPU-sharded) batch.
 
-They are ordinary `keras.optimizers.Optimizer`s: `model.compile(optimizer=create_optimizer(...))` works,
-slots (`<path>_adam_m`, `<path>_adam_v`) and `iterations` are saved by `tf.train.Checkpoint`. Keras reads
-`iterations` before incrementing it, so step k (1-based) uses `lr(k - 1)`, as the original on TPU.
+They are `keras.optimizers.Optimizer`s that write out Keras's public `apply(grads, variables)` contract on
+public Keras and `tf.distribute` APIs (`build`, `add_variable_from_reference`, the `learning_rate` and
+`iterations` properties, `strategy.extended.update`): `model.compile(optimizer=create_optimizer(...))`
+works, slots (`<path>_adam_m`, `<path>_adam_v`) and `iterations` are saved by `tf.train.Checkpoint`. A step
+reads the learning rate (the schedule at `iterations`) before incrementing `iterations`, so step k
+(1-based) uses `lr(k - 1)`, as the original on TPU.
 """
 
 import functools
