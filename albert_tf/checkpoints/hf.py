@@ -14,7 +14,7 @@ import os
 import numpy as np
 from absl import logging
 
-from albert_tf import fileio
+from albert_tf import fileio, registry
 from albert_tf.checkpoints import foreign
 from albert_tf.checkpoints.foreign import TRANSPOSE, Link
 from albert_tf.checkpoints.safetensors_io import SafetensorsFile, write_safetensors
@@ -67,12 +67,26 @@ _PROJECTION = (PREFIX + "encoder.embedding_hidden_mapping_in.weight",
 POOLER = ("bert/pooler/dense/kernel", "bert/pooler/dense/bias")
 # Buffers some transformers versions save with the weights.
 _BUFFERS = (PREFIX + "embeddings.position_ids", PREFIX + "embeddings.token_type_ids")
-_HEAD_ROOTS = ("predictions", "sop_classifier", "classifier", "qa_outputs")   # Names without `albert.`.
 _DECODER_WEIGHT, _DECODER_BIAS = "predictions.decoder.weight", "predictions.decoder.bias"
 
 
+def head_links():
+    """The transformers links of every registered head (`albert_tf.registry`), each TF1 name once (the
+    classifier and RACE heads share `output_weights` <-> `classifier.weight`)."""
+    result = {}
+    for head in registry.heads():
+        for link in head.hf_links:
+            result.setdefault(link.tf1, link)
+    return list(result.values())
+
+
+def _head_roots():
+    """First parts of the head models' names (`predictions`, `classifier`, ...): they carry no `albert.`."""
+    return {link.foreign.split(".")[0] for link in head_links()}
+
+
 def links(config):
-    """Every TF1 name <-> HF name (with the `albert.` prefix) link for `config`, heads included."""
+    """Every TF1 name <-> HF name (with the `albert.` prefix) link for `config`, registered heads included."""
     result = [
         Link("bert/embeddings/word_embeddings", PREFIX + "embeddings.word_embeddings.weight"),
         Link("bert/embeddings/token_type_embeddings", PREFIX + "embeddings.token_type_embeddings.weight"),
@@ -83,22 +97,8 @@ def links(config):
     if config.embedding_size != config.hidden_size:
         result += [Link(foreign.PROJECTION[0], _PROJECTION[0], TRANSPOSE), Link(foreign.PROJECTION[1], _PROJECTION[1])]
     result += foreign.block_links(config, _BLOCK)
-    result += [
-        Link(POOLER[0], PREFIX + "pooler.weight", TRANSPOSE),
-        Link(POOLER[1], PREFIX + "pooler.bias"),
-        Link("cls/predictions/transform/dense/kernel", "predictions.dense.weight", TRANSPOSE),
-        Link("cls/predictions/transform/dense/bias", "predictions.dense.bias"),
-        Link("cls/predictions/transform/LayerNorm/gamma", "predictions.LayerNorm.weight"),
-        Link("cls/predictions/transform/LayerNorm/beta", "predictions.LayerNorm.bias"),
-        Link("cls/predictions/output_bias", "predictions.bias"),
-        Link("cls/seq_relationship/output_weights", "sop_classifier.classifier.weight"),
-        Link("cls/seq_relationship/output_bias", "sop_classifier.classifier.bias"),
-        Link("output_weights", "classifier.weight"),
-        Link("output_bias", "classifier.bias"),
-        Link("cls/squad/output_weights", "qa_outputs.weight"),
-        Link("cls/squad/output_bias", "qa_outputs.bias"),
-    ]
-    return result
+    result += [Link(POOLER[0], PREFIX + "pooler.weight", TRANSPOSE), Link(POOLER[1], PREFIX + "pooler.bias")]
+    return result + head_links()
 
 
 # --- detection and config -------------------------------------------------------------------------------------
@@ -194,18 +194,19 @@ def weight_files(directory):
 def open_reader(directory, config):
     """A `MappedReader` of the HF directory's safetensors under the original names."""
     files, weight_map = weight_files(directory)
+    head_roots = _head_roots()
     tensors, where = {}, {}
     for path in files:
         shard = SafetensorsFile(path)
         for name, shape in shard.shapes.items():
-            key = name if name.startswith(PREFIX) or name.split(".")[0] in _HEAD_ROOTS else PREFIX + name
+            key = name if name.startswith(PREFIX) or name.split(".")[0] in head_roots else PREFIX + name
             if key in tensors:
                 raise InputError(f"`{path}` holds `{name}` twice (with and without the `albert.` prefix, or in "
                                  "two shards).")
             tensors[key], where[key] = shape, (shard, name)
     if weight_map is not None:
         for name, file_name in weight_map.items():
-            key = name if name.startswith(PREFIX) or name.split(".")[0] in _HEAD_ROOTS else PREFIX + name
+            key = name if name.startswith(PREFIX) or name.split(".")[0] in head_roots else PREFIX + name
             if key not in where or os.path.basename(where[key][0].path) != file_name:
                 raise InputError(f"`{os.path.join(directory, INDEX)}` lists `{name}` in `{file_name}`, which "
                                  "does not hold it.")
@@ -239,9 +240,8 @@ def open_reader(directory, config):
             where["predictions.bias"] = where[_DECODER_BIAS]
     entries = foreign.build_entries(
         source, all_links, tensors_for_links, read, "Hugging Face ALBERT",
-        "Expected the weights of transformers' AlbertModel, AlbertForPreTraining, AlbertForMaskedLM, "
-        "AlbertForSequenceClassification, AlbertForQuestionAnswering or AlbertForMultipleChoice for this "
-        f"config.json ({config.num_hidden_groups} groups x {config.inner_group_num} inner groups).",
+        f"Expected the weights of transformers' {' or '.join(name for _, name in _architectures())} for "
+        f"this config.json ({config.num_hidden_groups} groups x {config.inner_group_num} inner groups).",
         skipped=set(skipped))
     foreign.log_skipped(source, skipped)
     # AlbertForMaskedLM and AlbertForQuestionAnswering are built without the pooler.
@@ -251,21 +251,21 @@ def open_reader(directory, config):
 
 # --- writing ----------------------------------------------------------------------------------------------------
 
-_ARCHITECTURES = (  # (components the model has, transformers class)
-    ({"mlm", "sop"}, "AlbertForPreTraining"),
-    ({"classifier"}, "AlbertForSequenceClassification"),
-    ({"squad_v1"}, "AlbertForQuestionAnswering"),
-    ({"race"}, "AlbertForMultipleChoice"),
-    ({"mlm"}, "AlbertForMaskedLM"),
-)
+# transformers' `AlbertForMaskedLM` (read, never written: no model kind has the MLM head alone).
+_MASKED_LM = (frozenset({"mlm"}), "AlbertForMaskedLM")
+
+
+def _architectures():
+    """`(head names, transformers class)` of every registered kind that has one, and `AlbertForMaskedLM`."""
+    known = [(frozenset(head.name for head in kind.heads), kind.hf_architecture)
+             for kind in registry.kinds() if kind.hf_architecture]
+    return known + [_MASKED_LM]
 
 
 def architecture(components):
-    """The transformers class for a model with these table components."""
-    heads = set(components) - {"encoder"}
-    if not heads:
-        return "AlbertModel"
-    for needed, name in _ARCHITECTURES:
+    """The transformers class for a model with these table components (its kind's `hf_architecture`)."""
+    heads = frozenset(components) - {"encoder"}
+    for needed, name in _architectures():
         if heads == needed:
             return name
     raise InputError(f"No transformers ALBERT class has the heads {sorted(heads)} (the SQuAD 2.0 head of the "
