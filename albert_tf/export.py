@@ -85,9 +85,9 @@ def serving_spec(model):
     """The `ServingSpec` of `model`, looked up by its class (or the nearest base class that has one)."""
     kind = registry.kind_of(model)
     if kind is None or kind.serving_spec is None:
-        classes = ", ".join(cls.__name__ for cls in SERVING_SPECS)
-        raise TypeError(f"`model` must be an instance of a registered model class ({classes}). "
-                        f"Received: {type(model).__name__}.")
+        classes = [cls.__name__ for cls in SERVING_SPECS]
+        raise TypeError(f"`model` must be an {', '.join(classes[:-1])} or {classes[-1]} (a registered model "
+                        f"kind). Received: {type(model).__name__}.")
     return kind.serving_spec
 
 

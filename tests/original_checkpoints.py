@@ -73,26 +73,28 @@ def _head_variables(model):
     return []
 
 
-def original_variables(model):
-    """`[(original TF1 name, Keras variable)]` of every weight of `model`, the names written literally."""
-    variables = _encoder_variables(getattr(model, "encoder", model)) + _head_variables(model)
+def original_variables(model, extra=()):
+    """`[(original TF1 name, Keras variable)]` of every weight of `model`, the names written literally; `extra`
+    adds `(name, variable)` pairs of a head the original scripts do not have (a test's own head)."""
+    variables = _encoder_variables(getattr(model, "encoder", model)) + _head_variables(model) + list(extra)
     assert len({id(v) for _, v in variables}) == len(model.weights), "a weight without an original name"
     return variables
 
 
-def original_tensors(model):
-    """`(original TF1 name, float32 value)` of every weight of `model`."""
-    for name, variable in original_variables(model):
+def original_tensors(model, extra=()):
+    """`(original TF1 name, float32 value)` of every weight of `model` (see `original_variables`)."""
+    for name, variable in original_variables(model, extra):
         yield name, tf.cast(tf.convert_to_tensor(variable), tf.float32)
 
 MAX_ERROR_CHARS = 1500
 
 
-def save_original_checkpoint(model, prefix, slots=("adam_m", "adam_v"), global_step=300):
-    """Writes `model`'s weights as the original's `prefix` checkpoint, with optimizer slots and `global_step`."""
+def save_original_checkpoint(model, prefix, slots=("adam_m", "adam_v"), global_step=300, extra=()):
+    """Writes `model`'s weights as the original's `prefix` checkpoint, with optimizer slots and `global_step`
+    (`extra`: see `original_variables`)."""
     os.makedirs(os.path.dirname(prefix), exist_ok=True)
     names, tensors = [], []
-    for name, value in original_tensors(model):
+    for name, value in original_tensors(model, extra):
         names.append(name)
         tensors.append(value)
         for index, slot in enumerate(slots):

@@ -70,23 +70,30 @@ _BUFFERS = (PREFIX + "embeddings.position_ids", PREFIX + "embeddings.token_type_
 _DECODER_WEIGHT, _DECODER_BIAS = "predictions.decoder.weight", "predictions.decoder.bias"
 
 
-def head_links():
-    """The transformers links of every registered head (`albert_tf.registry`), each TF1 name once (the
-    classifier and RACE heads share `output_weights` <-> `classifier.weight`)."""
-    result = {}
-    for head in registry.heads():
+def head_links(architecture=None):
+    """The transformers links of the registered heads (`albert_tf.registry`), each TF1 and each transformers
+    name once. transformers gives different heads the same names (`classifier.weight`: sequence classification,
+    multiple choice, token classification; `config.json`'s `architectures` tells them apart), so the heads of the
+    kind whose `hf_architecture` is `architecture` come first, then the others by kind order."""
+    kinds = sorted(registry.kinds(), key=lambda kind: kind.hf_architecture != architecture)
+    result, tf1_taken, foreign_taken = [], set(), set()
+    for head in (head for kind in kinds for head in kind.heads):
         for link in head.hf_links:
-            result.setdefault(link.tf1, link)
-    return list(result.values())
+            if link.tf1 not in tf1_taken and link.foreign not in foreign_taken:
+                result.append(link)
+                tf1_taken.add(link.tf1)
+                foreign_taken.add(link.foreign)
+    return result
 
 
 def _head_roots():
     """First parts of the head models' names (`predictions`, `classifier`, ...): they carry no `albert.`."""
-    return {link.foreign.split(".")[0] for link in head_links()}
+    return {link.foreign.split(".")[0] for head in registry.heads() for link in head.hf_links}
 
 
-def links(config):
-    """Every TF1 name <-> HF name (with the `albert.` prefix) link for `config`, registered heads included."""
+def links(config, architecture=None):
+    """Every TF1 name <-> HF name (with the `albert.` prefix) link for `config`, registered heads included (those
+    of the transformers class `architecture` first, see `head_links`)."""
     result = [
         Link("bert/embeddings/word_embeddings", PREFIX + "embeddings.word_embeddings.weight"),
         Link("bert/embeddings/token_type_embeddings", PREFIX + "embeddings.token_type_embeddings.weight"),
@@ -98,7 +105,7 @@ def links(config):
         result += [Link(foreign.PROJECTION[0], _PROJECTION[0], TRANSPOSE), Link(foreign.PROJECTION[1], _PROJECTION[1])]
     result += foreign.block_links(config, _BLOCK)
     result += [Link(POOLER[0], PREFIX + "pooler.weight", TRANSPOSE), Link(POOLER[1], PREFIX + "pooler.bias")]
-    return result + head_links()
+    return result + head_links(architecture)
 
 
 # --- detection and config -------------------------------------------------------------------------------------
@@ -124,6 +131,12 @@ def check_model_type(directory):
     model_type = foreign.read_json(path).get("model_type")
     if model_type != "albert":
         raise InputError(f"`{path}` has `model_type: {model_type!r}`; expected `albert`.")
+
+
+def _architecture_of(directory):
+    """The first of `config.json`'s `architectures` (the transformers class that wrote it), or None."""
+    architectures = foreign.read_json(os.path.join(directory, CONFIG)).get("architectures")
+    return architectures[0] if isinstance(architectures, list) and architectures else None
 
 
 def config_dict(directory):
@@ -217,7 +230,7 @@ def open_reader(directory, config):
 
     source = files[0] if len(files) == 1 else os.path.join(directory, INDEX)
     skipped = [name for name in _BUFFERS if name in tensors]
-    all_links = links(config)
+    all_links = links(config, _architecture_of(directory))
     if config.embedding_size == config.hidden_size and _PROJECTION[0] in tensors:
         # transformers always projects E -> H; our writer stores the identity there.
         foreign.check_identity_projection(source, read(_PROJECTION[0]), read(_PROJECTION[1]), _PROJECTION[0])
@@ -287,7 +300,7 @@ def write(tf1_values, config, components, directory, num_labels=None):
         str, the transformers class written.
     """
     arch = architecture(components)
-    by_tf1 = {link.tf1: link for link in links(config)}
+    by_tf1 = {link.tf1: link for link in links(config, arch)}
     heads = config.num_attention_heads
     entries = []
     for name, (shape, producer) in tf1_values.items():
