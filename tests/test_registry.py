@@ -213,3 +213,10 @@ def test_unregistered_head_in_our_tf2_checkpoint_is_an_error(tmp_path):
     classifier_prefix = oc.save_our_checkpoint(AlbertClassifier(config), str(tmp_path / "cls" / "model.ckpt-1"))
     result = restore_checkpoint(AlbertRace(config), classifier_prefix, allow_missing_heads=True)
     assert result.ignored == ["classifier_head"] and result.missing_heads == ["race"]
+    # The Keras model's own training state is not a head: a model saved after `compile` carries its optimizer.
+    compiled = AlbertClassifier(config)
+    compiled.compile()
+    compiled.optimizer.build(compiled.trainable_variables)
+    compiled_prefix = tf.train.Checkpoint(model=compiled).write(str(tmp_path / "compiled" / "ckpt"))
+    assert CheckpointReader(compiled_prefix).tf2_children()["optimizer"] > 0
+    assert restore_checkpoint(AlbertClassifier(config), compiled_prefix).loaded == ["encoder", "classifier_head"]

@@ -37,6 +37,9 @@ from albert_tf.errors import InputError
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
 HUB_PREFIX = "module/"
 _DAMAGE_ERRORS = (tf.errors.OutOfRangeError, tf.errors.DataLossError)
+# Children of a checkpoint's `model` that are the Keras model's training state, not weights: a model saved after
+# `compile`/`fit` carries its optimizer.
+_KERAS_MODEL_STATE = frozenset({"optimizer"})
 # A variable in the text of a `tf.train.Checkpoint` restore error (its values are never shown).
 _VARIABLE_NAME = re.compile(r"<(?:tf\.Variable|KerasVariable|Variable)[^>]*?(?:path|name)?=?\s*'([^']+)'")
 
@@ -370,11 +373,13 @@ def _restore_tf2_head(reader, model, head, children, allow_missing_heads):
 
 def _tf2_ignored(reader, children, used):
     """Checkpoint objects with variables the model does not use: heads of other registered kinds (returned,
-    ignored); anything else is an error naming it."""
+    ignored); anything else but the Keras model's own state (`_KERAS_MODEL_STATE`, `_`-prefixed trackers) is an
+    error naming it."""
     if "encoder" not in children:
         return []     # A bare encoder's checkpoint: its objects are the encoder's (counted above).
     other_heads = {root for head in registry.heads() for root in head.roots}
-    extra = sorted(child for child, count in children.items() if count and child not in used)
+    extra = sorted(child for child, count in children.items() if count and child not in used
+                   and child not in _KERAS_MODEL_STATE and not child.startswith("_"))
     unknown = [child for child in extra if child not in other_heads]
     if unknown:
         raise CheckpointMismatchError(
