@@ -7,8 +7,10 @@ References are NumPy on the stored arrays (read with the `safetensors` package) 
 out literally.
 """
 
+import importlib.util
 import json
 import os
+import re
 
 import keras
 import numpy as np
@@ -220,3 +222,35 @@ def test_unregistered_head_in_our_tf2_checkpoint_is_an_error(tmp_path):
     compiled_prefix = tf.train.Checkpoint(model=compiled).write(str(tmp_path / "compiled" / "ckpt"))
     assert CheckpointReader(compiled_prefix).tf2_children()["optimizer"] > 0
     assert restore_checkpoint(AlbertClassifier(config), compiled_prefix).loaded == ["encoder", "classifier_head"]
+
+
+def test_the_documented_token_classifier_registers_and_converts(tmp_path):
+    """The `AlbertTokenClassifier` module of docs/adding_a_task.md, run as written (from outside the package)."""
+    text = open(os.path.join(os.path.dirname(__file__), "..", "docs", "adding_a_task.md"), encoding="utf-8").read()
+    (code,) = re.findall(r"```py\n(.*?)```", text, flags=re.S)
+    module_path = tmp_path / "token_classifier_doc.py"
+    module_path.write_text(code)
+    spec = importlib.util.spec_from_file_location("token_classifier_doc", module_path)
+    module = importlib.util.module_from_spec(spec)
+    # A package module of that name (once it exists) is registered again afterwards.
+    previous = registry.get("token_classifier") if "token_classifier" in registry.names() else None
+    try:
+        spec.loader.exec_module(module)
+        model = module.AlbertTokenClassifier(AlbertConfig(**CONFIG), num_labels=4)
+        assert model(_inputs())["logits"].shape == (2, 7, 4)
+        names = {name: tuple(target.variable.shape) for name, target in table.model_targets(model).items()}
+        assert names["token_classifier/output_weights"] == (4, 16) and names["token_classifier/output_bias"] == (4,)
+        release = str(tmp_path / "release")
+        os.makedirs(release)
+        model.config.to_json_file(os.path.join(release, "albert_config.json"))
+        extra = [("token_classifier/output_weights", model.token_classifier_head.output_weights),
+                 ("token_classifier/output_bias", model.token_classifier_head.output_bias)]
+        oc.save_original_checkpoint(model, os.path.join(release, "model.ckpt-best"), slots=(), extra=extra)
+        result = convert(release, str(tmp_path / "hf"), output_format="hf")
+        assert result["model"] == "AlbertTokenClassifier"
+        stored = load_file(str(tmp_path / "hf" / "model.safetensors"))
+        np.testing.assert_array_equal(stored["classifier.weight"], model.token_classifier_head.output_weights)
+    finally:
+        registry.unregister("token_classifier")
+        if previous is not None:
+            registry.register(previous)
