@@ -3,6 +3,9 @@
 `import albert_tf` does not import TensorFlow: the public names below are loaded on first use (PEP 562), so
 a command can configure TensorFlow's logging before it starts. It does check that the environment holds a
 single TensorFlow distribution (`albert_tf.install_check`).
+
+The model classes (`AlbertModel`, `AlbertClassifier`, ...) are those of the registered model kinds
+(`albert_tf.registry`): a kind added in `albert_tf/models/` is a public name here without an edit.
 """
 
 import importlib
@@ -17,26 +20,29 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "PRESETS": "albert_tf.config",
     "AlbertConfig": "albert_tf.config",
-    "AlbertModel": "albert_tf.models",
-    "AlbertPretrainer": "albert_tf.models",
-    "AlbertClassifier": "albert_tf.models",
-    "AlbertRace": "albert_tf.models",
-    "AlbertSquadV1": "albert_tf.models",
-    "AlbertSquadV2": "albert_tf.models",
     "AlbertPreprocessor": "albert_tf.preprocessing",
     "pipeline": "albert_tf.pipelines",
 }
 _SUBMODULES = ("checkpoints", "config", "data", "export", "fileio", "layers", "models", "quickstart",
-               "text_ops", "tokenization", "training")
+               "registry", "serving", "text_ops", "tokenization", "training")
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+
+def _model_class_names():
+    """The class names of the registered model kinds (loads them, and so TensorFlow)."""
+    from albert_tf import registry
+    return [kind.model_class.__name__ for kind in registry.kinds()]
 
 
 def __getattr__(name):
+    if name == "__all__":   # `from albert_tf import *`: computed, as it lists the registered model classes.
+        return sorted(set(_EXPORTS) | set(_model_class_names())) + ["__version__"]
     if name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
     elif name in _SUBMODULES:
         value = importlib.import_module(f"{__name__}.{name}")
+    elif name.startswith("Albert") and name in _model_class_names():
+        from albert_tf import registry
+        value = registry.by_class_name(name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
@@ -44,4 +50,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES))
+    return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES) | set(_model_class_names()))

@@ -19,9 +19,10 @@ for any model of this package: `AlbertModel` (encoder), `AlbertPretrainer`, `Alb
 plus `tokenization_info` (no inputs: the path of the SentencePiece asset and `do_lower_case`, as the TF-Hub
 module). The SentencePiece model and `albert_config.json` are saved as assets.
 
-What differs between model classes lives in one `ServingSpec` per class (`SERVING_SPECS`, looked up by the
-model's class): its token inputs, how it is called, its named outputs, its `tf.Example` features, its raw-text
-inputs and packing, and its argument checks. Everything else is shared.
+What differs between model classes lives in one `ServingSpec` per class (`albert_tf.serving`), declared by its
+model kind next to the model class (`albert_tf.registry`; `SERVING_SPECS` is the view by class): its token
+inputs, how it is called, its named outputs, its `tf.Example` features (from `albert_tf.data.features`), its
+raw-text inputs and packing, and its argument checks. Everything else is shared.
 
 Why `tf.Module` + `tf.saved_model.save` rather than `keras.export.ExportArchive`: the export needs string-input
 signatures backed by a tensorflow-text resource, named assets, and a `tokenization_info` function; a plain
@@ -32,7 +33,6 @@ variables of nested layer lists untracked. Every signature is a `tf.function` wi
 `input_signature`, so int32 inputs stay int32 and a wrong dtype or rank is rejected by the signature.
 """
 
-import abc
 import inspect
 import os
 import re
@@ -43,14 +43,16 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from albert_tf import cli, text_ops, tokenization
+from albert_tf import cli, registry, text_ops, tokenization
 from albert_tf.checkpoints import load_pretrained, resolve_source
+from albert_tf.data.features import RACE_NUM_CHOICES  # noqa: F401  Public here too: clients build RACE inputs.
 from albert_tf.errors import InputError
-from albert_tf.models.albert_model import AlbertModel, as_config
-from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.models.race import AlbertRace
-from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
+from albert_tf.models.albert_model import EncoderSpec, as_config  # noqa: F401  (EncoderSpec: public name)
+from albert_tf.models.classifier import ClassifierSpec  # noqa: F401  The specs stay importable from here.
+from albert_tf.models.pretrainer import PretrainerSpec  # noqa: F401
+from albert_tf.models.race import RaceSpec  # noqa: F401
+from albert_tf.models.squad import SquadV1Spec, SquadV2Spec  # noqa: F401
+from albert_tf.serving import TOKEN_INPUTS, ServingSpec, string_specs  # noqa: F401
 
 CLI_HELP = (
     "Exports an ALBERT checkpoint as a TF Serving SavedModel. Reads --input (a Google TF1 checkpoint, release "
@@ -67,285 +69,32 @@ SERVE_EXAMPLES = "serve_examples"
 SERVE_TEXT = "serve_text"
 TOKENIZATION_INFO = "tokenization_info"
 
-RACE_NUM_CHOICES = 4
-TOKEN_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
-
-def _string_specs(names):
-    return {name: tf.TensorSpec([None], tf.string, name=name) for name in names}
-
-
-# --- One serving spec per model class ---------------------------------------------------------------------
-
-
-class ServingSpec(abc.ABC):
-    """How one model class is served. Subclasses set `kind` and `model_class` and override what differs.
-
-    The defaults describe a model called on the three token inputs `[batch, seq]` and served from the
-    sentence (pair) inputs `text_a`, `text_b`, packed as GLUE's `convert_single_example`.
-    """
-
-    kind = None
-    model_class = None
-
-    # serving_default: named int32 features -> model call -> named outputs.
-
-    def token_specs(self):
-        """`{name: TensorSpec}` of the `serving_default` inputs."""
-        return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in TOKEN_INPUTS}
-
-    def model_inputs(self, features):
-        """The model's call inputs from the serving features."""
-        return {name: features[name] for name in TOKEN_INPUTS}
-
-    @abc.abstractmethod
-    def outputs(self, out, threshold):
-        """The named serving outputs from the model's output dict."""
-
-    # serve_examples: the original TFRecord features.
-
-    def example_spec(self, max_seq_length, max_predictions_per_seq):
-        """`{name: FixedLenFeature}` parsed by `serve_examples`."""
-        return {name: tf.io.FixedLenFeature([max_seq_length], tf.int64) for name in TOKEN_INPUTS}
-
-    def example_features(self, parsed, max_seq_length):
-        """(int32 serving features, outputs passed through) from the parsed `tf.Example`s."""
-        del max_seq_length  # Used by the multiple-choice layout.
-        return {name: tf.cast(parsed[name], tf.int32) for name in TOKEN_INPUTS}, {}
-
-    # serve_text: raw strings -> tokenized and packed in the graph.
-
-    def text_specs(self):
-        """`{name: TensorSpec}` of the `serve_text` inputs."""
-        return _string_specs(("text_a", "text_b"))
-
-    def text_features(self, pipeline, texts):
-        """Packed int32 features from the `serve_text` inputs."""
-        return pipeline.pack_texts(texts["text_a"], texts["text_b"])
-
-    def text_outputs(self, outputs, features):
-        """The `serve_text` outputs: the model's outputs plus the packed `input_ids`."""
-        outputs["input_ids"] = features["input_ids"]
-        return outputs
-
-    # Arguments.
-
-    def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
-        """Raises ValueError on export arguments that do not fit this model class."""
-        del max_seq_length, max_query_length, max_qa_length  # Used by the task specs.
-        if threshold is not None:
-            raise InputError(f"`threshold` applies to classifiers only. Received `threshold={threshold}` for a "
-                             f"{type(model).__name__}.")
-
-    def model_kwargs(self, num_labels):
-        """Constructor arguments of `model_class` beyond the config, for `export_from_checkpoint`."""
-        del num_labels  # Classifiers only.
-        return {}
-
-
-class EncoderSpec(ServingSpec):
-    """`AlbertModel`: the encoder's sequence and pooled outputs."""
-
-    kind = "encoder"
-    model_class = AlbertModel
-
-    def outputs(self, out, threshold):
-        return {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"]}
-
-
-class PretrainerSpec(ServingSpec):
-    """`AlbertPretrainer`: the TF-Hub `mlm` signature (masked-LM logits at `mlm_positions`) plus SOP.
-
-    `serve_text` turns each literal `[MASK]` into the mask id and predicts every masked position.
-    """
-
-    kind = "pretrainer"
-    model_class = AlbertPretrainer
-
-    def token_specs(self):
-        specs = super().token_specs()
-        specs["mlm_positions"] = tf.TensorSpec([None, None], tf.int32, name="mlm_positions")
-        return specs
-
-    def model_inputs(self, features):
-        inputs = super().model_inputs(features)
-        inputs["masked_lm_positions"] = features["mlm_positions"]
-        return inputs
-
-    def outputs(self, out, threshold):
-        return {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"],
-                "mlm_logits": out["mlm_logits"],                                         # [batch, P, V]
-                "sop_log_probs": tf.nn.log_softmax(tf.cast(out["sop_logits"], tf.float32), axis=-1)}
-
-    def example_spec(self, max_seq_length, max_predictions_per_seq):
-        spec = super().example_spec(max_seq_length, max_predictions_per_seq)
-        spec["masked_lm_positions"] = tf.io.FixedLenFeature([max_predictions_per_seq], tf.int64)
-        return spec
-
-    def example_features(self, parsed, max_seq_length):
-        features, passthrough = super().example_features(parsed, max_seq_length)
-        features["mlm_positions"] = tf.cast(parsed["masked_lm_positions"], tf.int32)
-        return features, passthrough
-
-    def text_features(self, pipeline, texts):
-        return pipeline.pack_masked_texts(texts["text_a"], texts["text_b"])              # mlm_positions [batch, P]
-
-    def text_outputs(self, outputs, features):
-        outputs = super().text_outputs(outputs, features)
-        outputs["mlm_positions"] = features["mlm_positions"]
-        outputs["mlm_weights"] = features["mlm_weights"]
-        outputs["mlm_predictions"] = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
-        return outputs
-
-
-class ClassifierSpec(ServingSpec):
-    """`AlbertClassifier`: probabilities and predictions, and an optional constant `threshold` output."""
-
-    kind = "classifier"
-    model_class = AlbertClassifier
-
-    def outputs(self, out, threshold):
-        outputs = {"probabilities": out["probabilities"], "predictions": out["predictions"]}
-        if threshold is not None:
-            # A constant shipped with the model (e.g. a tuned decision threshold), one value per example so
-            # that TF Serving's row format can split it like the other outputs.
-            outputs["threshold"] = tf.fill(tf.shape(out["predictions"])[:1], tf.constant(threshold, tf.float32))
-        return outputs
-
-    def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
-        pass  # Every argument applies.
-
-    def model_kwargs(self, num_labels):
-        return {"num_labels": int(num_labels)}
-
-
-class SquadV1Spec(ServingSpec):
-    """`AlbertSquadV1`: start/end logits; `serve_text` packs the first document span of (question, context)."""
-
-    kind = "squad_v1"
-    model_class = AlbertSquadV1
-
-    def outputs(self, out, threshold):
-        return {"start_logits": out["start_logits"], "end_logits": out["end_logits"]}
-
-    def example_spec(self, max_seq_length, max_predictions_per_seq):
-        spec = super().example_spec(max_seq_length, max_predictions_per_seq)
-        # Passed through so that a client can match the outputs with its features, as the original predict.
-        spec["unique_ids"] = tf.io.FixedLenFeature([], tf.int64, default_value=0)
-        return spec
-
-    def example_features(self, parsed, max_seq_length):
-        features, _ = super().example_features(parsed, max_seq_length)
-        return features, {"unique_ids": parsed["unique_ids"]}
-
-    def text_specs(self):
-        return _string_specs(("question", "context"))
-
-    def text_features(self, pipeline, texts):
-        features = pipeline.pack_squad_texts(texts["question"], texts["context"])
-        features.pop("p_mask")
-        return features
-
-    def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
-        if max_seq_length <= max_query_length + 3:
-            # The original's `validate_flags_or_throw` rule: the document needs room after the question.
-            raise InputError(f"`max_seq_length={max_seq_length}` must be greater than `max_query_length="
-                             f"{max_query_length}` + 3.")
-        super().check_arguments(model, max_seq_length, max_query_length, max_qa_length, threshold)
-
-
-class SquadV2Spec(SquadV1Spec):
-    """`AlbertSquadV2` (XLNet-style head): top-k start/end log-probs and indices and the answerability logit.
-
-    `p_mask` comes with `tf.Example`s and `serve_text`; `serving_default` lets the model derive it from
-    `input_mask` and `segment_ids`.
-    """
-
-    kind = "squad_v2"
-    model_class = AlbertSquadV2
-
-    def model_inputs(self, features):
-        inputs = super().model_inputs(features)
-        if "p_mask" in features:
-            inputs["p_mask"] = features["p_mask"]
-        return inputs
-
-    def outputs(self, out, threshold):
-        return {name: out[name] for name in ("start_top_log_probs", "start_top_index", "end_top_log_probs",
-                                             "end_top_index", "cls_logits")}
-
-    def example_spec(self, max_seq_length, max_predictions_per_seq):
-        spec = super().example_spec(max_seq_length, max_predictions_per_seq)
-        spec["p_mask"] = tf.io.FixedLenFeature([max_seq_length], tf.int64)
-        return spec
-
-    def example_features(self, parsed, max_seq_length):
-        features, passthrough = super().example_features(parsed, max_seq_length)
-        features["p_mask"] = tf.cast(parsed["p_mask"], tf.int32)
-        return features, passthrough
-
-    def text_features(self, pipeline, texts):
-        return pipeline.pack_squad_texts(texts["question"], texts["context"])
-
-
-class RaceSpec(ServingSpec):
-    """`AlbertRace`: four choices per example, `[batch, 4, seq]` inputs; `serve_text` takes the article, the
-    question and the four options."""
-
-    kind = "race"
-    model_class = AlbertRace
-
-    def token_specs(self):
-        return {name: tf.TensorSpec([None, RACE_NUM_CHOICES, None], tf.int32, name=name) for name in TOKEN_INPUTS}
-
-    def outputs(self, out, threshold):
-        return {"logits": out["logits"], "probabilities": out["probabilities"], "predictions": out["predictions"]}
-
-    def example_spec(self, max_seq_length, max_predictions_per_seq):
-        return super().example_spec(max_seq_length * RACE_NUM_CHOICES, max_predictions_per_seq)
-
-    def example_features(self, parsed, max_seq_length):
-        return {name: tf.reshape(tf.cast(parsed[name], tf.int32), [-1, RACE_NUM_CHOICES, max_seq_length])
-                for name in TOKEN_INPUTS}, {}                                             # [batch, 4, seq]
-
-    def text_specs(self):
-        specs = _string_specs(("article", "question"))
-        specs["options"] = tf.TensorSpec([None, RACE_NUM_CHOICES], tf.string, name="options")
-        return specs
-
-    def text_features(self, pipeline, texts):
-        return pipeline.pack_race_texts(texts["article"], texts["question"], texts["options"],
-                                        RACE_NUM_CHOICES)                                # [batch, 4, L]
-
-    def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
-        if max_qa_length > max_seq_length - 3:
-            raise InputError(f"`max_qa_length={max_qa_length}` leaves no room in `max_seq_length={max_seq_length}`: "
-                             "need max_qa_length <= max_seq_length - 3.")
-        super().check_arguments(model, max_seq_length, max_query_length, max_qa_length, threshold)
-
+# --- Serving specs: one per model kind, declared with its model class (`albert_tf.registry`) ---------------
 
 # By model class; `serving_spec` also finds the spec of a subclass. The task models are not subclasses of one
 # another or of AlbertModel.
-SERVING_SPECS = {spec.model_class: spec for spec in (EncoderSpec(), PretrainerSpec(), ClassifierSpec(),
-                                                     SquadV1Spec(), SquadV2Spec(), RaceSpec())}
-_SPECS_BY_KIND = {spec.kind: spec for spec in SERVING_SPECS.values()}
-MODEL_CLASSES = {kind: spec.model_class for kind, spec in _SPECS_BY_KIND.items()}
-MODEL_KINDS = tuple(MODEL_CLASSES)
+SERVING_SPECS = registry.MappingView(lambda: {kind.model_class: kind.serving_spec for kind in registry.kinds()
+                                              if kind.serving_spec is not None})
+MODEL_CLASSES = registry.MappingView(lambda: {kind.name: kind.model_class for kind in registry.kinds()
+                                              if kind.serving_spec is not None})
+MODEL_KINDS = registry.SequenceView(lambda: tuple(MODEL_CLASSES))
 
 
 def serving_spec(model):
     """The `ServingSpec` of `model`, looked up by its class (or the nearest base class that has one)."""
-    for cls in type(model).__mro__:
-        if cls in SERVING_SPECS:
-            return SERVING_SPECS[cls]
-    raise TypeError("`model` must be an AlbertModel, AlbertPretrainer, AlbertClassifier, AlbertSquadV1, "
-                    f"AlbertSquadV2 or AlbertRace. Received: {type(model).__name__}.")
+    kind = registry.kind_of(model)
+    if kind is None or kind.serving_spec is None:
+        classes = [cls.__name__ for cls in SERVING_SPECS]
+        raise TypeError(f"`model` must be an {', '.join(classes[:-1])} or {classes[-1]} (a registered model "
+                        f"kind). Received: {type(model).__name__}.")
+    return kind.serving_spec
 
 
 def _spec_for_kind(kind):
-    if kind not in _SPECS_BY_KIND:
+    if kind not in MODEL_CLASSES:
         raise InputError(f"`model` must be one of {', '.join(MODEL_KINDS)}. Received: `model={kind!r}`.")
-    return _SPECS_BY_KIND[kind]
+    return registry.get(kind).serving_spec
 
 
 def model_kind(model):
@@ -417,7 +166,7 @@ class _ServingModule(tf.Module):
             outputs.update(passthrough)
             return outputs
 
-        self.serve_examples = _signature_fn(serve_examples, _string_specs(("examples",)))
+        self.serve_examples = _signature_fn(serve_examples, string_specs(("examples",)))
 
         if text_pipeline is not None:
             def serve_text(**texts):
@@ -501,6 +250,44 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
         str, the path of the written version directory.
     """
     spec = serving_spec(model)
+    final_dir, version = _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_length, version,
+                                                 threshold, max_query_length, max_qa_length)
+    config = as_config(config) if config is not None else model.config
+    proto = None
+    if spm_model_file is not None:
+        with tf.io.gfile.GFile(spm_model_file, "rb") as f:
+            proto = f.read()
+        tokenization.check_spm_vocab_size(proto, model.config.vocab_size, spm_model_file, "the model's config")
+    # Everything that can reject the arguments runs before anything is written.
+    pipeline = None
+    if proto is not None and text_signature:
+        pipeline = text_ops.TextPipeline(proto, do_lower_case, max_seq_length, model.config.vocab_size,
+                                         max_query_length, max_qa_length)
+    tf.io.gfile.makedirs(export_dir)
+    staging = tempfile.mkdtemp(prefix="albert_export_")  # The asset files, copied into the export by save().
+    tmp_dir = os.path.join(export_dir, f".tmp-{int(version)}-{os.getpid()}")
+    try:
+        config_path = os.path.join(staging, "albert_config.json")
+        config.to_json_file(config_path)
+        spm_asset = None
+        if proto is not None:
+            spm_copy = os.path.join(staging, os.path.basename(spm_model_file))
+            with open(spm_copy, "wb") as f:
+                f.write(proto)
+            spm_asset = tf.saved_model.Asset(spm_copy)
+        module = _ServingModule(model, spec, tf.saved_model.Asset(config_path), spm_asset, pipeline,
+                                do_lower_case, int(max_seq_length), int(max_predictions_per_seq), threshold)
+        logging.info("Exporting %s (%s) to %s", type(model).__name__, spec.kind, final_dir)
+        _save_then_rename(module, tmp_dir, final_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    logging.info("Exported signatures %s to %s", sorted(module.signatures()), final_dir)
+    return final_dir
+
+
+def _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_length, version, threshold,
+                            max_query_length, max_qa_length):
+    """Raises on arguments `export_saved_model` cannot use; returns `(version directory, version)`."""
     if not isinstance(max_seq_length, (int, np.integer)) or max_seq_length < 3:
         raise InputError(f"`max_seq_length` must be an int >= 3. Received: `max_seq_length={max_seq_length!r}`.")
     max_positions = model.config.max_position_embeddings
@@ -517,34 +304,12 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
     final_dir = os.path.join(export_dir, str(int(version)))
     if tf.io.gfile.exists(final_dir):
         raise InputError(f"`{final_dir}` already exists; pass another `version` or none for the next one.")
+    return final_dir, version
 
-    config = as_config(config) if config is not None else model.config
-    proto = None
-    if spm_model_file is not None:
-        with tf.io.gfile.GFile(spm_model_file, "rb") as f:
-            proto = f.read()
-        tokenization.check_spm_vocab_size(proto, model.config.vocab_size, spm_model_file, "the model's config")
-    # Everything that can reject the arguments runs before anything is written.
-    pipeline = None
-    if proto is not None and text_signature:
-        pipeline = text_ops.TextPipeline(proto, do_lower_case, max_seq_length, model.config.vocab_size,
-                                         max_query_length, max_qa_length)
 
-    tf.io.gfile.makedirs(export_dir)
-    staging = tempfile.mkdtemp(prefix="albert_export_")  # The asset files, copied into the export by save().
-    tmp_dir = os.path.join(export_dir, f".tmp-{int(version)}-{os.getpid()}")
+def _save_then_rename(module, tmp_dir, final_dir):
+    """`tf.saved_model.save` into `tmp_dir`, then a rename to `final_dir` (nothing left behind on errors)."""
     try:
-        config_path = os.path.join(staging, "albert_config.json")
-        config.to_json_file(config_path)
-        spm_asset = None
-        if proto is not None:
-            spm_copy = os.path.join(staging, os.path.basename(spm_model_file))
-            with open(spm_copy, "wb") as f:
-                f.write(proto)
-            spm_asset = tf.saved_model.Asset(spm_copy)
-        module = _ServingModule(model, spec, tf.saved_model.Asset(config_path), spm_asset, pipeline,
-                                do_lower_case, int(max_seq_length), int(max_predictions_per_seq), threshold)
-        logging.info("Exporting %s (%s) to %s", type(model).__name__, spec.kind, final_dir)
         if tf.io.gfile.exists(tmp_dir):
             tf.io.gfile.rmtree(tmp_dir)
         tf.saved_model.save(module, tmp_dir, signatures=module.signatures())
@@ -553,10 +318,6 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
         if tf.io.gfile.exists(tmp_dir):
             tf.io.gfile.rmtree(tmp_dir)
         raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    logging.info("Exported signatures %s to %s", sorted(module.signatures()), final_dir)
-    return final_dir
 
 
 def export_from_checkpoint(input_path, export_dir, model="encoder", num_labels=2, albert_config_file=None,
@@ -568,7 +329,8 @@ def export_from_checkpoint(input_path, export_dir, model="encoder", num_labels=2
             prefix, release directory or `.tar.gz`, a TF-Hub TF1 module directory, or one of our checkpoints.
         export_dir: str, base directory; the export goes to `<export_dir>/<version>/`.
         model: str, one of `MODEL_KINDS`.
-        num_labels: int, classifier labels (1 = regression); ignored by the other kinds.
+        num_labels: int, labels of a kind with a `labels_variable` (the classifier: 1 = regression); ignored by
+            the other kinds.
         albert_config_file: optional str, the config when the source has none (our TF2 checkpoints).
         spm_model_file: optional str; default: the SentencePiece model found with the source (without one,
             `serve_text` is not exported).
@@ -578,6 +340,7 @@ def export_from_checkpoint(input_path, export_dir, model="encoder", num_labels=2
         str, the version directory written.
     """
     spec = _spec_for_kind(model)
+    kind = registry.get(model)
     with resolve_source(input_path) as source:
         config = albert_config_file or source.config_file
         if config is None:
@@ -590,8 +353,8 @@ def export_from_checkpoint(input_path, export_dir, model="encoder", num_labels=2
             tokenization.check_spm_vocab_size(spm_model_file, as_config(config).vocab_size, spm_model_file,
                                               config if isinstance(config, str) else "the source's config")
         # Heads must come from the checkpoint: an export with a freshly initialised head would serve noise.
-        net = load_pretrained(spec.model_class, source.checkpoint_prefix, config=config,
-                              allow_missing_heads=False, **spec.model_kwargs(num_labels))
+        net = load_pretrained(kind.model_class, source.checkpoint_prefix, config=config,
+                              allow_missing_heads=False, **kind.model_kwargs(num_labels))
         if spm_model_file is None:
             logging.warning("No SentencePiece model given or found with `%s`: exporting without `serve_text`.",
                             input_path)

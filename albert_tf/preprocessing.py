@@ -20,11 +20,11 @@ import tensorflow as tf
 from albert_tf import text_ops
 from albert_tf.checkpoints import resolve_source
 from albert_tf.config import AlbertConfig
+from albert_tf.data.features import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
 
 # How `call` packs its inputs; None decides by their structure (see `AlbertPreprocessor.call`).
 MODES = ("text", "masked", "squad", "race")
-RACE_NUM_CHOICES = 4
 DEFAULT_MAX_SEQ_LENGTH = 512   # `--max_seq_length` of run_classifier.py and run_race.py.
 
 

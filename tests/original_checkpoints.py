@@ -1,8 +1,10 @@
 """Checkpoints as the original scripts leave them in `--output_dir`, and the same weights in our format.
 
 The original TF1 code saves every variable under its TF1 name plus `global_step` and the optimizer's slots
-(`<name>/adam_m`, `<name>/adam_v` for AdamW; `<name>/lamb_m`, `<name>/lamb_v` for LAMB). The weights' names
-come from `albert_tf.checkpoints.writer.tf1_tensors` (the name table); the slots and the step are added here.
+(`<name>/adam_m`, `<name>/adam_v` for AdamW; `<name>/lamb_m`, `<name>/lamb_v` for LAMB). The names are written
+out here literally, as the original's `modeling.py`, `run_pretraining.py`, `classifier_utils.py`,
+`squad_utils.py` and `race_utils.py` create them (original-release.md, section 4), not taken from the name table
+the tests check.
 """
 
 import os
@@ -10,17 +12,89 @@ import re
 
 import tensorflow as tf
 
-from albert_tf.checkpoints.writer import tf1_tensors
+from albert_tf.models import AlbertClassifier, AlbertPretrainer, AlbertRace, AlbertSquadV1, AlbertSquadV2
 from albert_tf.training import loop
+
+
+def _dense(scope, layer, bias=True):
+    return [(f"{scope}/kernel", layer.kernel)] + ([(f"{scope}/bias", layer.bias)] if bias else [])
+
+
+def _layer_norm(scope, layer):
+    return [(f"{scope}/beta", layer.beta), (f"{scope}/gamma", layer.gamma)]
+
+
+def _projection(scope, layer):
+    return [(f"{scope}output_weights", layer.output_weights), (f"{scope}output_bias", layer.output_bias)]
+
+
+def _encoder_variables(encoder):
+    """`modeling.AlbertModel`'s variables: embeddings, the projection, each shared block, the pooler."""
+    emb = encoder.embeddings
+    out = [("bert/embeddings/word_embeddings", emb.word_embeddings),
+           ("bert/embeddings/token_type_embeddings", emb.token_type_embeddings),
+           ("bert/embeddings/position_embeddings", emb.position_embeddings)]
+    out += _layer_norm("bert/embeddings/LayerNorm", emb.layer_norm)
+    if encoder.embedding_projection is not None:
+        out += _dense("bert/encoder/embedding_hidden_mapping_in", encoder.embedding_projection)
+    for g, group in enumerate(encoder.groups):
+        for k, block in enumerate(group):
+            scope = f"bert/encoder/transformer/group_{g}/inner_group_{k}"
+            out += _dense(f"{scope}/attention_1/self/query", block.attention.query)
+            out += _dense(f"{scope}/attention_1/self/key", block.attention.key)
+            out += _dense(f"{scope}/attention_1/self/value", block.attention.value)
+            out += _dense(f"{scope}/attention_1/output/dense", block.attention.output_dense)
+            out += _layer_norm(f"{scope}/LayerNorm", block.attention_layer_norm)
+            out += _dense(f"{scope}/ffn_1/intermediate/dense", block.ffn)
+            out += _dense(f"{scope}/ffn_1/intermediate/output/dense", block.ffn_output)
+            out += _layer_norm(f"{scope}/LayerNorm_1", block.output_layer_norm)
+    return out + _dense("bert/pooler/dense", encoder.pooler)
+
+
+def _head_variables(model):
+    """The task script's head variables of `model`."""
+    if isinstance(model, AlbertPretrainer):   # run_pretraining.py: get_masked_lm_output, get_sentence_order_output
+        return (_dense("cls/predictions/transform/dense", model.mlm_head.dense)
+                + _layer_norm("cls/predictions/transform/LayerNorm", model.mlm_head.layer_norm)
+                + [("cls/predictions/output_bias", model.mlm_head.output_bias)]
+                + _projection("cls/seq_relationship/", model.sop_head))
+    if isinstance(model, AlbertClassifier):   # classifier_utils.create_model
+        return _projection("", model.classifier_head)
+    if isinstance(model, AlbertSquadV1):      # squad_utils.create_v1_model
+        return _projection("cls/squad/", model.squad_head)
+    if isinstance(model, AlbertSquadV2):      # squad_utils.create_v2_model
+        return (_dense("start_logits/dense", model.start_dense) + _dense("end_logits/dense_0", model.end_dense_0)
+                + _layer_norm("end_logits/LayerNorm", model.end_layer_norm)
+                + _dense("end_logits/dense_1", model.end_dense_1)
+                + _dense("answer_class/dense_0", model.answer_class_dense_0)
+                + _dense("answer_class/dense_1", model.answer_class_dense_1, bias=False))
+    if isinstance(model, AlbertRace):         # race_utils.create_model
+        return _projection("", model.race_head)
+    return []
+
+
+def original_variables(model, extra=()):
+    """`[(original TF1 name, Keras variable)]` of every weight of `model`, the names written literally; `extra`
+    adds `(name, variable)` pairs of a head the original scripts do not have (a test's own head)."""
+    variables = _encoder_variables(getattr(model, "encoder", model)) + _head_variables(model) + list(extra)
+    assert len({id(v) for _, v in variables}) == len(model.weights), "a weight without an original name"
+    return variables
+
+
+def original_tensors(model, extra=()):
+    """`(original TF1 name, float32 value)` of every weight of `model` (see `original_variables`)."""
+    for name, variable in original_variables(model, extra):
+        yield name, tf.cast(tf.convert_to_tensor(variable), tf.float32)
 
 MAX_ERROR_CHARS = 1500
 
 
-def save_original_checkpoint(model, prefix, slots=("adam_m", "adam_v"), global_step=300):
-    """Writes `model`'s weights as the original's `prefix` checkpoint, with optimizer slots and `global_step`."""
+def save_original_checkpoint(model, prefix, slots=("adam_m", "adam_v"), global_step=300, extra=()):
+    """Writes `model`'s weights as the original's `prefix` checkpoint, with optimizer slots and `global_step`
+    (`extra`: see `original_variables`)."""
     os.makedirs(os.path.dirname(prefix), exist_ok=True)
     names, tensors = [], []
-    for name, value in tf1_tensors(model):
+    for name, value in original_tensors(model, extra):
         names.append(name)
         tensors.append(value)
         for index, slot in enumerate(slots):

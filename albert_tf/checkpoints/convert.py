@@ -16,7 +16,6 @@ error leaves no half-written output.
 """
 
 import collections
-import importlib
 import os
 import shutil
 import time
@@ -25,7 +24,7 @@ import uuid
 import numpy as np
 from absl import logging
 
-from albert_tf import fileio
+from albert_tf import fileio, registry
 from albert_tf.checkpoints import hf, keras_hub, table
 from albert_tf.checkpoints import reader as reader_lib
 from albert_tf.checkpoints.restore import restore_source
@@ -36,56 +35,48 @@ from albert_tf.errors import InputError
 
 FORMATS = ("keras", "tf1", "hf", "keras_hub")
 KERAS_WEIGHTS_NAME = "model.weights.h5"
-MODEL_CLASSES = {
-    "encoder": ("albert_tf.models.albert_model", "AlbertModel"),
-    "pretrainer": ("albert_tf.models.pretrainer", "AlbertPretrainer"),
-    "classifier": ("albert_tf.models.classifier", "AlbertClassifier"),
-    "squad_v1": ("albert_tf.models.squad", "AlbertSquadV1"),
-    "squad_v2": ("albert_tf.models.squad", "AlbertSquadV2"),
-    "race": ("albert_tf.models.race", "AlbertRace"),
-}
-MODELS = ("auto",) + tuple(MODEL_CLASSES)
-# The classes are looked up by module name when a conversion runs: `albert_tf.models` imports this package
-# (`from_pretrained`), so importing the models here would make a cycle.
+# `--model` value -> (module, class name) of every registered model kind (`albert_tf.registry`).
+MODEL_CLASSES = registry.MappingView(lambda: {kind.name: (kind.model_class.__module__, kind.model_class.__qualname__)
+                                              for kind in registry.kinds()})
+MODELS = registry.SequenceView(lambda: ("auto",) + registry.names())
 
 
 def model_class(kind):
-    """The class for a `--model` value (`encoder`, `pretrainer`, `classifier`, `squad_v1`, `squad_v2`, `race`)."""
-    if kind not in MODEL_CLASSES:
-        raise InputError(f"`model` must be one of {', '.join(MODELS)}. Received: `model={kind!r}`.")
-    module, name = MODEL_CLASSES[kind]
-    return getattr(importlib.import_module(module), name)
+    """The class for a `--model` value (a registered model kind: `encoder`, `pretrainer`, `classifier`, ...)."""
+    return registry.get(kind).model_class
+
+
+def _shape_getter(reader):
+    """`shape(tf1_name)` of a head variable in `reader`, or None: TF1 names directly, or in one of our TF2
+    checkpoints at the object path of the row's attribute path (`model/classifier_head/output_weights`)."""
+    if not reader.is_tf2:
+        return reader.shapes.get
+    paths = {row.name: "model/" + row.path.replace(".", "/") for head in registry.heads() for row in head.rows}
+    return lambda name: reader.tf2_shape(paths[name]) if name in paths else None
+
+
+def _holds(reader, kind, shape):
+    """Whether `reader` holds every head variable of `kind` (TF2: every head attribute with variables)."""
+    if reader.is_tf2:
+        children = reader.tf2_children()
+        return all(children.get(root) for head in kind.heads for root in head.roots)
+    return all(shape(name) is not None for name in kind.tf1_names)
 
 
 def detect_model(reader):
-    """Picks the model kind whose heads the checkpoint holds (bare `output_weights` reads as `classifier`).
+    """Picks the model kind whose heads the checkpoint holds (see `albert_tf.registry`: most head variables,
+    then the lower `order`; the root-scope `output_weights` reads as `classifier`).
 
     Returns:
-        `(kind, constructor kwargs)`.
+        `(kind, constructor kwargs)`: `num_labels` from the first dimension of the kind's `labels_variable`.
     """
-    if reader.is_tf2:
-        children = reader.tf2_children()
-        if "mlm_head" in children and "sop_head" in children:
-            return "pretrainer", {}
-        if "classifier_head" in children:
-            return "classifier", {"num_labels": reader.tf2_shape("model/classifier_head/output_weights")[0]}
-        if "squad_head" in children:
-            return "squad_v1", {}
-        if "start_dense" in children:
-            return "squad_v2", {}
-        if "race_head" in children:
-            return "race", {}
+    shape = _shape_getter(reader)
+    held = [kind for kind in registry.kinds() if _holds(reader, kind, shape)]
+    if not held:
         return "encoder", {}
-    names = reader.shapes
-    if "cls/predictions/output_bias" in names and "cls/seq_relationship/output_weights" in names:
-        return "pretrainer", {}
-    if "cls/squad/output_weights" in names:
-        return "squad_v1", {}
-    if "start_logits/dense/kernel" in names:
-        return "squad_v2", {}
-    if "output_weights" in names:
-        return "classifier", {"num_labels": names["output_weights"][0]}
-    return "encoder", {}
+    best = max(held, key=lambda kind: (len(kind.tf1_names), -kind.order))
+    labels_shape = shape(best.labels_variable) if best.labels_variable else None
+    return best.name, best.model_kwargs(labels_shape[0] if labels_shape else None)
 
 
 def tf1_values(model, components=None):
@@ -121,7 +112,8 @@ def _write(built, config, output_format, out, source):
     components = table.model_components(built)
     spm = source.spm_model_file
     if output_format == "hf":
-        num_labels = getattr(built, "num_labels", None) if "classifier" in components else None
+        kind = registry.kind_of(built)
+        num_labels = getattr(built, "num_labels", None) if kind is not None and kind.labels_variable else None
         arch = hf.write(tf1_values(built), config, components, out, num_labels=num_labels)
         logging.info("Hugging Face class: %s", arch)
         if spm:
@@ -155,7 +147,7 @@ def convert(input_path, output_dir, output_format="keras", model="auto", config_
             a TF2 SavedModel of tf-models' AlbertEncoder, a keras-hub preset or a Hugging Face directory.
         output_dir: str, created if needed; files already there with other names are kept.
         output_format: `keras`, `tf1`, `hf` or `keras_hub` (see the module docstring).
-        model: `auto` (from the heads in the checkpoint) or one of `MODEL_CLASSES`; every variable the chosen
+        model: `auto` (from the heads in the checkpoint) or a registered model kind; every variable the chosen
             model has must be in the source.
         config_file: str or None, `albert_config.json` to use instead of the source's.
         **model_kwargs: constructor arguments of the model (e.g. `num_labels`); `auto` infers `num_labels`.

@@ -14,7 +14,7 @@ import os
 import numpy as np
 from absl import logging
 
-from albert_tf import fileio
+from albert_tf import fileio, registry
 from albert_tf.checkpoints import foreign
 from albert_tf.checkpoints.foreign import TRANSPOSE, Link
 from albert_tf.checkpoints.safetensors_io import SafetensorsFile, write_safetensors
@@ -67,12 +67,33 @@ _PROJECTION = (PREFIX + "encoder.embedding_hidden_mapping_in.weight",
 POOLER = ("bert/pooler/dense/kernel", "bert/pooler/dense/bias")
 # Buffers some transformers versions save with the weights.
 _BUFFERS = (PREFIX + "embeddings.position_ids", PREFIX + "embeddings.token_type_ids")
-_HEAD_ROOTS = ("predictions", "sop_classifier", "classifier", "qa_outputs")   # Names without `albert.`.
 _DECODER_WEIGHT, _DECODER_BIAS = "predictions.decoder.weight", "predictions.decoder.bias"
 
 
-def links(config):
-    """Every TF1 name <-> HF name (with the `albert.` prefix) link for `config`, heads included."""
+def head_links(architecture=None):
+    """The transformers links of the registered heads (`albert_tf.registry`), each TF1 and each transformers
+    name once. transformers gives different heads the same names (`classifier.weight`: sequence classification,
+    multiple choice, token classification; `config.json`'s `architectures` tells them apart), so the heads of the
+    kind whose `hf_architecture` is `architecture` come first, then the others by kind order."""
+    kinds = sorted(registry.kinds(), key=lambda kind: kind.hf_architecture != architecture)
+    result, tf1_taken, foreign_taken = [], set(), set()
+    for head in (head for kind in kinds for head in kind.heads):
+        for link in head.hf_links:
+            if link.tf1 not in tf1_taken and link.foreign not in foreign_taken:
+                result.append(link)
+                tf1_taken.add(link.tf1)
+                foreign_taken.add(link.foreign)
+    return result
+
+
+def _head_roots():
+    """First parts of the head models' names (`predictions`, `classifier`, ...): they carry no `albert.`."""
+    return {link.foreign.split(".")[0] for head in registry.heads() for link in head.hf_links}
+
+
+def links(config, architecture=None):
+    """Every TF1 name <-> HF name (with the `albert.` prefix) link for `config`, registered heads included (those
+    of the transformers class `architecture` first, see `head_links`)."""
     result = [
         Link("bert/embeddings/word_embeddings", PREFIX + "embeddings.word_embeddings.weight"),
         Link("bert/embeddings/token_type_embeddings", PREFIX + "embeddings.token_type_embeddings.weight"),
@@ -83,22 +104,8 @@ def links(config):
     if config.embedding_size != config.hidden_size:
         result += [Link(foreign.PROJECTION[0], _PROJECTION[0], TRANSPOSE), Link(foreign.PROJECTION[1], _PROJECTION[1])]
     result += foreign.block_links(config, _BLOCK)
-    result += [
-        Link(POOLER[0], PREFIX + "pooler.weight", TRANSPOSE),
-        Link(POOLER[1], PREFIX + "pooler.bias"),
-        Link("cls/predictions/transform/dense/kernel", "predictions.dense.weight", TRANSPOSE),
-        Link("cls/predictions/transform/dense/bias", "predictions.dense.bias"),
-        Link("cls/predictions/transform/LayerNorm/gamma", "predictions.LayerNorm.weight"),
-        Link("cls/predictions/transform/LayerNorm/beta", "predictions.LayerNorm.bias"),
-        Link("cls/predictions/output_bias", "predictions.bias"),
-        Link("cls/seq_relationship/output_weights", "sop_classifier.classifier.weight"),
-        Link("cls/seq_relationship/output_bias", "sop_classifier.classifier.bias"),
-        Link("output_weights", "classifier.weight"),
-        Link("output_bias", "classifier.bias"),
-        Link("cls/squad/output_weights", "qa_outputs.weight"),
-        Link("cls/squad/output_bias", "qa_outputs.bias"),
-    ]
-    return result
+    result += [Link(POOLER[0], PREFIX + "pooler.weight", TRANSPOSE), Link(POOLER[1], PREFIX + "pooler.bias")]
+    return result + head_links(architecture)
 
 
 # --- detection and config -------------------------------------------------------------------------------------
@@ -124,6 +131,12 @@ def check_model_type(directory):
     model_type = foreign.read_json(path).get("model_type")
     if model_type != "albert":
         raise InputError(f"`{path}` has `model_type: {model_type!r}`; expected `albert`.")
+
+
+def _architecture_of(directory):
+    """The first of `config.json`'s `architectures` (the transformers class that wrote it), or None."""
+    architectures = foreign.read_json(os.path.join(directory, CONFIG)).get("architectures")
+    return architectures[0] if isinstance(architectures, list) and architectures else None
 
 
 def config_dict(directory):
@@ -194,18 +207,19 @@ def weight_files(directory):
 def open_reader(directory, config):
     """A `MappedReader` of the HF directory's safetensors under the original names."""
     files, weight_map = weight_files(directory)
+    head_roots = _head_roots()
     tensors, where = {}, {}
     for path in files:
         shard = SafetensorsFile(path)
         for name, shape in shard.shapes.items():
-            key = name if name.startswith(PREFIX) or name.split(".")[0] in _HEAD_ROOTS else PREFIX + name
+            key = name if name.startswith(PREFIX) or name.split(".")[0] in head_roots else PREFIX + name
             if key in tensors:
                 raise InputError(f"`{path}` holds `{name}` twice (with and without the `albert.` prefix, or in "
                                  "two shards).")
             tensors[key], where[key] = shape, (shard, name)
     if weight_map is not None:
         for name, file_name in weight_map.items():
-            key = name if name.startswith(PREFIX) or name.split(".")[0] in _HEAD_ROOTS else PREFIX + name
+            key = name if name.startswith(PREFIX) or name.split(".")[0] in head_roots else PREFIX + name
             if key not in where or os.path.basename(where[key][0].path) != file_name:
                 raise InputError(f"`{os.path.join(directory, INDEX)}` lists `{name}` in `{file_name}`, which "
                                  "does not hold it.")
@@ -216,7 +230,7 @@ def open_reader(directory, config):
 
     source = files[0] if len(files) == 1 else os.path.join(directory, INDEX)
     skipped = [name for name in _BUFFERS if name in tensors]
-    all_links = links(config)
+    all_links = links(config, _architecture_of(directory))
     if config.embedding_size == config.hidden_size and _PROJECTION[0] in tensors:
         # transformers always projects E -> H; our writer stores the identity there.
         foreign.check_identity_projection(source, read(_PROJECTION[0]), read(_PROJECTION[1]), _PROJECTION[0])
@@ -239,9 +253,8 @@ def open_reader(directory, config):
             where["predictions.bias"] = where[_DECODER_BIAS]
     entries = foreign.build_entries(
         source, all_links, tensors_for_links, read, "Hugging Face ALBERT",
-        "Expected the weights of transformers' AlbertModel, AlbertForPreTraining, AlbertForMaskedLM, "
-        "AlbertForSequenceClassification, AlbertForQuestionAnswering or AlbertForMultipleChoice for this "
-        f"config.json ({config.num_hidden_groups} groups x {config.inner_group_num} inner groups).",
+        f"Expected the weights of transformers' {' or '.join(name for _, name in _architectures())} for "
+        f"this config.json ({config.num_hidden_groups} groups x {config.inner_group_num} inner groups).",
         skipped=set(skipped))
     foreign.log_skipped(source, skipped)
     # AlbertForMaskedLM and AlbertForQuestionAnswering are built without the pooler.
@@ -251,21 +264,21 @@ def open_reader(directory, config):
 
 # --- writing ----------------------------------------------------------------------------------------------------
 
-_ARCHITECTURES = (  # (components the model has, transformers class)
-    ({"mlm", "sop"}, "AlbertForPreTraining"),
-    ({"classifier"}, "AlbertForSequenceClassification"),
-    ({"squad_v1"}, "AlbertForQuestionAnswering"),
-    ({"race"}, "AlbertForMultipleChoice"),
-    ({"mlm"}, "AlbertForMaskedLM"),
-)
+# transformers' `AlbertForMaskedLM` (read, never written: no model kind has the MLM head alone).
+_MASKED_LM = (frozenset({"mlm"}), "AlbertForMaskedLM")
+
+
+def _architectures():
+    """`(head names, transformers class)` of every registered kind that has one, and `AlbertForMaskedLM`."""
+    known = [(frozenset(head.name for head in kind.heads), kind.hf_architecture)
+             for kind in registry.kinds() if kind.hf_architecture]
+    return known + [_MASKED_LM]
 
 
 def architecture(components):
-    """The transformers class for a model with these table components."""
-    heads = set(components) - {"encoder"}
-    if not heads:
-        return "AlbertModel"
-    for needed, name in _ARCHITECTURES:
+    """The transformers class for a model with these table components (its kind's `hf_architecture`)."""
+    heads = frozenset(components) - {"encoder"}
+    for needed, name in _architectures():
         if heads == needed:
             return name
     raise InputError(f"No transformers ALBERT class has the heads {sorted(heads)} (the SQuAD 2.0 head of the "
@@ -287,7 +300,7 @@ def write(tf1_values, config, components, directory, num_labels=None):
         str, the transformers class written.
     """
     arch = architecture(components)
-    by_tf1 = {link.tf1: link for link in links(config)}
+    by_tf1 = {link.tf1: link for link in links(config, arch)}
     heads = config.num_attention_heads
     entries = []
     for name, (shape, producer) in tf1_values.items():

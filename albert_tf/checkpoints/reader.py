@@ -11,7 +11,12 @@ original TF1 names, with the transposes and reshapes between the layouts applied
 
 Our TF2 checkpoints (`tf.train.Checkpoint(model=model, optimizer=...)` written by the training loop) are
 restored object by object: the `encoder` into the encoder of any of our model classes, each head when the
-checkpoint's model has one under the same attribute.
+checkpoint's model has one under the same attribute. The model's weights are checked against its kind's rows
+first (`table.model_targets`), and every checkpoint object with variables must be the encoder, a head of the
+model, or a head of another registered kind (ignored, as a TF1 head name is): nothing is skipped unseen.
+
+A checkpoint that does not fit raises `CheckpointMismatchError` (the names missing, unexpected, mis-shaped); one
+whose files cannot be read raises `DamagedCheckpointError`. Both are `InputError`s.
 """
 
 import collections
@@ -22,6 +27,7 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
+from albert_tf import registry
 from albert_tf.checkpoints import hf, keras_hub, saved_model, table
 from albert_tf.checkpoints.foreign import MappedReader
 from albert_tf.checkpoints.sources import FOREIGN_KINDS, resolve_source
@@ -29,9 +35,31 @@ from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError
 
 OBJECT_GRAPH_KEY = "_CHECKPOINTABLE_OBJECT_GRAPH"
-MODEL_VARIABLES = "model_variables"      # Root entry of `albert_tf.training.loop.checkpoint_objects`.
-_BLOCK_PATH = re.compile(r"^group_\d+_inner_group_\d+/")
 HUB_PREFIX = "module/"
+_DAMAGE_ERRORS = (tf.errors.OutOfRangeError, tf.errors.DataLossError)
+# Children of a checkpoint's `model` that are the Keras model's training state, not weights: a model saved after
+# `compile`/`fit` carries its optimizer.
+_KERAS_MODEL_STATE = frozenset({"optimizer"})
+# A variable in the text of a `tf.train.Checkpoint` restore error (its values are never shown).
+_VARIABLE_NAME = re.compile(r"<(?:tf\.Variable|KerasVariable|Variable)[^>]*?(?:path|name)?=?\s*'([^']+)'")
+
+
+class DamagedCheckpointError(InputError):
+    """A checkpoint whose files cannot be read completely (e.g. a truncated `.data-*` shard)."""
+
+
+class CheckpointMismatchError(InputError):
+    """A checkpoint that does not fit the model.
+
+    Attributes:
+        missing: list of str, names of the model's variables the checkpoint lacks.
+        unexpected: list of str, names in the checkpoint with no place in any registered model.
+        mismatched: list of str, `name [checkpoint shape] (model: [shape])` entries.
+    """
+
+    def __init__(self, message, missing=(), unexpected=(), mismatched=()):
+        super().__init__(message)
+        self.missing, self.unexpected, self.mismatched = list(missing), list(unexpected), list(mismatched)
 
 
 @dataclasses.dataclass
@@ -85,8 +113,9 @@ class CheckpointReader:
             self.shapes[name] = tuple(shapes[raw])
 
     def _damaged(self, raw_name, error):
-        return InputError(f"Checkpoint `{self.prefix}` is damaged (truncated or corrupt `.data-*` file?): reading "
-                          f"`{raw_name}` failed: {error.message if hasattr(error, 'message') else error}")
+        detail = error.message if hasattr(error, "message") else error
+        return DamagedCheckpointError(f"Checkpoint `{self.prefix}` is damaged (truncated or corrupt `.data-*` "
+                                      f"file?): reading `{raw_name}` failed: {detail}")
 
     def _get_tensor(self, raw_name):
         try:
@@ -192,7 +221,7 @@ def _check_tf1(model, reader, allow_missing_heads):
         missing.extend(absent)
     for name, target in targets.items():
         if name in present and present[name] != target.tf1_shape():
-            mismatched.append(f"{name}: checkpoint {list(present[name])}, model expects {list(target.tf1_shape())}")
+            mismatched.append(f"{name} {list(present[name])} (model: {list(target.tf1_shape())})")
     extra = [name for name in present if name not in targets]
     ignored = [name for name in extra if table.is_head_name(name)]
     unexpected = [name for name in extra if not table.is_head_name(name)]
@@ -210,7 +239,7 @@ def _check_tf1(model, reader, allow_missing_heads):
                                       unexpected))
         if mismatched:
             parts.append(_format_list("shape mismatch", mismatched))
-        raise InputError("\n".join(parts))
+        raise CheckpointMismatchError("\n".join(parts), missing, unexpected, mismatched)
     return targets, ignored, missing_heads
 
 
@@ -270,33 +299,103 @@ def open_reader(source):
 
 
 def source_num_labels(path):
-    """Rows of the classifier head (`output_weights [num_labels, H]`) in any source, None when it has none.
+    """Rows of the classifier head (its kind's `labels_variable`, `output_weights [num_labels, H]`) in any
+    source, None when it has none.
 
-    TF1 checkpoints hold it as the root-scope `output_weights`, ours as `model/classifier_head/output_weights`,
-    Hugging Face sequence classifiers as `classifier.weight`.
+    TF1 checkpoints hold it as the root-scope `output_weights`, ours at the object path of its row
+    (`model/classifier_head/output_weights`), Hugging Face sequence classifiers as `classifier.weight`.
     """
+    kind = registry.get("classifier")
+    (row,) = [row for head in kind.heads for row in head.rows if row.name == kind.labels_variable]
     with resolve_source(path) as source:
         reader = open_reader(source)
-        shape = reader.tf2_shape("model/classifier_head/output_weights") if reader.is_tf2 else \
-            reader.shapes.get("output_weights")
+        shape = reader.tf2_shape("model/" + row.path.replace(".", "/")) if reader.is_tf2 else \
+            reader.shapes.get(row.name)
     return int(shape[0]) if shape is not None and len(shape) == 2 else None
 
 
 def _restore_object(prefix, node, description, root_name="model"):
-    status = tf.train.Checkpoint(**{root_name: node}).read(prefix)
+    """Restores `node` from the checkpoint's `root_name` object; every variable of `node` must be there."""
     try:
+        status = tf.train.Checkpoint(**{root_name: node}).read(prefix)
         status.assert_existing_objects_matched()
-    except AssertionError as e:
-        raise InputError(f"TF2 checkpoint `{prefix}` does not hold all variables of {description}: {e}") from None
+    except _DAMAGE_ERRORS as e:
+        raise DamagedCheckpointError(f"Checkpoint `{prefix}` is damaged: {description} cannot be read "
+                                     f"({type(e).__name__}).") from None
+    except (AssertionError, tf.errors.OpError, ValueError) as e:
+        names = list(dict.fromkeys(_VARIABLE_NAME.findall(str(e))))
+        first = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        raise CheckpointMismatchError(f"TF2 checkpoint `{prefix}` does not hold all variables of {description}"
+                                      f": {', '.join(names[:5]) or first}", missing=names) from None
     status.expect_partial()
+
+
+def _restore_tf2_encoder(reader, encoder, children):
+    """Restores the encoder from `model/encoder` (a task model's checkpoint) or `model` (a bare encoder's)."""
+    prefix = reader.prefix
+    if "encoder" in children:
+        node, saved = tf.train.Checkpoint(encoder=encoder), children["encoder"]
+    elif "embeddings" in children:
+        node, saved = encoder, reader.tf2_model_variable_count()
+    else:
+        raise CheckpointMismatchError(f"TF2 checkpoint `{prefix}` holds no albert_tf model: expected variables "
+                                      "under `model/encoder/` or `model/embeddings/`. Found under `model/`: "
+                                      f"{sorted(children) or 'nothing'}.", missing=["encoder"])
+    # Extra saved variables (a bigger config) would be ignored by tf.train.Checkpoint: compare counts.
+    if saved != len(encoder.weights):
+        raise CheckpointMismatchError(
+            f"TF2 checkpoint `{prefix}` holds {saved} encoder variables in its object graph; this encoder "
+            f"({encoder.config.num_hidden_groups} groups x {encoder.config.inner_group_num} inner groups) has "
+            f"{len(encoder.weights)}. The checkpoint was written with a different config.")
+    _restore_object(prefix, node, "the encoder")
+
+
+def _restore_tf2_head(reader, model, head, children, allow_missing_heads):
+    """Restores `head` (a `registry.Head` of `model`); returns its roots, or None when it is absent."""
+    roots = head.roots
+    have = [root for root in roots if children.get(root)]
+    if not have and allow_missing_heads:
+        return None
+    if len(have) != len(roots):
+        lacking = sorted(set(roots) - set(have))
+        raise CheckpointMismatchError(f"TF2 checkpoint `{reader.prefix}` lacks {lacking} of the {head.name} head "
+                                      f"of {type(model).__name__}.", missing=[f"model/{root}" for root in lacking])
+    for root in roots:
+        expected = len(getattr(model, root).weights)
+        if children[root] != expected:
+            raise CheckpointMismatchError(
+                f"TF2 checkpoint `{reader.prefix}` holds {children[root]} variables under `model/{root}`; the "
+                f"{head.name} head of {type(model).__name__} has {expected} there.", unexpected=[f"model/{root}"])
+    _restore_object(reader.prefix, tf.train.Checkpoint(**{r: getattr(model, r) for r in roots}),
+                    f"the {head.name} head")
+    return roots
+
+
+def _tf2_ignored(reader, children, used):
+    """Checkpoint objects with variables the model does not use: heads of other registered kinds (returned,
+    ignored); anything else but the Keras model's own state (`_KERAS_MODEL_STATE`, `_`-prefixed trackers) is an
+    error naming it."""
+    if "encoder" not in children:
+        return []     # A bare encoder's checkpoint: its objects are the encoder's (counted above).
+    other_heads = {root for head in registry.heads() for root in head.roots}
+    extra = sorted(child for child, count in children.items() if count and child not in used
+                   and child not in _KERAS_MODEL_STATE and not child.startswith("_"))
+    unknown = [child for child in extra if child not in other_heads]
+    if unknown:
+        raise CheckpointMismatchError(
+            f"TF2 checkpoint `{reader.prefix}` holds variables under "
+            f"{', '.join(f'`model/{child}`' for child in unknown)} that no row of a registered model kind maps "
+            "(`albert_tf.registry`).", unexpected=[f"model/{child}" for child in unknown])
+    return extra
 
 
 def restore_tf2(model, prefix, allow_missing_heads=True):
     """Restores one of our TF2 checkpoints (`tf.train.Checkpoint(model=..., optimizer=...)`) into `model`.
 
     The encoder is found under `model/encoder` (any model class with an encoder) or directly under `model`
-    (a checkpoint of a bare `AlbertModel`); each head of `model` is restored when the checkpoint's model has
-    the same attribute.
+    (a checkpoint of a bare `AlbertModel`); each head of `model` (its kind's heads) is restored when the
+    checkpoint's model has the same attributes. A weight of `model` that no row of its kind names, and a
+    checkpoint object with variables that is neither the encoder nor a head of a registered kind, are errors.
 
     Args:
         model: any of our model classes.
@@ -307,66 +406,20 @@ def restore_tf2(model, prefix, allow_missing_heads=True):
         `LoadResult`.
     """
     reader = prefix if isinstance(prefix, CheckpointReader) else CheckpointReader(prefix)
-    prefix = reader.prefix
     children = reader.tf2_children()
-    encoder = table.get_encoder(model)
-    # Keras 3 does not show layers held in Python lists (`AlbertModel.groups`) to tf.train.Checkpoint; the
-    # training loop saves such variables by Keras path under a root `model_variables` dict.
-    reachable = {id(obj) for obj in tf.train.TrackableView(encoder).descendants()}
-    untracked = {variable.path: variable for variable in encoder.weights if id(variable) not in reachable}
-    if "encoder" in children:
-        node, saved_encoder_vars = tf.train.Checkpoint(encoder=encoder), children["encoder"]
-    elif "embeddings" in children:
-        node, saved_encoder_vars = encoder, reader.tf2_model_variable_count()
-    else:
-        raise InputError(f"TF2 checkpoint `{prefix}` holds no albert_tf model: expected variables under "
-                         "`model/encoder/` or `model/embeddings/`. Found under `model/`: "
-                         f"{sorted(children) or 'nothing'}.")
-    # Extra saved variables (a bigger config) would be ignored by tf.train.Checkpoint: compare counts.
-    if saved_encoder_vars != len(encoder.weights) - len(untracked):
-        raise InputError(f"TF2 checkpoint `{prefix}` holds {saved_encoder_vars} encoder variables in its object "
-                         f"graph; this encoder ({encoder.config.num_hidden_groups} groups x "
-                         f"{encoder.config.inner_group_num} inner groups) has {len(encoder.weights) - len(untracked)} "
-                         "there. The checkpoint was written with a different config or albert_tf version.")
-    try:
-        _restore_object(prefix, node, "the encoder")
-    except (tf.errors.OpError, ValueError) as e:
-        raise InputError(f"Cannot restore the encoder from TF2 checkpoint `{prefix}`: {e}") from None
-    if untracked:
-        saved = set(reader.tf2_children(MODEL_VARIABLES))
-        lacking = sorted(set(untracked) - saved)
-        extra = sorted(path for path in saved - set(untracked) if _BLOCK_PATH.match(path))
-        if lacking or extra:
-            parts = [f"TF2 checkpoint `{prefix}` does not match the encoder's transformer blocks "
-                     f"(`{MODEL_VARIABLES}` entries):"]
-            if lacking:
-                parts.append(_format_list("missing from the checkpoint", lacking))
-            if extra:
-                parts.append(_format_list("unexpected in the checkpoint (config too small)", extra))
-            raise InputError("\n".join(parts))
-        try:
-            _restore_object(prefix, untracked, "the encoder's transformer blocks", root_name=MODEL_VARIABLES)
-        except (tf.errors.OpError, ValueError) as e:
-            raise InputError(f"Cannot restore the encoder from TF2 checkpoint `{prefix}`: {e}") from None
+    table.model_targets(model)   # Every weight of the model has a row (else: an error naming the weights).
+    _restore_tf2_encoder(reader, table.get_encoder(model), children)
     loaded, missing_heads, used = ["encoder"], [], {"encoder"}
-    for component in table.model_components(model)[1:]:
-        roots = sorted({row.path.split(".")[0] for row in table.TABLE if row.component == component})
-        have = [root for root in roots if children.get(root)]
-        if not have and allow_missing_heads:
-            missing_heads.append(component)
+    for head in table.model_heads(model):
+        roots = _restore_tf2_head(reader, model, head, children, allow_missing_heads)
+        if roots is None:
+            missing_heads.append(head.name)
             continue
-        if len(have) != len(roots):
-            raise InputError(f"TF2 checkpoint `{prefix}` lacks {sorted(set(roots) - set(have))} of the "
-                             f"{component} head of {type(model).__name__}.")
-        try:
-            _restore_object(prefix, tf.train.Checkpoint(**{r: getattr(model, r) for r in roots}),
-                            f"the {component} head")
-        except (tf.errors.OpError, ValueError) as e:
-            raise InputError(f"Cannot restore the {component} head from TF2 checkpoint `{prefix}`: {e}") from None
         loaded.extend(roots)
         used.update(roots)
-    ignored = sorted(c for c in set(children) - used if children[c]) if "encoder" in children else []
-    logging.info("Restored %s of %s from TF2 checkpoint `%s`.", ", ".join(loaded), type(model).__name__, prefix)
+    ignored = _tf2_ignored(reader, children, used)
+    logging.info("Restored %s of %s from TF2 checkpoint `%s`.", ", ".join(loaded), type(model).__name__,
+                 reader.prefix)
     if ignored:
         logging.info("Ignored checkpoint objects the model has no place for: %s", ", ".join(ignored))
     if missing_heads:

@@ -10,26 +10,19 @@ Two formats reach it:
   releases ship them.
 
 Optimizer slots and `global_step` are never read. Errors are short: a checkpoint that does not fit the model
-names the file and the first few missing / unexpected variables; a damaged one (a truncated `.data-*` file)
-says so. Neither ever prints tensor values.
+names the file and the first few missing / unexpected variables (from the reader's `CheckpointMismatchError`);
+a damaged one (a truncated `.data-*` file, `DamagedCheckpointError`) says so. Neither ever prints tensor values.
 """
-
-import re
 
 import tensorflow as tf
 
 from albert_tf.checkpoints import reader as reader_lib
-from albert_tf.checkpoints import table
+from albert_tf.checkpoints.reader import CheckpointMismatchError, DamagedCheckpointError
 from albert_tf.checkpoints.sources import FOREIGN_KINDS, resolve_source
 from albert_tf.errors import InputError
 
 _SHOWN = 5                    # variable names listed per kind in an error message
 _DAMAGE_ERRORS = (tf.errors.OutOfRangeError, tf.errors.DataLossError)
-_VARIABLE_NAME = re.compile(r"<(?:tf\.Variable|KerasVariable|Variable)[^>]*?(?:path|name)?=?\s*'([^']+)'")
-
-
-class DamagedCheckpointError(InputError):
-    """A checkpoint whose files cannot be read completely (e.g. a truncated `.data-*` shard)."""
 
 
 def _damaged(prefix, detail):
@@ -83,36 +76,17 @@ def _listing(title, names):
     return f" {title} ({len(names)}): {shown}{more}."
 
 
-def _tf1_mismatch(model, prefix, checkpoint, allow_missing_heads):
-    """A short error listing the first missing, unexpected and mis-shaped TF1 names."""
-    targets = table.model_targets(model)
-    present = checkpoint.shapes
-    missing = [name for name in targets if name not in present]
-    if allow_missing_heads:
-        heads = {}
-        for name, target in targets.items():
-            heads.setdefault(target.component, []).append(name)
-        absent_heads = {c for c, names in heads.items()
-                        if c != table.ENCODER and all(name not in present for name in names)}
-        missing = [name for name in missing if targets[name].component not in absent_heads]
-    unexpected = [name for name in present if name not in targets and not table.is_head_name(name)]
-    mismatched = [f"{name} {list(present[name])} (model: {list(target.tf1_shape())})"
-                  for name, target in targets.items() if name in present and present[name] != target.tf1_shape()]
-    return InputError(f"Checkpoint `{prefix}` (TF1 variable names) does not fit {type(model).__name__}:"
-                      + _listing("missing from the checkpoint", missing)
-                      + _listing("unexpected in the checkpoint", unexpected)
-                      + _listing("shape mismatch", mismatched))
-
-
-def _short_tf2_error(model, prefix, error):
-    """A short form of an object-based restore error: the variable names it mentions, never their values."""
-    text = str(error)
-    names = list(dict.fromkeys(_VARIABLE_NAME.findall(text)))
-    head = re.split(r"<|numpy=|\[\s*-?\d", text.splitlines()[0] if text else "", maxsplit=1)[0].strip()
-    head = head[:300].rstrip(":,. ")
-    detail = _listing("variables not restored", names) if names else ""
-    return InputError(f"Checkpoint `{prefix}` (object-based) does not fit {type(model).__name__}: {head}."
-                      + detail)
+def _short_error(model, prefix, checkpoint, error):
+    """The short form of a restore error: the first names it lists, or its first line; never values."""
+    layout = "object-based" if checkpoint.is_tf2 else "TF1 variable names"
+    text = f"Checkpoint `{prefix}` ({layout}) does not fit {type(model).__name__}:"
+    if isinstance(error, CheckpointMismatchError):
+        text += (_listing("missing from the checkpoint", error.missing)
+                 + _listing("unexpected in the checkpoint", error.unexpected)
+                 + _listing("shape mismatch", error.mismatched))
+    if text.endswith(":"):
+        text += " " + (str(error).splitlines()[0][:300] if str(error) else type(error).__name__)
+    return InputError(text)
 
 
 def restore_checkpoint(model, prefix, allow_missing_heads=False):
@@ -140,21 +114,14 @@ def restore_checkpoint(model, prefix, allow_missing_heads=False):
         raise _damaged(prefix, type(e).__name__) from None
     try:
         if checkpoint.is_tf2:
-            try:
-                return reader_lib.restore_tf2(model, checkpoint, allow_missing_heads)
-            except ValueError as e:
-                if "OutOfRange" in str(e) or "DataLoss" in str(e) or "Read less bytes" in str(e):
-                    raise _damaged(prefix, "a tensor cannot be read") from None
-                raise _short_tf2_error(model, prefix, e) from None
-        try:
-            return reader_lib.restore_tf1(model, checkpoint, allow_missing_heads)
-        except ValueError as e:
-            error = _tf1_mismatch(model, prefix, checkpoint, allow_missing_heads)
-            if str(error).endswith(":"):      # not a name / shape mismatch: keep the reader's first line
-                error = InputError(f"{error} {str(e).splitlines()[0][:300]}")
-            raise error from None
+            return reader_lib.restore_tf2(model, checkpoint, allow_missing_heads)
+        return reader_lib.restore_tf1(model, checkpoint, allow_missing_heads)
+    except DamagedCheckpointError:
+        raise _damaged(prefix, "a tensor cannot be read") from None
     except _DAMAGE_ERRORS as e:
         raise _damaged(prefix, f"a tensor cannot be read ({type(e).__name__})") from None
+    except ValueError as e:
+        raise _short_error(model, prefix, checkpoint, e) from None
 
 
 def restore_source(model, source, allow_missing_heads=True):

@@ -1,13 +1,14 @@
-"""The one table from original TF1 variable names to Keras weights of our models.
+"""The checkpoint table: original TF1 variable names <-> Keras weights of our models.
 
-The names are those the original `modeling.py`, `run_pretraining.py` and task scripts create.
+The names are those the original `modeling.py`, `run_pretraining.py` and task scripts create. The encoder's
+rows are here (`ENCODER_ROWS`); each head's rows are declared with its model kind, next to its model class
+(`albert_tf.registry`), and `TABLE` is the encoder's rows followed by every registered head's.
 
 Every row is `(component, TF1 name pattern, attribute path, transform)`:
 
 * `component` says which part of a model the row belongs to. `encoder` rows are resolved on the model's
-  encoder (the model itself for an `AlbertModel`, `model.encoder` otherwise); head rows are resolved on the
-  model and apply only when the model has the head's attributes (an `AlbertClassifier` has
-  `classifier_head`, an `AlbertRace` has `race_head`, ...).
+  encoder (the model itself for an `AlbertModel`, `model.encoder` otherwise); a head's rows (component: the
+  head's name) are resolved on the model.
 * `{g}` and `{k}` in a pattern stand for the group and inner-group index (the `group_{g}/inner_group_{k}`
   scopes of the original `transformer_model`): a row with them expands to `num_hidden_groups * inner_group_num`
   variables.
@@ -18,13 +19,15 @@ Every row is `(component, TF1 name pattern, attribute path, transform)`:
   shapes (`[H, H]` attention kernels, `[num_outputs, H]` `output_weights`), so every row is the identity; the
   reader and writer still apply the declared transform and check shapes after it.
 
-The same rows drive reading (`reader.py`), writing (`writer.py`) and the `--init_from_group0` remapping.
+The same rows drive reading (`reader.py`), writing (`writer.py`) and the `--init_from_group0` remapping. A
+weight of a model that no row names is an error (`model_targets`), so no path can skip it.
 """
 
 import collections
 import dataclasses
 import re
 
+from albert_tf import registry
 from albert_tf.errors import InputError
 
 ENCODER = "encoder"
@@ -34,7 +37,6 @@ CLASSIFIER = "classifier"
 SQUAD_V1 = "squad_v1"
 SQUAD_V2 = "squad_v2"
 RACE = "race"
-HEAD_COMPONENTS = (MLM, SOP, CLASSIFIER, SQUAD_V1, SQUAD_V2, RACE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,58 +73,56 @@ _BLOCK = "bert/encoder/transformer/group_{g}/inner_group_{k}"
 _BLOCK_PATH = "groups[{g}][{k}]"
 
 
-def _dense(component, tf1_scope, path, bias=True):
+def dense_rows(component, tf1_scope, path, bias=True):
+    """Rows of a TF1 `tf.layers.dense` scope (`kernel`, `bias`) held by the Keras Dense at `path`."""
     rows = [Row(component, f"{tf1_scope}/kernel", f"{path}.kernel")]
     if bias:
         rows.append(Row(component, f"{tf1_scope}/bias", f"{path}.bias"))
     return rows
 
 
-def _layer_norm(component, tf1_scope, path):
+def layer_norm_rows(component, tf1_scope, path):
+    """Rows of a TF1 `layer_norm` scope (`beta`, `gamma`) held by the Keras LayerNormalization at `path`."""
     return [Row(component, f"{tf1_scope}/beta", f"{path}.beta"),
             Row(component, f"{tf1_scope}/gamma", f"{path}.gamma")]
 
 
-def _output_projection(component, tf1_scope, path):
+def output_projection_rows(component, tf1_scope, path):
+    """Rows of the original's `output_weights [num_outputs, H]`, `output_bias` (under `tf1_scope`, or at the
+    root scope when it is empty) held by the `AlbertOutputProjection` at `path`."""
     prefix = f"{tf1_scope}/" if tf1_scope else ""
     return [Row(component, f"{prefix}output_weights", f"{path}.output_weights"),
             Row(component, f"{prefix}output_bias", f"{path}.output_bias")]
 
 
-TABLE = tuple(
-    # --- encoder (`modeling.AlbertModel`) ---
+ENCODER_ROWS = tuple(
+    # `modeling.AlbertModel`
     [Row(ENCODER, "bert/embeddings/word_embeddings", "embeddings.word_embeddings"),
      Row(ENCODER, "bert/embeddings/token_type_embeddings", "embeddings.token_type_embeddings"),
      Row(ENCODER, "bert/embeddings/position_embeddings", "embeddings.position_embeddings")]
-    + _layer_norm(ENCODER, "bert/embeddings/LayerNorm", "embeddings.layer_norm")
-    + _dense(ENCODER, "bert/encoder/embedding_hidden_mapping_in", "embedding_projection")
-    + _dense(ENCODER, f"{_BLOCK}/attention_1/self/query", f"{_BLOCK_PATH}.attention.query")
-    + _dense(ENCODER, f"{_BLOCK}/attention_1/self/key", f"{_BLOCK_PATH}.attention.key")
-    + _dense(ENCODER, f"{_BLOCK}/attention_1/self/value", f"{_BLOCK_PATH}.attention.value")
-    + _dense(ENCODER, f"{_BLOCK}/attention_1/output/dense", f"{_BLOCK_PATH}.attention.output_dense")
-    + _layer_norm(ENCODER, f"{_BLOCK}/LayerNorm", f"{_BLOCK_PATH}.attention_layer_norm")
-    + _dense(ENCODER, f"{_BLOCK}/ffn_1/intermediate/dense", f"{_BLOCK_PATH}.ffn")
-    + _dense(ENCODER, f"{_BLOCK}/ffn_1/intermediate/output/dense", f"{_BLOCK_PATH}.ffn_output")
-    + _layer_norm(ENCODER, f"{_BLOCK}/LayerNorm_1", f"{_BLOCK_PATH}.output_layer_norm")
-    + _dense(ENCODER, "bert/pooler/dense", "pooler")
-    # --- pretraining heads (`run_pretraining.py`: `get_masked_lm_output`, `get_sentence_order_output`); the MLM
-    # output matrix is the tied word_embeddings ---
-    + _dense(MLM, "cls/predictions/transform/dense", "mlm_head.dense")
-    + _layer_norm(MLM, "cls/predictions/transform/LayerNorm", "mlm_head.layer_norm")
-    + [Row(MLM, "cls/predictions/output_bias", "mlm_head.output_bias")]
-    + _output_projection(SOP, "cls/seq_relationship", "sop_head")
-    # --- fine-tuning heads (`classifier_utils.create_model`, `squad_utils.create_v{1,2}_model`,
-    # `race_utils.create_model`) ---
-    + _output_projection(CLASSIFIER, "", "classifier_head")
-    + _output_projection(SQUAD_V1, "cls/squad", "squad_head")
-    + _dense(SQUAD_V2, "start_logits/dense", "start_dense")
-    + _dense(SQUAD_V2, "end_logits/dense_0", "end_dense_0")
-    + _layer_norm(SQUAD_V2, "end_logits/LayerNorm", "end_layer_norm")
-    + _dense(SQUAD_V2, "end_logits/dense_1", "end_dense_1")
-    + _dense(SQUAD_V2, "answer_class/dense_0", "answer_class_dense_0")
-    + _dense(SQUAD_V2, "answer_class/dense_1", "answer_class_dense_1", bias=False)
-    + _output_projection(RACE, "", "race_head")
+    + layer_norm_rows(ENCODER, "bert/embeddings/LayerNorm", "embeddings.layer_norm")
+    + dense_rows(ENCODER, "bert/encoder/embedding_hidden_mapping_in", "embedding_projection")
+    + dense_rows(ENCODER, f"{_BLOCK}/attention_1/self/query", f"{_BLOCK_PATH}.attention.query")
+    + dense_rows(ENCODER, f"{_BLOCK}/attention_1/self/key", f"{_BLOCK_PATH}.attention.key")
+    + dense_rows(ENCODER, f"{_BLOCK}/attention_1/self/value", f"{_BLOCK_PATH}.attention.value")
+    + dense_rows(ENCODER, f"{_BLOCK}/attention_1/output/dense", f"{_BLOCK_PATH}.attention.output_dense")
+    + layer_norm_rows(ENCODER, f"{_BLOCK}/LayerNorm", f"{_BLOCK_PATH}.attention_layer_norm")
+    + dense_rows(ENCODER, f"{_BLOCK}/ffn_1/intermediate/dense", f"{_BLOCK_PATH}.ffn")
+    + dense_rows(ENCODER, f"{_BLOCK}/ffn_1/intermediate/output/dense", f"{_BLOCK_PATH}.ffn_output")
+    + layer_norm_rows(ENCODER, f"{_BLOCK}/LayerNorm_1", f"{_BLOCK_PATH}.output_layer_norm")
+    + dense_rows(ENCODER, "bert/pooler/dense", "pooler")
 )
+
+
+def all_rows():
+    """The encoder's rows, then every registered head's (by kind order)."""
+    return ENCODER_ROWS + tuple(row for head in registry.heads() for row in head.rows)
+
+
+# Every row; computed from the registry at each use.
+TABLE = registry.SequenceView(all_rows)
+# Every head's component name.
+HEAD_COMPONENTS = registry.SequenceView(lambda: tuple(head.name for head in registry.heads()))
 
 # Variables of training checkpoints that are not model weights (slots of `optimization.py`, `lamb_optimizer.py`):
 # skipped on reading.
@@ -143,12 +143,15 @@ def _pattern_regex(pattern):
                       + "$")
 
 
-_ROW_REGEXES = tuple((row, _pattern_regex(row.name)) for row in TABLE)
+_regex_cache = {}
 
 
 def match_name(name):
     """The rows whose TF1 pattern matches `name` (a head name like `output_weights` matches several rows)."""
-    return [row for row, regex in _ROW_REGEXES if regex.match(name)]
+    version = registry.version()
+    if _regex_cache.get("version") != version:
+        _regex_cache.update(version=version, rows=tuple((row, _pattern_regex(row.name)) for row in all_rows()))
+    return [row for row, regex in _regex_cache["rows"] if regex.match(name)]
 
 
 def is_head_name(name):
@@ -196,14 +199,19 @@ def get_encoder(model):
     return encoder
 
 
+def model_heads(model):
+    """The `registry.Head`s of `model`: those of its kind; for a class no kind registers, each registered head
+    whose attributes the model has."""
+    kind = registry.kind_of(model)
+    if kind is not None:
+        return kind.heads
+    return tuple(head for head in registry.heads()
+                 if all(getattr(model, root, None) is not None for root in head.roots))
+
+
 def model_components(model):
-    """Components of `model`: `encoder` plus each head whose attributes the model has."""
-    components = [ENCODER]
-    for component in HEAD_COMPONENTS:
-        roots = {row.path.split(".")[0] for row in TABLE if row.component == component}
-        if all(getattr(model, root, None) is not None for root in roots):
-            components.append(component)
-    return components
+    """Components of `model`: `encoder` plus the name of each of its heads."""
+    return [ENCODER] + [head.name for head in model_heads(model)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -229,25 +237,23 @@ def model_targets(model):
     encoder = get_encoder(model)
     config = encoder.config
     targets = collections.OrderedDict()
-    for component in model_components(model):
-        root = encoder if component == ENCODER else model
-        for row in TABLE:
-            if row.component != component:
-                continue
-            groups = range(config.num_hidden_groups) if "{g}" in row.name else [None]
-            inner = range(config.inner_group_num) if "{k}" in row.name else [None]
-            for g in groups:
-                for k in inner:
-                    name = row.name.format(g=g, k=k)
-                    variable = resolve_path(root, row.path.format(g=g, k=k))
-                    if variable is None:
-                        continue
-                    targets[name] = Target(name, variable, component, row.transform)
+    rows = ENCODER_ROWS + tuple(row for head in model_heads(model) for row in head.rows)
+    for row in rows:
+        root = encoder if row.component == ENCODER else model
+        groups = range(config.num_hidden_groups) if "{g}" in row.name else [None]
+        inner = range(config.inner_group_num) if "{k}" in row.name else [None]
+        for g in groups:
+            for k in inner:
+                name = row.name.format(g=g, k=k)
+                variable = resolve_path(root, row.path.format(g=g, k=k))
+                if variable is not None:
+                    targets[name] = Target(name, variable, row.component, row.transform)
     covered = {id(t.variable) for t in targets.values()}
     uncovered = [w.path for w in model.weights if id(w) not in covered]
     if uncovered:
         raise InputError(f"The checkpoint table does not cover these weights of {type(model).__name__}: "
-                         f"{', '.join(uncovered)}.")
+                         f"{', '.join(uncovered)}. Every weight needs a row of its model kind's heads "
+                         "(`albert_tf.registry`, see docs/adding_a_task.md).")
     return targets
 
 

@@ -61,11 +61,24 @@ RACE = (
 )
 
 
-def parse_spec(features, **lengths):
+def select(features, names):
+    """The features of schema `features` named in `names`, in schema order (each name must be there)."""
+    known = {feature.name for feature in features}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise InputError(f"Schema has no feature {', '.join(unknown)}; it has {', '.join(sorted(known))}.")
+    return tuple(feature for feature in features if feature.name in names)
+
+
+def parse_spec(features, defaults=None, **lengths):
     """`{name: tf.io.FixedLenFeature}` for a schema above; `lengths` gives `seq=`, `pred=`, `choices_seq=`.
+
+    `defaults` maps a feature name to the `default_value` used when a `tf.Example` lacks it (serving clients may
+    leave out pass-through features such as SQuAD's `unique_ids`).
 
     Example: `parse_spec(PRETRAINING, seq=128, pred=20)`.
     """
+    defaults = defaults or {}
     spec = {}
     for feature in features:
         if feature.length == "scalar":
@@ -76,7 +89,7 @@ def parse_spec(features, **lengths):
             if feature.length not in lengths:
                 raise InputError(f"Schema feature `{feature.name}` needs the length `{feature.length}=`.")
             shape = [int(lengths[feature.length])]
-        spec[feature.name] = tf.io.FixedLenFeature(shape, feature.dtype)
+        spec[feature.name] = tf.io.FixedLenFeature(shape, feature.dtype, default_value=defaults.get(feature.name))
     return spec
 
 

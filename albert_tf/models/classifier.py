@@ -3,10 +3,14 @@
 import keras
 import tensorflow as tf
 
+from albert_tf import registry
+from albert_tf.checkpoints import table
+from albert_tf.checkpoints.foreign import Link
 from albert_tf.errors import InputError
 from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
 from albert_tf.models.base import PretrainedMixin
+from albert_tf.serving import ServingSpec
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -111,3 +115,31 @@ def classifier_loss(outputs, label_ids, num_labels):
     log_probs = tf.nn.log_softmax(tf.cast(outputs["logits"], tf.float32), axis=-1)
     one_hot = tf.one_hot(tf.cast(label_ids, tf.int32), depth=num_labels, dtype=tf.float32)
     return -tf.reduce_sum(one_hot * log_probs, axis=-1)
+
+
+# === Model kind (`albert_tf.registry`) ===
+
+
+class ClassifierSpec(ServingSpec):
+    """`AlbertClassifier`: probabilities and predictions, and an optional constant `threshold` output."""
+
+    def outputs(self, out, threshold):
+        outputs = {"probabilities": out["probabilities"], "predictions": out["predictions"]}
+        if threshold is not None:
+            # A constant shipped with the model (e.g. a tuned decision threshold), one value per example so
+            # that TF Serving's row format can split it like the other outputs.
+            outputs["threshold"] = tf.fill(tf.shape(out["predictions"])[:1], tf.constant(threshold, tf.float32))
+        return outputs
+
+    def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
+        pass  # Every argument applies.
+
+
+# `classifier_utils.create_model`: root-scope `output_weights [num_labels, H]`, `output_bias`; transformers'
+# `AlbertForSequenceClassification` names.
+HEAD = registry.Head(
+    table.CLASSIFIER, rows=tuple(table.output_projection_rows(table.CLASSIFIER, "", "classifier_head")),
+    hf_links=(Link("output_weights", "classifier.weight"), Link("output_bias", "classifier.bias")))
+KIND = registry.register(registry.ModelKind(
+    name="classifier", model_class=AlbertClassifier, heads=(HEAD,), serving_spec=ClassifierSpec(),
+    hf_architecture="AlbertForSequenceClassification", labels_variable="output_weights", order=2))

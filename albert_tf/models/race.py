@@ -3,12 +3,16 @@
 import keras
 import tensorflow as tf
 
+from albert_tf import registry
+from albert_tf.checkpoints import table
+from albert_tf.checkpoints.foreign import Link
+from albert_tf.data import features
+from albert_tf.data.features import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
 from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
 from albert_tf.models.base import PretrainedMixin
-
-RACE_NUM_CHOICES = 4
+from albert_tf.serving import TOKEN_INPUTS, ServingSpec, string_specs
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -117,3 +121,51 @@ def race_loss(logits, label_ids):
     one_hot = tf.one_hot(labels, depth=RACE_NUM_CHOICES, dtype=tf.float32)
     per_example_loss = -tf.reduce_sum(one_hot * log_probs, axis=-1)                            # [batch]
     return tf.reduce_mean(per_example_loss), per_example_loss
+
+
+# === Model kind (`albert_tf.registry`) ===
+
+
+class RaceSpec(ServingSpec):
+    """`AlbertRace`: four choices per example, `[batch, 4, seq]` inputs; `serve_text` takes the article, the
+    question and the four options."""
+
+    def token_specs(self):
+        return {name: tf.TensorSpec([None, RACE_NUM_CHOICES, None], tf.int32, name=name) for name in TOKEN_INPUTS}
+
+    def outputs(self, out, threshold):
+        return {"logits": out["logits"], "probabilities": out["probabilities"], "predictions": out["predictions"]}
+
+    def example_spec(self, max_seq_length, max_predictions_per_seq):
+        return features.parse_spec(features.select(features.RACE, TOKEN_INPUTS),
+                                   choices_seq=max_seq_length * RACE_NUM_CHOICES)
+
+    def example_features(self, parsed, max_seq_length):
+        return {name: tf.reshape(tf.cast(parsed[name], tf.int32), [-1, RACE_NUM_CHOICES, max_seq_length])
+                for name in TOKEN_INPUTS}, {}                                             # [batch, 4, seq]
+
+    def text_specs(self):
+        specs = string_specs(("article", "question"))
+        specs["options"] = tf.TensorSpec([None, RACE_NUM_CHOICES], tf.string, name="options")
+        return specs
+
+    def text_features(self, pipeline, texts):
+        return pipeline.pack_race_texts(texts["article"], texts["question"], texts["options"],
+                                        RACE_NUM_CHOICES)                                # [batch, 4, L]
+
+    def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
+        if max_qa_length > max_seq_length - 3:
+            raise InputError(f"`max_qa_length={max_qa_length}` leaves no room in `max_seq_length={max_seq_length}`: "
+                             "need max_qa_length <= max_seq_length - 3.")
+        super().check_arguments(model, max_seq_length, max_query_length, max_qa_length, threshold)
+
+
+# `race_utils.create_model`: root-scope `output_weights [1, H]`, `output_bias [1]` (the names of the classifier
+# head: a TF1 checkpoint with them reads as `classifier`, the lower `order`); transformers'
+# `AlbertForMultipleChoice`.
+HEAD = registry.Head(
+    table.RACE, rows=tuple(table.output_projection_rows(table.RACE, "", "race_head")),
+    hf_links=(Link("output_weights", "classifier.weight"), Link("output_bias", "classifier.bias")))
+KIND = registry.register(registry.ModelKind(
+    name="race", model_class=AlbertRace, heads=(HEAD,), serving_spec=RaceSpec(),
+    hf_architecture="AlbertForMultipleChoice", order=5))

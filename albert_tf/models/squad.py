@@ -4,11 +4,16 @@ and `create_v2_model`)."""
 import keras
 import tensorflow as tf
 
+from albert_tf import registry
+from albert_tf.checkpoints import table
+from albert_tf.checkpoints.foreign import Link
+from albert_tf.data import features
 from albert_tf.errors import InputError
 from albert_tf.layers.embeddings import truncated_normal
 from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
 from albert_tf.models.base import PretrainedMixin
+from albert_tf.serving import TOKEN_INPUTS, ServingSpec, string_specs
 
 
 def _encoder(config, encoder, dtype, recompute):
@@ -279,3 +284,87 @@ def squad_v2_loss(outputs, features):
                                                                       logits=outputs["cls_logits"]))
     total = (start_loss + end_loss) * 0.5 + cls_loss * 0.5
     return total, {"start_loss": start_loss, "end_loss": end_loss, "cls_loss": cls_loss}
+
+
+# === Model kinds (`albert_tf.registry`) ===
+
+
+class SquadV1Spec(ServingSpec):
+    """`AlbertSquadV1`: start/end logits; `serve_text` packs the first document span of (question, context)."""
+
+    def outputs(self, out, threshold):
+        return {"start_logits": out["start_logits"], "end_logits": out["end_logits"]}
+
+    # `unique_ids` is passed through so that a client can match the outputs with its features, as the original
+    # predict; a client may leave it out.
+    example_names = TOKEN_INPUTS + ("unique_ids",)
+
+    def example_spec(self, max_seq_length, max_predictions_per_seq):
+        return features.parse_spec(features.select(features.SQUAD, self.example_names), defaults={"unique_ids": 0},
+                                   seq=max_seq_length)
+
+    def example_features(self, parsed, max_seq_length):
+        features, _ = super().example_features(parsed, max_seq_length)
+        return features, {"unique_ids": parsed["unique_ids"]}
+
+    def text_specs(self):
+        return string_specs(("question", "context"))
+
+    def text_features(self, pipeline, texts):
+        features = pipeline.pack_squad_texts(texts["question"], texts["context"])
+        features.pop("p_mask")
+        return features
+
+    def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
+        if max_seq_length <= max_query_length + 3:
+            # The original's `validate_flags_or_throw` rule: the document needs room after the question.
+            raise InputError(f"`max_seq_length={max_seq_length}` must be greater than `max_query_length="
+                             f"{max_query_length}` + 3.")
+        super().check_arguments(model, max_seq_length, max_query_length, max_qa_length, threshold)
+
+
+class SquadV2Spec(SquadV1Spec):
+    """`AlbertSquadV2` (XLNet-style head): top-k start/end log-probs and indices and the answerability logit.
+
+    `p_mask` comes with `tf.Example`s and `serve_text`; `serving_default` lets the model derive it from
+    `input_mask` and `segment_ids`.
+    """
+
+    def model_inputs(self, features):
+        inputs = super().model_inputs(features)
+        if "p_mask" in features:
+            inputs["p_mask"] = features["p_mask"]
+        return inputs
+
+    def outputs(self, out, threshold):
+        return {name: out[name] for name in ("start_top_log_probs", "start_top_index", "end_top_log_probs",
+                                             "end_top_index", "cls_logits")}
+
+    example_names = SquadV1Spec.example_names + ("p_mask",)
+
+    def example_features(self, parsed, max_seq_length):
+        features, passthrough = super().example_features(parsed, max_seq_length)
+        features["p_mask"] = tf.cast(parsed["p_mask"], tf.int32)
+        return features, passthrough
+
+    def text_features(self, pipeline, texts):
+        return pipeline.pack_squad_texts(texts["question"], texts["context"])
+
+
+# `squad_utils.create_v1_model`: `cls/squad/output_weights [2, H]`; transformers' `AlbertForQuestionAnswering`.
+V1_HEAD = registry.Head(
+    table.SQUAD_V1, rows=tuple(table.output_projection_rows(table.SQUAD_V1, "cls/squad", "squad_head")),
+    hf_links=(Link("cls/squad/output_weights", "qa_outputs.weight"), Link("cls/squad/output_bias", "qa_outputs.bias")))
+V1_KIND = registry.register(registry.ModelKind(
+    name="squad_v1", model_class=AlbertSquadV1, heads=(V1_HEAD,), serving_spec=SquadV1Spec(),
+    hf_architecture="AlbertForQuestionAnswering", order=3))
+# `squad_utils.create_v2_model` (XLNet-style); transformers has no such head.
+V2_HEAD = registry.Head(table.SQUAD_V2, rows=tuple(
+    table.dense_rows(table.SQUAD_V2, "start_logits/dense", "start_dense")
+    + table.dense_rows(table.SQUAD_V2, "end_logits/dense_0", "end_dense_0")
+    + table.layer_norm_rows(table.SQUAD_V2, "end_logits/LayerNorm", "end_layer_norm")
+    + table.dense_rows(table.SQUAD_V2, "end_logits/dense_1", "end_dense_1")
+    + table.dense_rows(table.SQUAD_V2, "answer_class/dense_0", "answer_class_dense_0")
+    + table.dense_rows(table.SQUAD_V2, "answer_class/dense_1", "answer_class_dense_1", bias=False)))
+V2_KIND = registry.register(registry.ModelKind(
+    name="squad_v2", model_class=AlbertSquadV2, heads=(V2_HEAD,), serving_spec=SquadV2Spec(), order=4))

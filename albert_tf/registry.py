@@ -1,0 +1,226 @@
+"""The model-kind registry: what each model kind is, declared once, next to its model class.
+
+A model kind (`encoder`, `pretrainer`, `classifier`, `squad_v1`, `squad_v2`, `race`, and any added later) says in
+one `ModelKind`:
+
+* `name`: its `--model` value (`albert-convert`, `albert-export`);
+* `model_class`: its Keras model class;
+* `heads`: one `Head` per head, each with its checkpoint rows (original TF1 names <-> attribute paths of the
+  model, `albert_tf.checkpoints.table.Row`) and its Hugging Face names (`albert_tf.checkpoints.foreign.Link`);
+* `serving_spec`: its `albert_tf.serving.ServingSpec` (what `export_saved_model` serves);
+* `hf_architecture`: its transformers class (None when transformers has no class with these heads);
+* `labels_variable`: the TF1 name whose first dimension is its `num_labels` constructor argument (read back when
+  a checkpoint is detected, passed on export, written into the Hugging Face `config.json`);
+* `order`: its place in listings and, between kinds whose head names are all in a checkpoint, its precedence in
+  detection (a checkpoint holds a kind when it holds every TF1 name of the kind's heads; the kind with the most
+  head variables wins, then the lower `order`: the root-scope `output_weights` reads as `classifier`, not
+  `race`). keras-hub presets hold the encoder alone, so no kind declares keras-hub names.
+
+The checkpoint table, the converter (`--model`, detection), export, the Hugging Face reader and writer,
+`from_pretrained` and `albert_tf`'s public names all read this registry; none lists the kinds itself.
+
+Each model module registers its kind when it is imported. Every lookup first imports every module of the
+`albert_tf.models` package (`load()`), so the registry is complete whatever was imported before, and a new model
+module there is found without an edit anywhere else. Code outside the package (a test, a user's head) calls
+`register` itself before its lookups.
+"""
+
+import collections.abc
+import dataclasses
+import importlib
+import pkgutil
+
+from albert_tf.errors import InputError
+
+MODELS_PACKAGE = "albert_tf.models"
+
+
+@dataclasses.dataclass(frozen=True)
+class Head:
+    """One head of a model kind.
+
+    Attributes:
+        name: str, the head's checkpoint component (`mlm`, `sop`, `classifier`, ...): the `component` of its
+            rows, and what logs, errors and `LoadResult.missing_heads` call it. Unique across kinds.
+        rows: tuple of `albert_tf.checkpoints.table.Row`, the original TF1 names of the head's variables and the
+            attribute paths of the model that hold them.
+        hf_links: tuple of `albert_tf.checkpoints.foreign.Link`, TF1 name <-> transformers name (without the
+            `albert.` prefix of the encoder) of each variable; empty when transformers has no such head.
+    """
+
+    name: str
+    rows: tuple
+    hf_links: tuple = ()
+
+    @property
+    def roots(self):
+        """The model attributes the head's rows start at (`classifier_head`, ...), sorted."""
+        return tuple(sorted({row.path.split(".")[0].split("[")[0] for row in self.rows}))
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelKind:
+    """One model kind; see the module docstring for the fields."""
+
+    name: str
+    model_class: type
+    heads: tuple = ()
+    serving_spec: object = None
+    hf_architecture: str = None
+    labels_variable: str = None
+    order: int = 100
+
+    @property
+    def tf1_names(self):
+        """The TF1 names of every head variable of this kind (patterns without `{g}`/`{k}`)."""
+        return tuple(row.name for head in self.heads for row in head.rows)
+
+    def model_kwargs(self, num_labels=None):
+        """Constructor arguments beyond the config: `num_labels` for a kind with a `labels_variable`."""
+        if self.labels_variable is None or num_labels is None:
+            return {}
+        return {"num_labels": int(num_labels)}
+
+
+_KINDS = {}          # name -> ModelKind, in registration order
+_state = {"loaded": False, "version": 0}
+
+
+def register(kind):
+    """Adds `kind` (a `ModelKind`); a kind of the same name and class replaces the earlier one.
+
+    Returns:
+        `kind`, so that a module can keep it as a constant.
+    """
+    if not isinstance(kind, ModelKind):
+        raise TypeError(f"`register` takes a ModelKind. Received: {type(kind).__name__}.")
+    old = _KINDS.get(kind.name)
+    if old is not None and old.model_class.__qualname__ != kind.model_class.__qualname__:
+        raise InputError(f"Model kind `{kind.name}` is registered for {old.model_class.__qualname__}; cannot "
+                         f"register it again for {kind.model_class.__qualname__}.")
+    taken = {head.name: other.name for other in _KINDS.values() if other.name != kind.name for head in other.heads}
+    for head in kind.heads:
+        if head.name in taken or head.name == "encoder":
+            raise InputError(f"Head `{head.name}` of model kind `{kind.name}` is already a head of "
+                             f"`{taken.get(head.name, 'encoder')}`; head names are unique.")
+        wrong = [row.name for row in head.rows if row.component != head.name]
+        if wrong:
+            raise InputError(f"Rows {wrong} of head `{head.name}` ({kind.name}) name another component.")
+    if kind.serving_spec is not None:
+        kind.serving_spec.kind, kind.serving_spec.model_class = kind.name, kind.model_class
+    _KINDS[kind.name] = kind
+    _state["version"] += 1
+    return kind
+
+
+def unregister(name):
+    """Removes the kind `name` (for kinds registered by tests)."""
+    _KINDS.pop(name, None)
+    _state["version"] += 1
+
+
+def load():
+    """Imports every module of `albert_tf.models` once, so that each registers its kind."""
+    if _state["loaded"]:
+        return
+    package = importlib.import_module(MODELS_PACKAGE)
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{MODELS_PACKAGE}.{module.name}")
+    _state["loaded"] = True
+
+
+def version():
+    """A number that changes whenever a kind is registered or removed (for caches built from the registry)."""
+    load()
+    return _state["version"]
+
+
+def kinds():
+    """Every registered `ModelKind`, by `order` (then registration order)."""
+    load()
+    ranked = sorted(enumerate(_KINDS.values()), key=lambda item: (item[1].order, item[0]))
+    return tuple(kind for _, kind in ranked)
+
+
+def names():
+    """The `--model` names of every kind, by `order`."""
+    return tuple(kind.name for kind in kinds())
+
+
+def get(name):
+    """The kind named `name`; an `InputError` listing the names otherwise."""
+    load()
+    if name not in _KINDS:
+        raise InputError(f"`model` must be one of {', '.join(names())}. Received: `model={name!r}`.")
+    return _KINDS[name]
+
+
+def kind_of(model):
+    """The kind of `model` (an instance or a class), looked up along its class's MRO; None if none."""
+    load()
+    cls = model if isinstance(model, type) else type(model)
+    by_class = {kind.model_class: kind for kind in _KINDS.values()}
+    for base in cls.__mro__:
+        if base in by_class:
+            return by_class[base]
+    return None
+
+
+def heads():
+    """Every registered `Head` (all kinds), by kind order."""
+    return tuple(head for kind in kinds() for head in kind.heads)
+
+
+def by_class_name(name):
+    """The model class named `name` (`AlbertClassifier`), or None."""
+    for kind in kinds():
+        if kind.model_class.__name__ == name:
+            return kind.model_class
+    return None
+
+
+class SequenceView(collections.abc.Sequence):
+    """A tuple computed from the registry at each use (so kinds registered later show), equal to that tuple."""
+
+    def __init__(self, compute):
+        self._compute = compute
+
+    def __getitem__(self, index):
+        return self._compute()[index]
+
+    def __len__(self):
+        return len(self._compute())
+
+    def __eq__(self, other):
+        return isinstance(other, collections.abc.Sequence) and tuple(self) == tuple(other)
+
+    def __hash__(self):
+        return hash(tuple(self))
+
+    def __add__(self, other):
+        return tuple(self) + tuple(other)
+
+    def __radd__(self, other):
+        return tuple(other) + tuple(self)
+
+    def __repr__(self):
+        return repr(tuple(self))
+
+
+class MappingView(collections.abc.Mapping):
+    """A dict computed from the registry at each use, equal to that dict."""
+
+    def __init__(self, compute):
+        self._compute = compute
+
+    def __getitem__(self, key):
+        return self._compute()[key]
+
+    def __iter__(self):
+        return iter(self._compute())
+
+    def __len__(self):
+        return len(self._compute())
+
+    def __repr__(self):
+        return repr(self._compute())
