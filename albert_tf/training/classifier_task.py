@@ -17,7 +17,6 @@ flags (`albert_tf.training.driver` runs the stages):
 
 import math
 import os
-import time
 
 import numpy as np
 import tensorflow as tf
@@ -138,24 +137,12 @@ def run_model_on_dataset(model, dataset, strategy, num_examples=None, what="eval
     step = step or make_inference_step(model)
     collected = {}
     batch_loss = []
-    done = 0
-    start = last_log = time.time()
-    for features in strategy.experimental_distribute_dataset(dataset):
-        out = strategy.run(step, args=(features,))
-        replica_outputs = {k: [t.numpy() for t in strategy.experimental_local_results(v)]
-                           for k, v in out.items()}
-        for key, parts in replica_outputs.items():
-            collected.setdefault(key, []).extend(parts)
-        real = np.concatenate(replica_outputs["is_real_example"]).astype(np.float64)
-        losses = np.concatenate(replica_outputs["per_example_loss"])
+    for arrays in driver.inference_batches(step, dataset, strategy, what, num_examples):
+        for key, value in arrays.items():
+            collected.setdefault(key, []).append(value)
+        real = arrays["is_real_example"].astype(np.float64)
         if real.sum() > 0:
-            batch_loss.append(float((losses * real).sum() / real.sum()))
-        done += len(real)
-        if time.time() - last_log > 30:
-            last_log = time.time()
-            rate = done / (last_log - start)
-            eta = f", ETA {(num_examples - done) / rate:.0f} s" if num_examples else ""
-            logging.info("%s: %d examples (%.1f examples/s%s)", what, done, rate, eta)
+            batch_loss.append(float((arrays["per_example_loss"] * real).sum() / real.sum()))
     arrays = {k: np.concatenate(v) if v else np.zeros([0]) for k, v in collected.items()}
     arrays["batch_loss"] = np.asarray(batch_loss)
     return arrays

@@ -4,7 +4,9 @@ In the spirit of Model Garden's `base_task.Task` + `train_lib.run_experiment`: a
 `Task` and says only what differs (its model, training data and loss, how it scores a model on its
 evaluation data, what its predictions files are, how it exports); `train`, `evaluate`,
 `restore_for_inference` and `run` do the rest the same way for every task (pretraining, GLUE, SQuAD, RACE),
-as the original `run_pretraining.py`, `run_classifier.py`, `run_squad_v*.py` and `run_race.py` mains do:
+as the original `run_pretraining.py`, `run_classifier.py`, `run_squad_v*.py` and `run_race.py` mains do.
+`run_task(task_class, options, runtime)` is the whole run from typed options (`albert_tf.training.options`):
+the checks, the runtime (`prepare_runtime`), the model, then `run`'s stages:
 
 * `do_train`: initial weights from `init_checkpoint` / the TF-Hub module unless `output_dir` already has a
   `model.ckpt-<step>` (then training resumes), the original optimizer and schedule, a checkpoint every
@@ -25,7 +27,9 @@ size differs from the config's `vocab_size`, a damaged checkpoint) are found by 
 import abc
 import contextlib
 import os
+import time
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -268,6 +272,34 @@ def check_checkpoints(output_dir, do_eval, do_inference, init_path=None):
             prefixes.append(prefix)
     for prefix in prefixes:
         check_readable(prefix)
+
+
+def inference_batches(step, dataset, strategy, what, total=None, unit="examples"):
+    """Runs `step` (a `tf.function` of one replica's batch -> dict of tensors) over `dataset` under `strategy`;
+    yields one dict of NumPy arrays per global batch, the replicas' parts concatenated in order (each replica
+    gets a consecutive slice of the global batch). Logs the progress every 30 s.
+
+    Args:
+        step: the per-replica inference function (traced once by the caller, reused per checkpoint).
+        dataset: batched `tf.data.Dataset` (global batch size).
+        strategy: the `tf.distribute.Strategy` the model was built under.
+        what: str, name in the progress log.
+        total: int or None, the number of rows to come, for the log's ETA.
+        unit: str, what a row is, in the log.
+    """
+    done = 0
+    start = last_log = time.time()
+    for features in strategy.experimental_distribute_dataset(dataset):
+        out = strategy.run(step, args=(features,))
+        arrays = {key: np.concatenate([t.numpy() for t in strategy.experimental_local_results(value)])
+                  for key, value in out.items()}
+        yield arrays
+        done += len(next(iter(arrays.values()))) if arrays else 0
+        if time.time() - last_log > 30:
+            last_log = time.time()
+            rate = done / (last_log - start)
+            eta = f", ETA {(total - done) / rate:.0f} s" if total and rate else ""
+            logging.info("%s: %d %s (%.1f %s/s%s)", what, done, unit, rate, unit, eta)
 
 
 # --- the stages -------------------------------------------------------------------------------------------

@@ -11,7 +11,6 @@ Accuracy is reported overall and per level (`middle`, `high`).
 import csv
 import io
 import os
-import time
 
 import numpy as np
 import tensorflow as tf
@@ -62,29 +61,22 @@ def prepare_tfrecord(examples, tokenizer, path, max_seq_length, max_qa_length, n
 
 
 def make_logits_fn(model, strategy=None, jit_compile=False):
-    """A `tf.function` mapping a (distributed) batch to the per-replica `logits` and label tensors."""
+    """A function mapping a dataset to NumPy `logits [n, 4]`, `label_ids [n]`, `is_real [n]` in its order (one
+    trace of the per-replica step, reused for every checkpoint)."""
     strategy = strategy or tf.distribute.get_strategy()
 
     @tf.function(jit_compile=jit_compile)
     def replica_step(batch):
         inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
-        return model(inputs, training=False)["logits"], batch["label_ids"], batch["is_real_example"]
-
-    @tf.function
-    def step(batch):
-        return strategy.run(replica_step, args=(batch,))
+        return {"logits": model(inputs, training=False)["logits"], "label_ids": batch["label_ids"],
+                "is_real_example": batch["is_real_example"]}
 
     def run(dataset):
-        """Returns numpy `logits [n, 4]`, `label_ids [n]`, `is_real [n]` in the dataset's order."""
         logits, labels, real = [], [], []
-        start = time.time()
-        for batches, batch in enumerate(strategy.experimental_distribute_dataset(dataset), start=1):
-            # Replicas get consecutive slices of the global batch: concatenating them keeps the order.
-            for out, acc in zip(step(batch), (logits, labels, real)):
-                acc.extend(t.numpy() for t in strategy.experimental_local_results(out))
-            if batches % 100 == 0:
-                count = sum(len(x) for x in labels)
-                logging.info("Scored %d questions (%.1f questions/s)", count, count / (time.time() - start))
+        for arrays in driver.inference_batches(replica_step, dataset, strategy, "Scoring", unit="questions"):
+            logits.append(arrays["logits"])
+            labels.append(arrays["label_ids"])
+            real.append(arrays["is_real_example"])
         if not logits:
             return np.zeros([0, RACE_NUM_CHOICES], np.float32), np.zeros([0], np.int32), np.zeros([0], bool)
         return np.concatenate(logits), np.concatenate(labels), np.concatenate(real).astype(bool)

@@ -21,9 +21,7 @@ import os
 import random
 import shutil
 import tempfile
-import time
 
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -102,11 +100,7 @@ def predict_raw_results(model, dataset, strategy, version_2_with_negative, num_f
         return out
 
     results = []
-    start = last_log = time.time()
-    for features in strategy.experimental_distribute_dataset(dataset):
-        out = strategy.run(step, args=(features,))
-        arrays = {k: np.concatenate([t.numpy() for t in strategy.experimental_local_results(v)])
-                  for k, v in out.items()}
+    for arrays in driver.inference_batches(step, dataset, strategy, "Predicting", num_features, unit="features"):
         for i, unique_id in enumerate(arrays["unique_ids"]):
             if version_2_with_negative:
                 results.append(post.RawResultV2(
@@ -120,11 +114,6 @@ def predict_raw_results(model, dataset, strategy, version_2_with_negative, num_f
                 results.append(post.RawResult(
                     unique_id=int(unique_id), start_log_prob=[float(x) for x in arrays["start_logits"][i]],
                     end_log_prob=[float(x) for x in arrays["end_logits"][i]]))
-        if time.time() - last_log > 30:
-            last_log = time.time()
-            rate = len(results) / (last_log - start)
-            eta = f", ETA {(num_features - len(results)) / rate:.0f} s" if num_features else ""
-            logging.info("Predicting: %d features (%.1f features/s%s)", len(results), rate, eta)
     return results
 
 
