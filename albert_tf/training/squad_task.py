@@ -182,24 +182,18 @@ class SquadTask(driver.Task):
     metric_key = "f1"
     delete_non_best = False
 
-    def __init__(self, output_dir, tokenizer, strategy, version_2_with_negative, do_lower_case, max_seq_length,
-                 doc_stride, max_query_length, train_file=None, train_feature_file=None, train_batch_size=32,
-                 num_train_epochs=3.0, warmup_proportion=0.1, predict_file=None, predict_feature_file=None,
-                 predict_feature_left_file=None, predict_batch_size=8, n_best_size=20, max_answer_length=30,
-                 start_n_top=5, end_n_top=5, dropout_prob=0.1, null_score_diff_threshold=None,
-                 spm_model_file=None, seed=None):
-        self.output_dir, self.tokenizer, self.strategy = output_dir, tokenizer, strategy
-        self.v2, self.do_lower_case = version_2_with_negative, do_lower_case
-        self.max_seq_length, self.doc_stride, self.max_query_length = max_seq_length, doc_stride, max_query_length
-        self.train_file, self.train_feature_file, self.train_batch_size = train_file, train_feature_file, \
-            train_batch_size
-        self.num_train_epochs, self.warmup_proportion = num_train_epochs, warmup_proportion
-        self.predict_file, self.predict_feature_file = predict_file, predict_feature_file
-        self.predict_feature_left_file, self.predict_batch_size = predict_feature_left_file, predict_batch_size
-        self.n_best_size, self.max_answer_length = n_best_size, max_answer_length
-        self.start_n_top, self.end_n_top, self.dropout_prob = start_n_top, end_n_top, dropout_prob
-        self.null_score_diff_threshold, self.spm_model_file = null_score_diff_threshold, spm_model_file
-        self.seed = seed
+    def __init__(self, options, tokenizer, strategy, spm_model_file=None, seed=None):
+        """`options`: `SquadOptions` (the feature files default to `output_dir/{train,predict}.tf_record` and
+        `output_dir/predict_left_file.json`); `spm_model_file`: the resolved SentencePiece model."""
+        out = options.output_dir
+        self.options, self.output_dir, self.tokenizer, self.strategy = options, out, tokenizer, strategy
+        self.v2, self.do_lower_case = options.version_2_with_negative, options.do_lower_case
+        self.max_seq_length, self.max_query_length = options.max_seq_length, options.max_query_length
+        self.train_feature_file = options.train_feature_file or os.path.join(out, "train.tf_record")
+        self.predict_feature_file = options.predict_feature_file or os.path.join(out, "predict.tf_record")
+        self.predict_feature_left_file = (options.predict_feature_left_file
+                                          or os.path.join(out, "predict_left_file.json"))
+        self.spm_model_file, self.seed = spm_model_file, seed
         self.score = False
 
     spm_missing_message = ("SQuAD needs a SentencePiece model: set `spm_model_file` (the answer alignment works on "
@@ -221,52 +215,39 @@ class SquadTask(driver.Task):
 
     @classmethod
     def from_options(cls, options, runtime, strategy, spm_model_file):
-        out = options.output_dir
         tokenizer = FullTokenizer(do_lower_case=options.do_lower_case, spm_model_file=spm_model_file)
-        return cls(
-            out, tokenizer, strategy, options.version_2_with_negative, options.do_lower_case,
-            options.max_seq_length, options.doc_stride, options.max_query_length, train_file=options.train_file,
-            train_feature_file=options.train_feature_file or os.path.join(out, "train.tf_record"),
-            train_batch_size=options.train_batch_size, num_train_epochs=options.num_train_epochs,
-            warmup_proportion=options.warmup_proportion, predict_file=options.predict_file,
-            predict_feature_file=options.predict_feature_file or os.path.join(out, "predict.tf_record"),
-            predict_feature_left_file=(options.predict_feature_left_file
-                                       or os.path.join(out, "predict_left_file.json")),
-            predict_batch_size=options.predict_batch_size, n_best_size=options.n_best_size,
-            max_answer_length=options.max_answer_length, start_n_top=options.start_n_top,
-            end_n_top=options.end_n_top, dropout_prob=options.dropout_prob,
-            null_score_diff_threshold=options.null_score_diff_threshold, spm_model_file=spm_model_file,
-            seed=runtime.random_seed)
+        return cls(options, tokenizer, strategy, spm_model_file=spm_model_file, seed=runtime.random_seed)
 
     def build_model(self, config, **model_kwargs):
         if self.v2:
-            return AlbertSquadV2(config, start_n_top=self.start_n_top, end_n_top=self.end_n_top,
-                                 dropout_prob=self.dropout_prob, **model_kwargs)
+            return AlbertSquadV2(config, start_n_top=self.options.start_n_top, end_n_top=self.options.end_n_top,
+                                 dropout_prob=self.options.dropout_prob, **model_kwargs)
         return AlbertSquadV1(config, **model_kwargs)
 
     def feature_files(self):
         return [self.train_feature_file, self.predict_feature_file, self.predict_feature_left_file]
 
     def prepare_training(self):
-        examples = squad.read_squad_examples(self.train_file, is_training=True)
-        steps, warmup = num_train_steps_and_warmup(len(examples), self.train_batch_size, self.num_train_epochs,
-                                                   self.warmup_proportion)
+        o = self.options
+        examples = squad.read_squad_examples(o.train_file, is_training=True)
+        steps, warmup = num_train_steps_and_warmup(len(examples), o.train_batch_size, o.num_train_epochs,
+                                                   o.warmup_proportion)
         if steps < 1:
-            raise InputError(f"{len(examples)} training examples / train_batch_size {self.train_batch_size} * "
-                             f"num_train_epochs {self.num_train_epochs} gives {steps} steps: nothing to train.")
+            raise InputError(f"{len(examples)} training examples / train_batch_size {o.train_batch_size} * "
+                             f"num_train_epochs {o.num_train_epochs} gives {steps} steps: nothing to train.")
         # Pre-shuffle the input, as the original, to avoid a very large shuffle buffer.
         random.Random(12345).shuffle(examples)
         if not tf.io.gfile.exists(self.train_feature_file):
             with squad.FeatureWriter(self.train_feature_file, is_training=True) as writer:
                 stats = squad.convert_examples_to_features(examples, self.tokenizer, self.max_seq_length,
-                                                           self.doc_stride, self.max_query_length, True,
+                                                           o.doc_stride, self.max_query_length, True,
                                                            writer.process_feature, self.do_lower_case)
             logging.info("Wrote %d training features to %s", stats.num_features, self.train_feature_file)
         else:
             logging.info("Reusing training features %s", self.train_feature_file)
         logging.info("***** Running training *****")
         logging.info("  Num orig examples = %d", len(examples))
-        logging.info("  Batch size = %d", self.train_batch_size)
+        logging.info("  Batch size = %d", o.train_batch_size)
         logging.info("  Num steps = %d (warm-up %d)", steps, warmup)
         return steps, warmup
 
@@ -282,29 +263,31 @@ class SquadTask(driver.Task):
         return squad_v1_loss(outputs, features), {}
 
     def prepare_evaluation(self):
-        self.dataset_json = squad.load_squad_json(self.predict_file)
+        self.dataset_json = squad.load_squad_json(self.options.predict_file)
         self.score = squad.has_answers(self.dataset_json)
-        self.examples = squad.read_squad_examples(self.predict_file, is_training=False, dataset=self.dataset_json)
-        self.features = prepare_eval_features(self.examples, self.tokenizer, self.predict_file,
+        self.examples = squad.read_squad_examples(self.options.predict_file, is_training=False,
+                                                  dataset=self.dataset_json)
+        self.features = prepare_eval_features(self.examples, self.tokenizer, self.options.predict_file,
                                               self.predict_feature_file, self.predict_feature_left_file,
-                                              self.max_seq_length, self.doc_stride, self.max_query_length,
+                                              self.max_seq_length, self.options.doc_stride, self.max_query_length,
                                               self.do_lower_case)
         logging.info("***** Running predictions *****")
         logging.info("  Num orig examples = %d", len(self.examples))
         logging.info("  Num split examples = %d", len(self.features))
-        logging.info("  Batch size = %d", self.predict_batch_size)
+        logging.info("  Batch size = %d", self.options.predict_batch_size)
         if not self.score:
-            logging.info("%s has no answers: writing predictions without metrics.", self.predict_file)
+            logging.info("%s has no answers: writing predictions without metrics.", self.options.predict_file)
 
     def evaluate(self, model):
         """Predictions files of `model` on the predict file, and the official metrics when it has answers."""
-        dataset = predict_dataset(self.predict_feature_file, self.max_seq_length, self.predict_batch_size,
+        dataset = predict_dataset(self.predict_feature_file, self.max_seq_length, self.options.predict_batch_size,
                                   self.v2, len(self.features),
                                   pad_to_full_batches=isinstance(self.strategy, tf.distribute.TPUStrategy))
         results = predict_raw_results(model, dataset, self.strategy, self.v2, len(self.features))
+        o = self.options
         return postprocess_and_score(results, self.examples, self.features, self.dataset_json, self.output_dir,
-                                     self.v2, self.n_best_size, self.max_answer_length, self.start_n_top,
-                                     self.end_n_top, self.null_score_diff_threshold, score=self.score)
+                                     self.v2, o.n_best_size, o.max_answer_length, o.start_n_top, o.end_n_top,
+                                     o.null_score_diff_threshold, score=self.score)
 
     def predict(self, model, checkpoint, step):
         logging.info("Predicting with %s", checkpoint)
