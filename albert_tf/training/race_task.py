@@ -182,18 +182,21 @@ class RaceTask(driver.Task):
     metric_key = METRIC_KEY
     checkpoint_iterator = True
 
-    def __init__(self, data_dir, output_dir, tokenizer, strategy, read, max_seq_length, max_qa_length,
-                 train_file=None, eval_file=None, predict_file=None, eval_batch_size=8, predict_batch_size=8,
-                 train_step=12000, warmup_step=1000, dropout_prob=0.1, delete_non_best=True, jit_compile=False,
-                 spm_model_file=None, seed=None):
-        self.data_dir, self.output_dir, self.tokenizer, self.strategy = data_dir, output_dir, tokenizer, strategy
-        self.read, self.max_seq_length, self.max_qa_length = read, max_seq_length, max_qa_length
-        self.train_file = train_file or os.path.join(output_dir, "train.tf_record")
-        self.eval_file = eval_file or os.path.join(output_dir, "eval.tf_record")
-        self.predict_file = predict_file or os.path.join(output_dir, "predict.tf_record")
-        self.eval_batch_size, self.predict_batch_size = eval_batch_size, predict_batch_size
-        self.train_step, self.warmup_step, self.dropout_prob = train_step, warmup_step, dropout_prob
-        self.delete_non_best, self.jit_compile, self.spm_model_file = delete_non_best, jit_compile, spm_model_file
+    def __init__(self, options, tokenizer, strategy, spm_model_file=None, jit_compile=False, seed=None):
+        """`options`: `RaceOptions` (the TFRecord caches default to `output_dir/{train,eval,predict}.tf_record`);
+        `spm_model_file`: the resolved SentencePiece model; `jit_compile`: XLA for the scoring step too."""
+        out = options.output_dir
+        self.options, self.data_dir, self.output_dir = options, options.data_dir, out
+        self.tokenizer, self.strategy = tokenizer, strategy
+        self.read = dict(do_lower_case=options.do_lower_case, high_only=options.high_only,
+                         middle_only=options.middle_only, use_spm=bool(spm_model_file))
+        self.max_seq_length, self.max_qa_length = options.max_seq_length, options.max_qa_length
+        self.train_file = options.train_file or os.path.join(out, "train.tf_record")
+        self.eval_file = options.eval_file or os.path.join(out, "eval.tf_record")
+        self.predict_file = options.predict_file or os.path.join(out, "predict.tf_record")
+        self.eval_batch_size, self.predict_batch_size = options.eval_batch_size, options.predict_batch_size
+        self.delete_non_best, self.jit_compile, self.spm_model_file = options.delete_non_best, jit_compile, \
+            spm_model_file
         self.seed = seed
         self.on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
         self.best_value = None
@@ -225,15 +228,8 @@ class RaceTask(driver.Task):
     def from_options(cls, options, runtime, strategy, spm_model_file):
         tokenizer = FullTokenizer(vocab_file=options.vocab_file, do_lower_case=options.do_lower_case,
                                   spm_model_file=spm_model_file)
-        read = dict(do_lower_case=options.do_lower_case, high_only=options.high_only,
-                    middle_only=options.middle_only, use_spm=bool(spm_model_file))
-        return cls(options.data_dir, options.output_dir, tokenizer, strategy, read, options.max_seq_length,
-                   options.max_qa_length, train_file=options.train_file, eval_file=options.eval_file,
-                   predict_file=options.predict_file, eval_batch_size=options.eval_batch_size,
-                   predict_batch_size=options.predict_batch_size, train_step=options.train_step,
-                   warmup_step=options.warmup_step, dropout_prob=options.dropout_prob,
-                   delete_non_best=options.delete_non_best, jit_compile=runtime.jit_compile,
-                   spm_model_file=spm_model_file, seed=runtime.random_seed)
+        return cls(options, tokenizer, strategy, spm_model_file=spm_model_file, jit_compile=runtime.jit_compile,
+                   seed=runtime.random_seed)
 
     def results(self, stages):
         result = {key: value for key, value in stages.items() if key != "train"}
@@ -242,7 +238,7 @@ class RaceTask(driver.Task):
         return result
 
     def build_model(self, config, **model_kwargs):
-        model = AlbertRace(config, dropout_prob=self.dropout_prob, **model_kwargs)
+        model = AlbertRace(config, dropout_prob=self.options.dropout_prob, **model_kwargs)
         self._logits_fn = make_logits_fn(model, self.strategy, self.jit_compile)
         return model
 
@@ -254,8 +250,8 @@ class RaceTask(driver.Task):
         prepare_tfrecord(examples, self.tokenizer, self.train_file, self.max_seq_length, self.max_qa_length,
                          check_count=False)
         logging.info("***** Running training *****\n  Num examples = %d\n  Num steps = %d", len(examples),
-                     self.train_step)
-        return self.train_step, self.warmup_step
+                     self.options.train_step)
+        return self.options.train_step, self.options.warmup_step
 
     def train_dataset(self, input_context, batch_size, start_batch=0):
         return race_data.race_dataset(self.train_file, self.max_seq_length, batch_size, is_training=True,
