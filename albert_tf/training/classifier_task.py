@@ -200,19 +200,21 @@ def init_classifier(model, path):
 class GlueTask(driver.Task):
     """A GLUE task: cached `tf.Example` features, `AlbertClassifier`, the original's metrics and files."""
 
-    def __init__(self, task_name, data_dir, output_dir, cached_dir, tokenizer, max_seq_length, on_tpu,
-                 eval_batch_size, predict_batch_size, strategy, num_train_steps, num_warmup_steps,
-                 spm_model_file=None, do_lower_case=True, threshold_to_export=None, seed=None):
-        self.name = task_name
-        self.metric_key = best_metric_key(task_name)
-        self.processor = glue.PROCESSORS[task_name](use_spm=bool(spm_model_file), do_lower_case=do_lower_case)
+    def __init__(self, options, tokenizer, strategy, spm_model_file=None, seed=None):
+        """`options`: `ClassifierOptions` (features cached in `cached_dir`, default `output_dir`);
+        `spm_model_file`: the resolved SentencePiece model (None: WordPiece)."""
+        self.name = options.task_name.lower()
+        self.metric_key = best_metric_key(self.name)
+        self.processor = glue.PROCESSORS[self.name](use_spm=bool(spm_model_file), do_lower_case=options.do_lower_case)
         self.label_list = self.processor.get_labels()
-        self.data_dir, self.output_dir, self.cached_dir = data_dir, output_dir, cached_dir
-        self.tokenizer, self.max_seq_length, self.on_tpu = tokenizer, max_seq_length, on_tpu
-        self.eval_batch_size, self.predict_batch_size = eval_batch_size, predict_batch_size
-        self.strategy, self.spm_model_file, self.do_lower_case = strategy, spm_model_file, do_lower_case
-        self.threshold_to_export, self.seed = threshold_to_export, seed
-        self.num_train_steps, self.num_warmup_steps = num_train_steps, num_warmup_steps
+        self.data_dir, self.output_dir = options.data_dir, options.output_dir
+        self.cached_dir = options.cached_dir or options.output_dir
+        self.tokenizer, self.max_seq_length = tokenizer, options.max_seq_length
+        self.on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
+        self.eval_batch_size, self.predict_batch_size = options.eval_batch_size, options.predict_batch_size
+        self.strategy, self.spm_model_file, self.do_lower_case = strategy, spm_model_file, options.do_lower_case
+        self.threshold_to_export, self.seed = options.threshold_to_export, seed
+        self.num_train_steps, self.num_warmup_steps = options.train_step, options.warmup_step
         self._eval = None
 
     @classmethod
@@ -248,13 +250,8 @@ class GlueTask(driver.Task):
     def from_options(cls, options, runtime, strategy, spm_model_file):
         tokenizer = FullTokenizer(vocab_file=options.vocab_file, do_lower_case=options.do_lower_case,
                                   spm_model_file=spm_model_file or None)
-        cached_dir = options.cached_dir or options.output_dir
-        tf.io.gfile.makedirs(cached_dir)
-        return cls(options.task_name.lower(), options.data_dir, options.output_dir, cached_dir, tokenizer,
-                   options.max_seq_length, isinstance(strategy, tf.distribute.TPUStrategy), options.eval_batch_size,
-                   options.predict_batch_size, strategy, options.train_step, options.warmup_step,
-                   spm_model_file=spm_model_file, do_lower_case=options.do_lower_case,
-                   threshold_to_export=options.threshold_to_export, seed=runtime.random_seed)
+        tf.io.gfile.makedirs(options.cached_dir or options.output_dir)
+        return cls(options, tokenizer, strategy, spm_model_file=spm_model_file, seed=runtime.random_seed)
 
     def results(self, stages):
         names = {"eval": "eval", "predict": "predict_files", "export_path": "export_path"}
