@@ -17,14 +17,11 @@ arguments instead of flags (`albert_tf.training.driver` runs the stages); `versi
   writes `albert_model.tflite` (fixed `[1, max_seq_length]` inputs), as `run_squad_v1.py`.
 """
 
-import contextlib
 import os
 import random
 import shutil
 import tempfile
-import time
 
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -37,6 +34,7 @@ from albert_tf.fileio import write_bytes_atomic, write_text_atomic
 from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2, squad_v1_loss, squad_v2_loss
 from albert_tf.tokenization import FullTokenizer
 from albert_tf.training import driver, loop
+from albert_tf.training import options as options_lib
 
 _V2_RESULT_KEYS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index", "cls_logits")
 
@@ -102,11 +100,7 @@ def predict_raw_results(model, dataset, strategy, version_2_with_negative, num_f
         return out
 
     results = []
-    start = last_log = time.time()
-    for features in strategy.experimental_distribute_dataset(dataset):
-        out = strategy.run(step, args=(features,))
-        arrays = {k: np.concatenate([t.numpy() for t in strategy.experimental_local_results(v)])
-                  for k, v in out.items()}
+    for arrays in driver.inference_batches(step, dataset, strategy, "Predicting", num_features, unit="features"):
         for i, unique_id in enumerate(arrays["unique_ids"]):
             if version_2_with_negative:
                 results.append(post.RawResultV2(
@@ -120,11 +114,6 @@ def predict_raw_results(model, dataset, strategy, version_2_with_negative, num_f
                 results.append(post.RawResult(
                     unique_id=int(unique_id), start_log_prob=[float(x) for x in arrays["start_logits"][i]],
                     end_log_prob=[float(x) for x in arrays["end_logits"][i]]))
-        if time.time() - last_log > 30:
-            last_log = time.time()
-            rate = len(results) / (last_log - start)
-            eta = f", ETA {(num_features - len(results)) / rate:.0f} s" if num_features else ""
-            logging.info("Predicting: %d features (%.1f features/s%s)", len(results), rate, eta)
     return results
 
 
@@ -152,21 +141,6 @@ def postprocess_and_score(results, examples, features, dataset, output_dir, vers
     post.write_predictions_v2(result_dict, cls_dict, examples, features, results, n_best_size, prediction_file,
                               nbest_file, null_odds_file, null_score_diff_threshold)
     return {}
-
-
-def _validate(do_train, do_predict, export_dir, train_file, predict_file, output_dir, max_seq_length,
-              max_query_length, doc_stride):
-    if not (do_train or do_predict or export_dir):
-        raise InputError("At least one of `do_train` or `do_predict` (or `export_dir`) must be True.")
-    if do_train and not train_file:
-        raise InputError("If `do_train` is True, then `train_file` must be specified.")
-    if do_predict and not predict_file:
-        raise InputError("If `do_predict` is True, then `predict_file` must be specified.")
-    if not output_dir:
-        raise InputError(f"`output_dir` must be set. Received: {output_dir!r}.")
-    squad.check_lengths(max_seq_length, max_query_length)
-    if doc_stride <= 0:
-        raise InputError(f"`doc_stride` must be positive. Received: {doc_stride}.")
 
 
 def export_tflite(model, tflite_file, max_seq_length):
@@ -208,55 +182,72 @@ class SquadTask(driver.Task):
     metric_key = "f1"
     delete_non_best = False
 
-    def __init__(self, output_dir, tokenizer, strategy, version_2_with_negative, do_lower_case, max_seq_length,
-                 doc_stride, max_query_length, train_file=None, train_feature_file=None, train_batch_size=32,
-                 num_train_epochs=3.0, warmup_proportion=0.1, predict_file=None, predict_feature_file=None,
-                 predict_feature_left_file=None, predict_batch_size=8, n_best_size=20, max_answer_length=30,
-                 start_n_top=5, end_n_top=5, dropout_prob=0.1, null_score_diff_threshold=None,
-                 spm_model_file=None, seed=None):
-        self.output_dir, self.tokenizer, self.strategy = output_dir, tokenizer, strategy
-        self.v2, self.do_lower_case = version_2_with_negative, do_lower_case
-        self.max_seq_length, self.doc_stride, self.max_query_length = max_seq_length, doc_stride, max_query_length
-        self.train_file, self.train_feature_file, self.train_batch_size = train_file, train_feature_file, \
-            train_batch_size
-        self.num_train_epochs, self.warmup_proportion = num_train_epochs, warmup_proportion
-        self.predict_file, self.predict_feature_file = predict_file, predict_feature_file
-        self.predict_feature_left_file, self.predict_batch_size = predict_feature_left_file, predict_batch_size
-        self.n_best_size, self.max_answer_length = n_best_size, max_answer_length
-        self.start_n_top, self.end_n_top, self.dropout_prob = start_n_top, end_n_top, dropout_prob
-        self.null_score_diff_threshold, self.spm_model_file = null_score_diff_threshold, spm_model_file
-        self.seed = seed
+    def __init__(self, options, tokenizer, strategy, spm_model_file=None, seed=None):
+        """`options`: `SquadOptions` (the feature files default to `output_dir/{train,predict}.tf_record` and
+        `output_dir/predict_left_file.json`); `spm_model_file`: the resolved SentencePiece model."""
+        out = options.output_dir
+        self.options, self.output_dir, self.tokenizer, self.strategy = options, out, tokenizer, strategy
+        self.v2, self.do_lower_case = options.version_2_with_negative, options.do_lower_case
+        self.max_seq_length, self.max_query_length = options.max_seq_length, options.max_query_length
+        self.train_feature_file = options.train_feature_file or os.path.join(out, "train.tf_record")
+        self.predict_feature_file = options.predict_feature_file or os.path.join(out, "predict.tf_record")
+        self.predict_feature_left_file = (options.predict_feature_left_file
+                                          or os.path.join(out, "predict_left_file.json"))
+        self.spm_model_file, self.seed = spm_model_file, seed
         self.score = False
+
+    spm_missing_message = ("SQuAD needs a SentencePiece model: set `spm_model_file` (the answer alignment works on "
+                           "SentencePiece pieces).")
+
+    @classmethod
+    def validate(cls, options):
+        if not (options.do_train or options.do_predict or options.export_dir):
+            raise InputError("At least one of `do_train` or `do_predict` (or `export_dir`) must be True.")
+        if options.do_train and not options.train_file:
+            raise InputError("If `do_train` is True, then `train_file` must be specified.")
+        if options.do_predict and not options.predict_file:
+            raise InputError("If `do_predict` is True, then `predict_file` must be specified.")
+        if not options.output_dir:
+            raise InputError(f"`output_dir` must be set. Received: {options.output_dir!r}.")
+        squad.check_lengths(options.max_seq_length, options.max_query_length)
+        if options.doc_stride <= 0:
+            raise InputError(f"`doc_stride` must be positive. Received: {options.doc_stride}.")
+
+    @classmethod
+    def from_options(cls, options, runtime, strategy, spm_model_file):
+        tokenizer = FullTokenizer(do_lower_case=options.do_lower_case, spm_model_file=spm_model_file)
+        return cls(options, tokenizer, strategy, spm_model_file=spm_model_file, seed=runtime.random_seed)
 
     def build_model(self, config, **model_kwargs):
         if self.v2:
-            return AlbertSquadV2(config, start_n_top=self.start_n_top, end_n_top=self.end_n_top,
-                                 dropout_prob=self.dropout_prob, **model_kwargs)
+            return AlbertSquadV2(config, start_n_top=self.options.start_n_top, end_n_top=self.options.end_n_top,
+                                 dropout_prob=self.options.dropout_prob, **model_kwargs)
         return AlbertSquadV1(config, **model_kwargs)
 
     def feature_files(self):
         return [self.train_feature_file, self.predict_feature_file, self.predict_feature_left_file]
 
     def prepare_training(self):
-        examples = squad.read_squad_examples(self.train_file, is_training=True)
-        steps, warmup = num_train_steps_and_warmup(len(examples), self.train_batch_size, self.num_train_epochs,
-                                                   self.warmup_proportion)
+        o = self.options
+        examples = squad.read_squad_examples(o.train_file, is_training=True)
+        steps, warmup = num_train_steps_and_warmup(len(examples), o.train_batch_size, o.num_train_epochs,
+                                                   o.warmup_proportion)
         if steps < 1:
-            raise InputError(f"{len(examples)} training examples / train_batch_size {self.train_batch_size} * "
-                             f"num_train_epochs {self.num_train_epochs} gives {steps} steps: nothing to train.")
+            raise InputError(f"{len(examples)} training examples / train_batch_size {o.train_batch_size} * "
+                             f"num_train_epochs {o.num_train_epochs} gives {steps} steps: nothing to train.")
         # Pre-shuffle the input, as the original, to avoid a very large shuffle buffer.
         random.Random(12345).shuffle(examples)
         if not tf.io.gfile.exists(self.train_feature_file):
             with squad.FeatureWriter(self.train_feature_file, is_training=True) as writer:
                 stats = squad.convert_examples_to_features(examples, self.tokenizer, self.max_seq_length,
-                                                           self.doc_stride, self.max_query_length, True,
+                                                           o.doc_stride, self.max_query_length, True,
                                                            writer.process_feature, self.do_lower_case)
             logging.info("Wrote %d training features to %s", stats.num_features, self.train_feature_file)
         else:
             logging.info("Reusing training features %s", self.train_feature_file)
         logging.info("***** Running training *****")
         logging.info("  Num orig examples = %d", len(examples))
-        logging.info("  Batch size = %d", self.train_batch_size)
+        logging.info("  Batch size = %d", o.train_batch_size)
         logging.info("  Num steps = %d (warm-up %d)", steps, warmup)
         return steps, warmup
 
@@ -272,29 +263,31 @@ class SquadTask(driver.Task):
         return squad_v1_loss(outputs, features), {}
 
     def prepare_evaluation(self):
-        self.dataset_json = squad.load_squad_json(self.predict_file)
+        self.dataset_json = squad.load_squad_json(self.options.predict_file)
         self.score = squad.has_answers(self.dataset_json)
-        self.examples = squad.read_squad_examples(self.predict_file, is_training=False, dataset=self.dataset_json)
-        self.features = prepare_eval_features(self.examples, self.tokenizer, self.predict_file,
+        self.examples = squad.read_squad_examples(self.options.predict_file, is_training=False,
+                                                  dataset=self.dataset_json)
+        self.features = prepare_eval_features(self.examples, self.tokenizer, self.options.predict_file,
                                               self.predict_feature_file, self.predict_feature_left_file,
-                                              self.max_seq_length, self.doc_stride, self.max_query_length,
+                                              self.max_seq_length, self.options.doc_stride, self.max_query_length,
                                               self.do_lower_case)
         logging.info("***** Running predictions *****")
         logging.info("  Num orig examples = %d", len(self.examples))
         logging.info("  Num split examples = %d", len(self.features))
-        logging.info("  Batch size = %d", self.predict_batch_size)
+        logging.info("  Batch size = %d", self.options.predict_batch_size)
         if not self.score:
-            logging.info("%s has no answers: writing predictions without metrics.", self.predict_file)
+            logging.info("%s has no answers: writing predictions without metrics.", self.options.predict_file)
 
     def evaluate(self, model):
         """Predictions files of `model` on the predict file, and the official metrics when it has answers."""
-        dataset = predict_dataset(self.predict_feature_file, self.max_seq_length, self.predict_batch_size,
+        dataset = predict_dataset(self.predict_feature_file, self.max_seq_length, self.options.predict_batch_size,
                                   self.v2, len(self.features),
                                   pad_to_full_batches=isinstance(self.strategy, tf.distribute.TPUStrategy))
         results = predict_raw_results(model, dataset, self.strategy, self.v2, len(self.features))
+        o = self.options
         return postprocess_and_score(results, self.examples, self.features, self.dataset_json, self.output_dir,
-                                     self.v2, self.n_best_size, self.max_answer_length, self.start_n_top,
-                                     self.end_n_top, self.null_score_diff_threshold, score=self.score)
+                                     self.v2, o.n_best_size, o.max_answer_length, o.start_n_top, o.end_n_top,
+                                     o.null_score_diff_threshold, score=self.score)
 
     def predict(self, model, checkpoint, step):
         logging.info("Predicting with %s", checkpoint)
@@ -305,6 +298,35 @@ class SquadTask(driver.Task):
             write_text_atomic(os.path.join(self.output_dir, driver.EVAL_RESULTS_FILE),
                               "".join(f"{key} = {metrics[key]}\n" for key in sorted(metrics)))
         return metrics
+
+    def prediction_stage(self, model, output_dir, init_path):
+        """The original's `do_predict`: with answers, every checkpoint is scored (best by F1 to
+        `model.ckpt-best`) and the final predictions and results come from `model.ckpt-best`; else the
+        predictions of the best (or latest) checkpoint."""
+        self.prepare_evaluation()
+        if not (self.score and loop.list_checkpoints(output_dir)):
+            return super().prediction_stage(model, output_dir, init_path)
+        best_step, _ = loop.evaluate_checkpoints(model, output_dir, self.evaluate, self.metric_key, output_dir)
+        restore_checkpoint(model, os.path.join(output_dir, loop.BEST_CHECKPOINT_NAME))
+        metrics = self.evaluate(model)
+        eval_path = os.path.join(output_dir, driver.EVAL_RESULTS_FILE)
+        previous = tf.io.gfile.GFile(eval_path).read() if tf.io.gfile.exists(eval_path) else ""
+        lines = [f"{key} = {metrics[key]}" for key in sorted(metrics)]
+        lines.append(f"best perf happened at step: {best_step}")
+        write_text_atomic(eval_path, previous + "\n".join(lines) + "\n")
+        logging.info("***** Final Eval results (step %d) *****", best_step)
+        for key in sorted(metrics):
+            logging.info("  %s = %s", key, metrics[key])
+        return dict(metrics, best_step=best_step)
+
+    def results(self, stages):
+        result = {key: value for key, value in stages.items() if key not in ("train", "predict")}
+        if "train" in stages:
+            result["num_train_steps"] = stages["train"].pop("num_train_steps")
+            result["train"] = stages["train"]
+        if stages.get("predict"):
+            result["eval"] = stages["predict"]
+        return result
 
     def export(self, model, export_dir):
         result = {"export_path": export_lib.export_saved_model(
@@ -318,26 +340,6 @@ class SquadTask(driver.Task):
         return result
 
 
-def _predict(task, model, output_dir, init_path):
-    """The original's `do_predict`: with answers, every checkpoint is scored (best by F1 to `model.ckpt-best`)
-    and the final predictions and results come from `model.ckpt-best`; else the predictions of the best (or
-    latest) checkpoint."""
-    task.prepare_evaluation()
-    if task.score and loop.list_checkpoints(output_dir):
-        best_step, _ = loop.evaluate_checkpoints(model, output_dir, task.evaluate, task.metric_key, output_dir)
-        restore_checkpoint(model, os.path.join(output_dir, loop.BEST_CHECKPOINT_NAME))
-        metrics = task.evaluate(model)
-        eval_path = os.path.join(output_dir, driver.EVAL_RESULTS_FILE)
-        previous = tf.io.gfile.GFile(eval_path).read() if tf.io.gfile.exists(eval_path) else ""
-        lines = [f"{key} = {metrics[key]}" for key in sorted(metrics)]
-        lines.append(f"best perf happened at step: {best_step}")
-        write_text_atomic(eval_path, previous + "\n".join(lines) + "\n")
-        logging.info("***** Final Eval results (step %d) *****", best_step)
-        for key in sorted(metrics):
-            logging.info("  %s = %s", key, metrics[key])
-        return dict(metrics, best_step=best_step)
-    checkpoint, step = driver.restore_for_inference(task, model, output_dir, init_path)
-    return task.predict(model, checkpoint, step)
 def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_file=None, train_file=None,
               predict_file=None, train_feature_file=None, predict_feature_file=None,
               predict_feature_left_file=None, init_checkpoint=None, albert_hub_module_handle=None,
@@ -379,63 +381,11 @@ def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_fi
         use_einsum: bool, accepted for the original's v1 flag (TFLite); the Keras layers need no switch.
         export_dir: str, SavedModel export of `model.ckpt-best` (else the latest checkpoint).
         strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
-            jit_compile, random_seed, recompute: runtime options (see `albert_tf.training.flags`).
+            jit_compile, random_seed, recompute: runtime options (`albert_tf.training.options.RuntimeOptions`).
 
     Returns:
         dict: `num_train_steps` and `train` (last loop scalars) when training; `eval` (the best checkpoint's
         metrics, with `best_step`) when predicting on a file with answers; `export_path` (and v1 `tflite_file`)
         when exporting.
     """
-    del vocab_file, use_einsum
-    _validate(do_train, do_predict, export_dir, train_file, predict_file, output_dir, max_seq_length,
-              max_query_length, doc_stride)
-    train_feature_file = train_feature_file or os.path.join(output_dir, "train.tf_record")
-    predict_feature_file = predict_feature_file or os.path.join(output_dir, "predict.tf_record")
-    predict_feature_left_file = predict_feature_left_file or os.path.join(output_dir, "predict_left_file.json")
-
-    with contextlib.ExitStack() as stack:
-        config, spm_model_file, _ = driver.resolve_sources(
-            stack, albert_config_file, spm_model_file, asset_source=albert_hub_module_handle or init_checkpoint,
-            spm_missing_message="SQuAD needs a SentencePiece model: set `spm_model_file` (the answer alignment "
-                                "works on SentencePiece pieces).")
-        if max_seq_length > config.max_position_embeddings:
-            raise InputError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
-                             f"trained up to sequence length {config.max_position_embeddings}.")
-        driver.check_checkpoints(output_dir, do_predict, do_predict or bool(export_dir),
-                                 init_path=init_checkpoint or albert_hub_module_handle)
-        tokenizer = FullTokenizer(do_lower_case=do_lower_case, spm_model_file=spm_model_file)
-        tf.io.gfile.makedirs(output_dir)
-        dist = driver.prepare_runtime(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
-                                      gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores,
-                                      mixed_precision=mixed_precision, random_seed=random_seed)
-        task = SquadTask(output_dir, tokenizer, dist, version_2_with_negative, do_lower_case, max_seq_length,
-                         doc_stride, max_query_length, train_file=train_file, train_feature_file=train_feature_file,
-                         train_batch_size=train_batch_size, num_train_epochs=num_train_epochs,
-                         warmup_proportion=warmup_proportion, predict_file=predict_file,
-                         predict_feature_file=predict_feature_file,
-                         predict_feature_left_file=predict_feature_left_file, predict_batch_size=predict_batch_size,
-                         n_best_size=n_best_size, max_answer_length=max_answer_length, start_n_top=start_n_top,
-                         end_n_top=end_n_top, dropout_prob=dropout_prob,
-                         null_score_diff_threshold=null_score_diff_threshold, spm_model_file=spm_model_file,
-                         seed=random_seed)
-        with dist.scope():
-            model = task.build_model(config, **driver.model_kwargs(recompute))
-        init_path = init_checkpoint or albert_hub_module_handle
-        stack.enter_context(driver.removed_on_failure(task.feature_files()))
-        result = {}
-        if do_train:
-            train_result = driver.train(task, model, dist, output_dir, init_path, learning_rate, train_batch_size,
-                                        optimizer="adamw", save_checkpoints_steps=save_checkpoints_steps,
-                                        iterations_per_loop=iterations_per_loop, jit_compile=jit_compile)
-            result["num_train_steps"] = train_result.pop("num_train_steps")
-            result["train"] = train_result
-        if do_predict:
-            metrics = _predict(task, model, output_dir, init_path)
-            if metrics:
-                result["eval"] = metrics
-        if export_dir:
-            driver.restore_for_inference(task, model, output_dir, init_path)
-            result.update(task.export(model, export_dir))
-    return result
-
-
+    return driver.run_task(SquadTask, *options_lib.split(options_lib.SquadOptions, locals()))
