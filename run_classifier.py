@@ -21,11 +21,11 @@ from albert_tf import cli
 # TensorFlow reads its log level once, when it loads: set it before the imports below load it.
 cli.quiet_tensorflow_start()
 
-from albert_tf.training import classifier_task  # noqa: E402
+from albert_tf.training import classifier_task, driver  # noqa: E402
 from albert_tf.training import flags as runtime_flags  # noqa: E402
+from albert_tf.training import options  # noqa: E402
 
 FLAGS = flags.FLAGS
-CLI_HELP = __doc__.split("\n\n")[0]
 
 ## Required parameters
 flags.DEFINE_string("data_dir", None,
@@ -52,15 +52,24 @@ flags.DEFINE_enum("hparams_preset", None, ["albert"], "Optional: 'albert' sets t
 runtime_flags.define_runtime_flags()
 runtime_flags.define_seed_and_memory_flags()
 
+# Each flag -> the option field it sets; `hparams_preset` is read here, to fill in the flags not given.
+FLAG_TABLE = options.FlagTable(
+    options.ClassifierOptions,
+    dict(**runtime_flags.task_flag_fields(), **runtime_flags.runtime_flag_fields(), data_dir="data_dir",
+         task_name="task_name", cached_dir="cached_dir", train_step="train_step", warmup_step="warmup_step",
+         keep_checkpoint_max="keep_checkpoint_max", optimizer="optimizer",
+         threshold_to_export="threshold_to_export"),
+    runner_only=("hparams_preset",), no_flag=("gradient_accumulation_steps",))
+
 
 def main(argv):
     del argv
-    kwargs = runtime_flags.flag_kwargs(classifier_task.run_classifier)
+    preset = {}
     if FLAGS.hparams_preset:
-        for name, value in classifier_task.hparams_preset(FLAGS.hparams_preset, FLAGS.task_name).items():
-            if not FLAGS[name].present:
-                kwargs[name] = value
-    classifier_task.run_classifier(**kwargs)
+        preset = {name: value for name, value in
+                  classifier_task.hparams_preset(FLAGS.hparams_preset, FLAGS.task_name).items()
+                  if not FLAGS[name].present}
+    driver.run_task(classifier_task.GlueTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__, overrides=preset))
 
 
 if __name__ == "__main__":

@@ -21,11 +21,11 @@ from albert_tf import cli
 # TensorFlow reads its log level once, when it loads: set it before the imports below load it.
 cli.quiet_tensorflow_start()
 
+from albert_tf.training import driver, pretraining  # noqa: E402
 from albert_tf.training import flags as runtime_flags  # noqa: E402
-from albert_tf.training.pretraining import run_pretraining  # noqa: E402
+from albert_tf.training import options  # noqa: E402
 
 FLAGS = flags.FLAGS
-CLI_HELP = __doc__.split("\n\n")[0]
 
 ## Required parameters
 flags.DEFINE_string("albert_config_file", None,
@@ -62,10 +62,24 @@ flags.DEFINE_float("masked_lm_budget", 0, "If >0, the ratio of masked ngrams to 
 runtime_flags.define_runtime_flags(gradient_accumulation=True)
 runtime_flags.define_seed_and_memory_flags()
 
+# Each flag -> the option field it sets.
+FLAG_TABLE = options.FlagTable(
+    options.PretrainingOptions,
+    dict(**runtime_flags.runtime_flag_fields(gradient_accumulation=True), albert_config_file="albert_config_file",
+         input_file="input_file", output_dir="output_dir", init_checkpoint="init_checkpoint",
+         max_seq_length="max_seq_length", max_predictions_per_seq="max_predictions_per_seq", do_train="do_train",
+         do_eval="do_eval", train_batch_size="train_batch_size", eval_batch_size="eval_batch_size",
+         optimizer="optimizer", learning_rate="learning_rate", poly_power="poly_power",
+         num_train_steps="num_train_steps", num_warmup_steps="num_warmup_steps",
+         start_warmup_step="start_warmup_step", save_checkpoints_steps="save_checkpoints_steps",
+         keep_checkpoint_max="keep_checkpoint_max", iterations_per_loop="iterations_per_loop",
+         max_eval_steps="max_eval_steps", init_from_group0="init_from_group0",
+         masked_lm_budget="masked_lm_budget"))
+
 
 def main(argv):
     del argv
-    run_pretraining(**runtime_flags.flag_kwargs(run_pretraining, renames={"seed": "random_seed"}))
+    driver.run_task(pretraining.PretrainingTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__))
 
 
 if __name__ == "__main__":

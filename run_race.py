@@ -22,11 +22,11 @@ from albert_tf import cli
 # TensorFlow reads its log level once, when it loads: set it before the imports below load it.
 cli.quiet_tensorflow_start()
 
+from albert_tf.training import driver, race_task  # noqa: E402
 from albert_tf.training import flags as runtime_flags  # noqa: E402
-from albert_tf.training.race_task import run_race  # noqa: E402
+from albert_tf.training import options  # noqa: E402
 
 FLAGS = flags.FLAGS
-CLI_HELP = __doc__.split("\n\n")[0]
 
 ## Required parameters
 flags.DEFINE_string("data_dir", None, "The input data dir. Should contain `RACE/{train,dev,test}/{middle,high}` "
@@ -53,9 +53,20 @@ flags.DEFINE_integer("warmup_step", 1000, "number of steps to perform linear lea
 runtime_flags.define_runtime_flags(gradient_accumulation=True)
 runtime_flags.define_seed_and_memory_flags()
 
+# Each flag -> the option field it sets; `delete_non_best` has no flag (the original deletes them).
+FLAG_TABLE = options.FlagTable(
+    options.RaceOptions,
+    dict(**runtime_flags.task_flag_fields(), **runtime_flags.runtime_flag_fields(gradient_accumulation=True),
+         data_dir="data_dir", task_name="task_name", train_file="train_file", eval_file="eval_file",
+         predict_file="predict_file", dropout_prob="dropout_prob", max_qa_length="max_qa_length",
+         num_keep_checkpoint="num_keep_checkpoint", high_only="high_only", middle_only="middle_only",
+         train_step="train_step", warmup_step="warmup_step"),
+    no_flag=("optimizer", "delete_non_best"))
 
-def main(_):
-    run_race(**runtime_flags.flag_kwargs(run_race))
+
+def main(argv):
+    del argv
+    driver.run_task(race_task.RaceTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__))
 
 
 if __name__ == "__main__":

@@ -26,16 +26,16 @@ from albert_tf import cli
 # TensorFlow reads its log level once, when it loads: set it before the imports below load it.
 cli.quiet_tensorflow_start()
 
+from albert_tf.training import driver, squad_task  # noqa: E402
 from albert_tf.training import flags as runtime_flags  # noqa: E402
-from albert_tf.training import squad_task  # noqa: E402
+from albert_tf.training import options  # noqa: E402
 
 FLAGS = flags.FLAGS
-CLI_HELP = __doc__.split("\n\n")[0]
+# The original SQuAD scripts have no separate evaluation: `--do_predict` scores every checkpoint.
+SHARED_FLAGS = [name for name in runtime_flags.FINE_TUNING_FLAGS if name not in ("do_eval", "eval_batch_size")]
 
 ## Required parameters
-runtime_flags.define_task_flags(
-    [name for name in runtime_flags.FINE_TUNING_FLAGS if name not in ("do_eval", "eval_batch_size")],
-    defaults={"max_seq_length": 384})
+runtime_flags.define_task_flags(SHARED_FLAGS, defaults={"max_seq_length": 384})
 
 ## Other parameters
 flags.DEFINE_string("train_file", None, "SQuAD json for training. E.g., train-v1.1.json")
@@ -79,10 +79,23 @@ flags.DEFINE_float("dropout_prob", 0.1, "dropout probability.")
 runtime_flags.define_runtime_flags()
 runtime_flags.define_seed_and_memory_flags()
 
+# Each flag -> the option field it sets.
+FLAG_TABLE = options.FlagTable(
+    options.SquadOptions,
+    dict(**runtime_flags.task_flag_fields(SHARED_FLAGS), **runtime_flags.runtime_flag_fields(),
+         train_file="train_file", predict_file="predict_file", train_feature_file="train_feature_file",
+         predict_feature_file="predict_feature_file", predict_feature_left_file="predict_feature_left_file",
+         doc_stride="doc_stride", max_query_length="max_query_length", num_train_epochs="num_train_epochs",
+         warmup_proportion="warmup_proportion", n_best_size="n_best_size", max_answer_length="max_answer_length",
+         use_einsum="use_einsum", version_2_with_negative="version_2_with_negative",
+         null_score_diff_threshold="null_score_diff_threshold", start_n_top="start_n_top", end_n_top="end_n_top",
+         dropout_prob="dropout_prob"),
+    no_flag=("gradient_accumulation_steps",))
+
 
 def main(argv):
     del argv
-    squad_task.run_squad(**runtime_flags.flag_kwargs(squad_task.run_squad))
+    driver.run_task(squad_task.SquadTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__))
 
 
 if __name__ == "__main__":

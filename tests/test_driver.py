@@ -117,7 +117,7 @@ def test_the_checks_before_any_work(example, tmp_path):
 def test_cli_seed_and_recompute_flags_and_help_paragraph(script):
     code = (f"import sys; sys.argv = ['{script}.py']; import {script}; from absl import flags; "
             "print(repr((flags.FLAGS['random_seed'].default, flags.FLAGS['recompute'].default))); "
-            f"print({script}.CLI_HELP)")
+            f"print({script}.__doc__.split(chr(10) * 2)[0])")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES=""))
     assert proc.returncode == 0, proc.stderr[-2000:]

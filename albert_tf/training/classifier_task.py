@@ -15,10 +15,8 @@ flags (`albert_tf.training.driver` runs the stages):
 * `export_dir`: a SavedModel of `model.ckpt-best` (serialized `tf.Example` serving input, as the original).
 """
 
-import contextlib
 import math
 import os
-import time
 
 import numpy as np
 import tensorflow as tf
@@ -33,6 +31,7 @@ from albert_tf.models.classifier import AlbertClassifier, classifier_loss
 from albert_tf.tokenization import FullTokenizer
 from albert_tf.training import driver
 from albert_tf.training import metrics as metrics_lib
+from albert_tf.training import options as options_lib
 
 # The per-task values of the original `run_glue.sh`, all with max_seq_length 512,
 # adamw and lower casing. WNLI is not in run_glue.sh: the paper's values (save interval chosen here).
@@ -138,24 +137,12 @@ def run_model_on_dataset(model, dataset, strategy, num_examples=None, what="eval
     step = step or make_inference_step(model)
     collected = {}
     batch_loss = []
-    done = 0
-    start = last_log = time.time()
-    for features in strategy.experimental_distribute_dataset(dataset):
-        out = strategy.run(step, args=(features,))
-        replica_outputs = {k: [t.numpy() for t in strategy.experimental_local_results(v)]
-                           for k, v in out.items()}
-        for key, parts in replica_outputs.items():
-            collected.setdefault(key, []).extend(parts)
-        real = np.concatenate(replica_outputs["is_real_example"]).astype(np.float64)
-        losses = np.concatenate(replica_outputs["per_example_loss"])
+    for arrays in driver.inference_batches(step, dataset, strategy, what, num_examples):
+        for key, value in arrays.items():
+            collected.setdefault(key, []).append(value)
+        real = arrays["is_real_example"].astype(np.float64)
         if real.sum() > 0:
-            batch_loss.append(float((losses * real).sum() / real.sum()))
-        done += len(real)
-        if time.time() - last_log > 30:
-            last_log = time.time()
-            rate = done / (last_log - start)
-            eta = f", ETA {(num_examples - done) / rate:.0f} s" if num_examples else ""
-            logging.info("%s: %d examples (%.1f examples/s%s)", what, done, rate, eta)
+            batch_loss.append(float((arrays["per_example_loss"] * real).sum() / real.sum()))
     arrays = {k: np.concatenate(v) if v else np.zeros([0]) for k, v in collected.items()}
     arrays["batch_loss"] = np.asarray(batch_loss)
     return arrays
@@ -193,20 +180,6 @@ def write_predictions(output_dir, task_name, label_list, examples, probabilities
     return paths
 
 
-def _validate_args(task_name, do_train, do_eval, do_predict, export_dir, albert_config_file,
-                   albert_hub_module_handle, init_checkpoint, output_dir):
-    if not (do_train or do_eval or do_predict or export_dir):
-        raise InputError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
-    if not (albert_config_file or albert_hub_module_handle or init_checkpoint):
-        raise InputError("At least one of `albert_config_file`, `albert_hub_module_handle` and `init_checkpoint` "
-                         "(a source with its config) must be set.")
-    if not output_dir:
-        raise InputError(f"`output_dir` must be set. Received: {output_dir!r}.")
-    if task_name == "ax" and (do_train or do_eval):
-        raise InputError("Task `ax` (GLUE diagnostic) has only a test set: use `do_predict` with the "
-                         "`output_dir` of an MNLI run.")
-
-
 def init_classifier(model, path):
     """Initialises `model` from any checkpoint source, keeping a fresh head when the label counts differ.
 
@@ -228,8 +201,8 @@ class GlueTask(driver.Task):
     """A GLUE task: cached `tf.Example` features, `AlbertClassifier`, the original's metrics and files."""
 
     def __init__(self, task_name, data_dir, output_dir, cached_dir, tokenizer, max_seq_length, on_tpu,
-                 eval_batch_size, predict_batch_size, strategy, spm_model_file=None, do_lower_case=True,
-                 threshold_to_export=None, seed=None):
+                 eval_batch_size, predict_batch_size, strategy, num_train_steps, num_warmup_steps,
+                 spm_model_file=None, do_lower_case=True, threshold_to_export=None, seed=None):
         self.name = task_name
         self.metric_key = best_metric_key(task_name)
         self.processor = glue.PROCESSORS[task_name](use_spm=bool(spm_model_file), do_lower_case=do_lower_case)
@@ -239,8 +212,53 @@ class GlueTask(driver.Task):
         self.eval_batch_size, self.predict_batch_size = eval_batch_size, predict_batch_size
         self.strategy, self.spm_model_file, self.do_lower_case = strategy, spm_model_file, do_lower_case
         self.threshold_to_export, self.seed = threshold_to_export, seed
-        self.num_train_steps = self.num_warmup_steps = None
+        self.num_train_steps, self.num_warmup_steps = num_train_steps, num_warmup_steps
         self._eval = None
+
+    @classmethod
+    def validate(cls, options):
+        task_name = options.task_name.lower() if options.task_name else ""
+        if task_name not in glue.PROCESSORS:
+            raise InputError(f"Task not found: `task_name` must be one of {sorted(glue.PROCESSORS)}. "
+                             f"Received: {task_name!r}.")
+        if not (options.do_train or options.do_eval or options.do_predict or options.export_dir):
+            raise InputError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
+        if not (options.albert_config_file or options.albert_hub_module_handle or options.init_checkpoint):
+            raise InputError("At least one of `albert_config_file`, `albert_hub_module_handle` and "
+                             "`init_checkpoint` (a source with its config) must be set.")
+        if not options.output_dir:
+            raise InputError(f"`output_dir` must be set. Received: {options.output_dir!r}.")
+        if task_name == "ax" and (options.do_train or options.do_eval):
+            raise InputError("Task `ax` (GLUE diagnostic) has only a test set: use `do_predict` with the "
+                             "`output_dir` of an MNLI run.")
+        if options.optimizer not in ("adamw", "lamb"):
+            raise InputError(f"`optimizer` must be 'adamw' or 'lamb'. Received: {options.optimizer!r}.")
+        logging.info("***** %s: learning_rate = %g, train_batch_size = %d, train_step = %d, warmup_step = %d, "
+                     "save_checkpoints_steps = %d, max_seq_length = %d, optimizer = %s, do_lower_case = %s *****",
+                     task_name, options.learning_rate, options.train_batch_size, options.train_step,
+                     options.warmup_step, options.save_checkpoints_steps, options.max_seq_length,
+                     options.optimizer, options.do_lower_case)
+
+    @classmethod
+    def check_inputs(cls, options, config, spm_model_file):
+        if not spm_model_file and not options.vocab_file:
+            raise InputError("Set `spm_model_file` (or a hub module with one) or `vocab_file`.")
+
+    @classmethod
+    def from_options(cls, options, runtime, strategy, spm_model_file):
+        tokenizer = FullTokenizer(vocab_file=options.vocab_file, do_lower_case=options.do_lower_case,
+                                  spm_model_file=spm_model_file or None)
+        cached_dir = options.cached_dir or options.output_dir
+        tf.io.gfile.makedirs(cached_dir)
+        return cls(options.task_name.lower(), options.data_dir, options.output_dir, cached_dir, tokenizer,
+                   options.max_seq_length, isinstance(strategy, tf.distribute.TPUStrategy), options.eval_batch_size,
+                   options.predict_batch_size, strategy, options.train_step, options.warmup_step,
+                   spm_model_file=spm_model_file, do_lower_case=options.do_lower_case,
+                   threshold_to_export=options.threshold_to_export, seed=runtime.random_seed)
+
+    def results(self, stages):
+        names = {"eval": "eval", "predict": "predict_files", "export_path": "export_path"}
+        return {names[key]: value for key, value in stages.items() if key in names}
 
     def build_model(self, config, **model_kwargs):
         return AlbertClassifier(config, num_labels=len(self.label_list), **model_kwargs)
@@ -367,63 +385,10 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
         export_dir: str, SavedModel export of `model.ckpt-best`.
         threshold_to_export: float, NaN = none; else a constant `threshold` output of the serving signature.
         strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
-            jit_compile, random_seed, recompute: runtime options (see `albert_tf.training.flags`).
+            jit_compile, random_seed, recompute: runtime options (`albert_tf.training.options.RuntimeOptions`).
 
     Returns:
         dict: `eval` (best metrics, with `best_step`) when `do_eval`, `predict_files` when `do_predict`,
         `export_path` when exporting.
     """
-    del keep_checkpoint_max   # Every checkpoint is kept for the evaluation, as the original.
-    task_name = (task_name or "").lower()
-    if task_name not in glue.PROCESSORS:
-        raise InputError(f"Task not found: `task_name` must be one of {sorted(glue.PROCESSORS)}. "
-                         f"Received: {task_name!r}.")
-    _validate_args(task_name, do_train, do_eval, do_predict, export_dir, albert_config_file,
-                   albert_hub_module_handle, init_checkpoint, output_dir)
-    if optimizer not in ("adamw", "lamb"):
-        raise InputError(f"`optimizer` must be 'adamw' or 'lamb'. Received: {optimizer!r}.")
-    logging.info("***** %s: learning_rate = %g, train_batch_size = %d, train_step = %d, warmup_step = %d, "
-                 "save_checkpoints_steps = %d, max_seq_length = %d, optimizer = %s, do_lower_case = %s *****",
-                 task_name, learning_rate, train_batch_size, train_step, warmup_step, save_checkpoints_steps,
-                 max_seq_length, optimizer, do_lower_case)
-
-    with contextlib.ExitStack() as stack:
-        # The config and SentencePiece model not given come from the weights' source (a release, a hub
-        # module, a keras-hub or HF directory), as `from_pretrained` takes them.
-        config, spm_model_file, _ = driver.resolve_sources(stack, albert_config_file, spm_model_file,
-                                                           asset_source=albert_hub_module_handle or init_checkpoint)
-        driver.check_max_seq_length(max_seq_length, config)
-        if not spm_model_file and not vocab_file:
-            raise InputError("Set `spm_model_file` (or a hub module with one) or `vocab_file`.")
-        driver.check_checkpoints(output_dir, do_eval, do_predict or bool(export_dir),
-                                 init_path=init_checkpoint or albert_hub_module_handle)
-        tokenizer = FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case,
-                                  spm_model_file=spm_model_file or None)
-        tf.io.gfile.makedirs(output_dir)
-        cached_dir = cached_dir or output_dir
-        tf.io.gfile.makedirs(cached_dir)
-
-        dist = driver.prepare_runtime(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
-                                      gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores,
-                                      mixed_precision=mixed_precision, random_seed=random_seed)
-        task = GlueTask(task_name, data_dir, output_dir, cached_dir, tokenizer, max_seq_length,
-                        isinstance(dist, tf.distribute.TPUStrategy), eval_batch_size, predict_batch_size, dist,
-                        spm_model_file=spm_model_file, do_lower_case=do_lower_case,
-                        threshold_to_export=threshold_to_export, seed=random_seed)
-        task.num_train_steps, task.num_warmup_steps = train_step, warmup_step
-        with dist.scope():
-            model = task.build_model(config, **driver.model_kwargs(recompute))
-        stack.enter_context(driver.removed_on_failure(task.feature_files()))
-        stages = driver.run(task, model, dist, output_dir, init_checkpoint or albert_hub_module_handle,
-                            do_train=do_train, do_eval=do_eval, do_predict=do_predict, export_dir=export_dir,
-                            train_options=dict(learning_rate=learning_rate, train_batch_size=train_batch_size,
-                                               optimizer=optimizer, save_checkpoints_steps=save_checkpoints_steps,
-                                               iterations_per_loop=iterations_per_loop, jit_compile=jit_compile))
-    result = {}
-    if "eval" in stages:
-        result["eval"] = stages["eval"]
-    if "predict" in stages:
-        result["predict_files"] = stages["predict"]
-    if "export_path" in stages:
-        result["export_path"] = stages["export_path"]
-    return result
+    return driver.run_task(GlueTask, *options_lib.split(options_lib.ClassifierOptions, locals()))

@@ -4,7 +4,9 @@ In the spirit of Model Garden's `base_task.Task` + `train_lib.run_experiment`: a
 `Task` and says only what differs (its model, training data and loss, how it scores a model on its
 evaluation data, what its predictions files are, how it exports); `train`, `evaluate`,
 `restore_for_inference` and `run` do the rest the same way for every task (pretraining, GLUE, SQuAD, RACE),
-as the original `run_pretraining.py`, `run_classifier.py`, `run_squad_v*.py` and `run_race.py` mains do:
+as the original `run_pretraining.py`, `run_classifier.py`, `run_squad_v*.py` and `run_race.py` mains do.
+`run_task(task_class, options, runtime)` is the whole run from typed options (`albert_tf.training.options`):
+the checks, the runtime (`prepare_runtime`), the model, then `run`'s stages:
 
 * `do_train`: initial weights from `init_checkpoint` / the TF-Hub module unless `output_dir` already has a
   `model.ckpt-<step>` (then training resumes), the original optimizer and schedule, a checkpoint every
@@ -25,7 +27,9 @@ size differs from the config's `vocab_size`, a damaged checkpoint) are found by 
 import abc
 import contextlib
 import os
+import time
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -37,6 +41,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError
 from albert_tf.fileio import write_text_atomic
 from albert_tf.training import distribution, loop, optimization
+from albert_tf.training import options as options_lib
 
 EVAL_RESULTS_FILE = "eval_results.txt"
 BEST_TRIAL_FILE = "best_trial.txt"
@@ -111,6 +116,40 @@ class Task(abc.ABC):
         """
         raise InputError(f"The {self.name} task has no SavedModel export (`export_dir`).")
 
+    # --- what `run_task` asks of a task class, and the stages a task may run its own way ---------------------
+
+    # A run without a SentencePiece model is an error with this message (None: a WordPiece vocab may do).
+    spm_missing_message = None
+
+    @classmethod
+    def validate(cls, options):
+        """Checks the task's options alone, before any file is read; raises `InputError`. Optional."""
+
+    @classmethod
+    def check_inputs(cls, options, config, spm_model_file):
+        """Checks, before any work, what only this task reads (data, vocabulary); raises `InputError`. Optional."""
+
+    @classmethod
+    def from_options(cls, options, runtime, strategy, spm_model_file):
+        """The task of `options` (its dataclass of `albert_tf.training.options`) under `strategy`.
+
+        Optional: a task built by its own code and given to `run` keeps this refusal.
+        """
+        raise InputError(f"The {cls.__name__} task is not built from options: build it and call `driver.run`.")
+
+    def evaluation_stage(self, model, output_dir, init_path):
+        """`do_eval`: every checkpoint scored and the best kept (`evaluate`)."""
+        return evaluate(self, model, output_dir, init_path)
+
+    def prediction_stage(self, model, output_dir, init_path):
+        """`do_predict`: the predictions of the inference checkpoint (`restore_for_inference`), left in `model`."""
+        checkpoint, step = restore_for_inference(self, model, output_dir, init_path)
+        return self.predict(model, checkpoint, step)
+
+    def results(self, stages):
+        """What `run_task` returns, from the dict of `run`'s stages (default: that dict)."""
+        return stages
+
 
 # --- sources, runtime and checks -------------------------------------------------------------------------
 
@@ -182,27 +221,29 @@ def check_vocab_size(spm_model_file, config, albert_config_file):
     tokenization.check_spm_vocab_size(spm_model_file, config.vocab_size, spm_model_file, albert_config_file)
 
 
-def check_max_seq_length(max_seq_length, config):
-    if max_seq_length > config.max_position_embeddings:
-        raise InputError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
-                         f"trained up to sequence length {config.max_position_embeddings}: "
-                         "`max_seq_length` must be <= `max_position_embeddings`.")
+def check_max_seq_length(max_seq_length, config, albert_config_file=None):
+    """Raises `InputError` unless `max_seq_length` fits `config.max_position_embeddings`."""
+    options_lib.check_max_seq_length(max_seq_length, config.max_position_embeddings, albert_config_file)
 
 
-def prepare_runtime(strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None,
-                    master=None, num_tpu_cores=8, mixed_precision=None, random_seed=None):
+def prepare_runtime(runtime=None, **fields):
     """Seeds the run (None: unseeded, as the original), sets the dtype policy (None leaves it as it is) and
-    returns the `tf.distribute` strategy. `num_tpu_cores` is checked against the TPU only with `use_tpu`."""
-    if random_seed is not None:
+    returns the `tf.distribute` strategy. `num_tpu_cores` is checked against the TPU only with `use_tpu`.
+
+    Args:
+        runtime: `RuntimeOptions`, or None to build one from `fields` (`random_seed=3`, ...).
+    """
+    runtime = runtime if runtime is not None else options_lib.RuntimeOptions(**fields)
+    if runtime.random_seed is not None:
         # Python, NumPy, TensorFlow and Keras generators: weight initialisation, dropout and input shuffles.
-        tf.keras.utils.set_random_seed(int(random_seed))
-    if mixed_precision:
-        distribution.set_mixed_precision(mixed_precision)
-    if use_tpu and strategy == "one_device":
-        strategy = "tpu"
-    return distribution.get_strategy(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
-                                     gcp_project=gcp_project, master=master,
-                                     num_tpu_cores=num_tpu_cores if use_tpu else None)
+        tf.keras.utils.set_random_seed(int(runtime.random_seed))
+    if runtime.mixed_precision:
+        distribution.set_mixed_precision(runtime.mixed_precision)
+    strategy = "tpu" if runtime.use_tpu and runtime.strategy == "one_device" else runtime.strategy
+    return distribution.get_strategy(strategy=strategy, use_tpu=runtime.use_tpu, tpu_name=runtime.tpu_name,
+                                     tpu_zone=runtime.tpu_zone, gcp_project=runtime.gcp_project,
+                                     master=runtime.master,
+                                     num_tpu_cores=runtime.num_tpu_cores if runtime.use_tpu else None)
 
 
 def model_kwargs(recompute=False):
@@ -231,6 +272,34 @@ def check_checkpoints(output_dir, do_eval, do_inference, init_path=None):
             prefixes.append(prefix)
     for prefix in prefixes:
         check_readable(prefix)
+
+
+def inference_batches(step, dataset, strategy, what, total=None, unit="examples"):
+    """Runs `step` (a `tf.function` of one replica's batch -> dict of tensors) over `dataset` under `strategy`;
+    yields one dict of NumPy arrays per global batch, the replicas' parts concatenated in order (each replica
+    gets a consecutive slice of the global batch). Logs the progress every 30 s.
+
+    Args:
+        step: the per-replica inference function (traced once by the caller, reused per checkpoint).
+        dataset: batched `tf.data.Dataset` (global batch size).
+        strategy: the `tf.distribute.Strategy` the model was built under.
+        what: str, name in the progress log.
+        total: int or None, the number of rows to come, for the log's ETA.
+        unit: str, what a row is, in the log.
+    """
+    done = 0
+    start = last_log = time.time()
+    for features in strategy.experimental_distribute_dataset(dataset):
+        out = strategy.run(step, args=(features,))
+        arrays = {key: np.concatenate([t.numpy() for t in strategy.experimental_local_results(value)])
+                  for key, value in out.items()}
+        yield arrays
+        done += len(next(iter(arrays.values()))) if arrays else 0
+        if time.time() - last_log > 30:
+            last_log = time.time()
+            rate = done / (last_log - start)
+            eta = f", ETA {(total - done) / rate:.0f} s" if total and rate else ""
+            logging.info("%s: %d %s (%.1f %s/s%s)", what, done, unit, rate, unit, eta)
 
 
 # --- the stages -------------------------------------------------------------------------------------------
@@ -373,11 +442,48 @@ def run(task, model, strategy, output_dir, init_path=None, do_train=False, do_ev
     if do_train:
         result["train"] = train(task, model, strategy, output_dir, init_path, **(train_options or {}))
     if do_eval:
-        result["eval"] = evaluate(task, model, output_dir, init_path)
-    if do_predict or export_dir:
-        checkpoint, step = restore_for_inference(task, model, output_dir, init_path)
-        if do_predict:
-            result["predict"] = task.predict(model, checkpoint, step)
-        if export_dir:
-            result.update(task.export(model, export_dir))
+        result["eval"] = task.evaluation_stage(model, output_dir, init_path)
+    if do_predict:
+        result["predict"] = task.prediction_stage(model, output_dir, init_path)
+    if export_dir:
+        if not do_predict:
+            restore_for_inference(task, model, output_dir, init_path)
+        result.update(task.export(model, export_dir))
     return result
+
+
+def run_task(task_class, options, runtime=None):
+    """Runs a task from its typed options: checks, runtime, model, then `run`'s stages.
+
+    The config and SentencePiece model not given come from the weights' source (a release, a hub module, a
+    keras-hub or HF directory), as `from_pretrained` takes them; every check (options, sources, sequence
+    length, the task's inputs, the checkpoints to read) is made before anything is written to `output_dir`;
+    the feature files a failed run wrote are removed (`removed_on_failure`).
+
+    Args:
+        task_class: a `Task` subclass with `from_options`.
+        options: the task's options (`albert_tf.training.options`: `ClassifierOptions`, `SquadOptions`, ...).
+        runtime: `RuntimeOptions` (None: the defaults).
+
+    Returns:
+        `task.results(...)` of the stages run.
+    """
+    runtime = runtime if runtime is not None else options_lib.RuntimeOptions()
+    task_class.validate(options)
+    with contextlib.ExitStack() as stack:
+        config, spm_model_file, config_file = resolve_sources(
+            stack, options.albert_config_file, getattr(options, "spm_model_file", None),
+            asset_source=options.asset_source, spm_missing_message=task_class.spm_missing_message)
+        check_max_seq_length(options.max_seq_length, config, config_file)
+        task_class.check_inputs(options, config, spm_model_file)
+        check_checkpoints(options.output_dir, options.evaluates_checkpoints, options.runs_inference,
+                          init_path=options.checked_init_path)
+        tf.io.gfile.makedirs(options.output_dir)
+        strategy = prepare_runtime(runtime)
+        task = task_class.from_options(options, runtime, strategy, spm_model_file)
+        with strategy.scope():
+            model = task.build_model(config, **model_kwargs(runtime.recompute))
+        stack.enter_context(removed_on_failure(task.feature_files()))
+        stages = run(task, model, strategy, options.output_dir, options.init_path,
+                     train_options=options.train_options(runtime), **options.stages())
+        return task.results(stages)

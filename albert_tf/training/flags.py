@@ -2,10 +2,9 @@
 original TPU flags, and the TF2 runtime additions.
 
 Library code never reads FLAGS: a CLI calls `define_task_flags(...)` and `define_runtime_flags()` at import,
-then passes the values and `runtime_kwargs(FLAGS)` to its library function.
+and its `main` builds the typed options from the parsed flags through its explicit table flag -> field
+(`albert_tf.training.options.FlagTable`, `task_flag_fields` and `runtime_flag_fields` below).
 """
-
-import inspect
 
 from absl import flags
 
@@ -41,10 +40,6 @@ _TASK_FLAGS = {
     "export_dir": ("string", None, "The directory where the exported SavedModel of the best model will be "
                    "stored."),
 }
-
-_RUNTIME_FLAGS = ("use_tpu", "tpu_name", "tpu_zone", "gcp_project", "master", "num_tpu_cores", "strategy",
-                  "mixed_precision", "jit_compile")
-
 
 FINE_TUNING_FLAGS = tuple(_TASK_FLAGS)
 
@@ -122,27 +117,22 @@ def define_seed_and_memory_flags(flag_values=flags.FLAGS):
                           "memory for about one extra forward pass.", flag_values=flag_values)
 
 
-def runtime_kwargs(flag_values=flags.FLAGS):
-    """The runtime flags as a dict (`strategy`, `use_tpu`, ..., `jit_compile`, and `gradient_accumulation_steps`,
-    `random_seed`, `recompute` when defined), for the run_* functions."""
-    names = list(_RUNTIME_FLAGS)
-    names += [name for name in ("gradient_accumulation_steps", "random_seed", "recompute") if name in flag_values]
-    return {name: flag_values[name].value for name in names}
+def task_flag_fields(names=FINE_TUNING_FLAGS):
+    """{flag: option field} of the shared fine-tuning flags `names`: each sets the field of its name
+    (`iterations_per_loop` the `RuntimeOptions` one)."""
+    unknown = sorted(set(names) - set(_TASK_FLAGS))
+    if unknown:
+        raise InputError(f"Not shared fine-tuning flags: {', '.join(unknown)}.")
+    return {name: name for name in names}
 
 
-def flag_kwargs(fn, flag_values=flags.FLAGS, renames=None):
-    """`{parameter: value}` for every parameter of `fn` that has a flag of the same name, so that a CLI's `main`
-    is one call: `fn(**flag_kwargs(fn))`.
-
-    Args:
-        fn: the library function the CLI calls.
-        flag_values: the parsed `FlagValues`.
-        renames: {parameter: flag name} where the two names differ.
-    """
-    renames = renames or {}
-    kwargs = {}
-    for name in inspect.signature(fn).parameters:
-        flag_name = renames.get(name, name)
-        if flag_name in flag_values:
-            kwargs[name] = flag_values[flag_name].value
-    return kwargs
+def runtime_flag_fields(gradient_accumulation=False):
+    """{flag: `RuntimeOptions` field} of the flags of `define_runtime_flags(gradient_accumulation)` and
+    `define_seed_and_memory_flags()`."""
+    fields = {"use_tpu": "use_tpu", "tpu_name": "tpu_name", "tpu_zone": "tpu_zone", "gcp_project": "gcp_project",
+              "master": "master", "num_tpu_cores": "num_tpu_cores", "strategy": "strategy",
+              "mixed_precision": "mixed_precision", "jit_compile": "jit_compile", "random_seed": "random_seed",
+              "recompute": "recompute"}
+    if gradient_accumulation:
+        fields["gradient_accumulation_steps"] = "gradient_accumulation_steps"
+    return fields

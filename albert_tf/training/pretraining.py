@@ -2,20 +2,21 @@
 
 `run_pretraining(...)` takes the original flags as arguments (plus the TF2 runtime ones), trains
 `AlbertPretrainer` with the original LAMB/AdamW and schedule through `albert_tf.training.driver` (the custom
-loop `loop.run_training`), and with `do_eval` evaluates every checkpoint (ours or the original's) on `max_eval_steps` batches: `masked_lm_accuracy`,
-`masked_lm_loss`, `sentence_order_accuracy`, `sentence_order_loss` (and `loss`, `global_step`) in
-`eval_results.txt`, the best `masked_lm_accuracy` checkpoint copied to `model.ckpt-best`.
+loop `loop.run_training`), and with `do_eval` evaluates every checkpoint (ours or the original's) on
+`max_eval_steps` batches: `masked_lm_accuracy`, `masked_lm_loss`, `sentence_order_accuracy`,
+`sentence_order_loss` (and `loss`, `global_step`) in `eval_results.txt`, the best `masked_lm_accuracy`
+checkpoint copied to `model.ckpt-best`.
 """
 
 import tensorflow as tf
 from absl import logging
 
 from albert_tf import checkpoints
-from albert_tf.config import AlbertConfig
 from albert_tf.data.pretraining_input import check_record_lengths, expand_input_files, pretraining_dataset
 from albert_tf.errors import InputError
 from albert_tf.models.pretrainer import AlbertPretrainer, pretraining_loss
 from albert_tf.training import driver, loop, optimization
+from albert_tf.training import options as options_lib
 
 
 def pretraining_loss_fn(model, features, training):
@@ -89,12 +90,38 @@ class PretrainingTask(driver.Task):
 
     def __init__(self, input_files, max_seq_length, max_predictions_per_seq, num_train_steps=125000,
                  num_warmup_steps=3125, eval_batch_size=64, max_eval_steps=100, masked_lm_budget=0, seed=None,
-                 init_from_group0=False):
+                 init_from_group0=False, output_dir=None, init_checkpoint=None, train_batch_size=None):
+        self.output_dir, self.init_checkpoint, self.train_batch_size = output_dir, init_checkpoint, train_batch_size
         self.input_files, self.max_seq_length = input_files, max_seq_length
         self.max_predictions_per_seq, self.masked_lm_budget, self.seed = max_predictions_per_seq, masked_lm_budget, seed
         self.num_train_steps, self.num_warmup_steps = num_train_steps, num_warmup_steps
         self.eval_batch_size, self.max_eval_steps = eval_batch_size, max_eval_steps
         self.init_from_group0 = init_from_group0
+
+    @classmethod
+    def validate(cls, options):
+        if not options.do_train and not options.do_eval:
+            raise InputError("At least one of `do_train` or `do_eval` must be True.")
+        if options.optimizer not in optimization.OPTIMIZERS:
+            raise InputError(f"`optimizer` must be one of {optimization.OPTIMIZERS}. "
+                             f"Received: {options.optimizer!r}.")
+
+    @classmethod
+    def check_inputs(cls, options, config, spm_model_file):
+        input_files = expand_input_files(options.input_file)
+        logging.info("*** Input Files ***")
+        for path in input_files:
+            logging.info("  %s", path)
+        check_record_lengths(input_files, options.max_seq_length, options.max_predictions_per_seq)
+
+    @classmethod
+    def from_options(cls, options, runtime, strategy, spm_model_file):
+        return cls(expand_input_files(options.input_file), options.max_seq_length, options.max_predictions_per_seq,
+                   num_train_steps=options.num_train_steps, num_warmup_steps=options.num_warmup_steps,
+                   eval_batch_size=options.eval_batch_size, max_eval_steps=options.max_eval_steps,
+                   masked_lm_budget=options.masked_lm_budget, seed=runtime.random_seed,
+                   init_from_group0=options.init_from_group0, output_dir=options.output_dir,
+                   init_checkpoint=options.init_checkpoint, train_batch_size=options.train_batch_size)
 
     def build_model(self, config, **model_kwargs):
         return AlbertPretrainer(config, **model_kwargs)
@@ -103,6 +130,11 @@ class PretrainingTask(driver.Task):
         _init_model(model, path, self.init_from_group0)
 
     def prepare_training(self):
+        if self.init_checkpoint and loop.list_checkpoints(self.output_dir):
+            logging.info("%s has checkpoints: resuming, `init_checkpoint` not read.", self.output_dir)
+        logging.info("***** Running training *****")
+        if self.train_batch_size:
+            logging.info("  Batch size = %d", self.train_batch_size)
         return self.num_train_steps, self.num_warmup_steps
 
     def train_dataset(self, input_context, batch_size, start_batch=0):
@@ -122,6 +154,22 @@ class PretrainingTask(driver.Task):
 
     def evaluate(self, model):
         return pretraining_metrics(model, self.eval_dataset, self.max_eval_steps)
+
+    def evaluation_stage(self, model, output_dir, init_path):
+        """Every checkpoint of `output_dir` scored; without one, a warning and no metrics (as the original, the
+        initial weights are not scored)."""
+        if not loop.list_checkpoints(output_dir):
+            logging.warning("No checkpoint in %s to evaluate.", output_dir)
+            return None
+        return super().evaluation_stage(model, output_dir, None)
+
+    def results(self, stages):
+        result = {"train": stages.get("train"), "eval": stages.get("eval")}
+        if result["train"] is not None:
+            result["train"].pop("num_train_steps")
+        if result["eval"] is not None:
+            result["eval"].pop("best_step")
+        return result
 
 
 def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=None, max_seq_length=512,
@@ -147,49 +195,6 @@ def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=
         dict with `train` (the loop's final step and losses, or None) and `eval` (the best checkpoint's
         metrics, or None).
     """
-    if not do_train and not do_eval:
-        raise InputError("At least one of `do_train` or `do_eval` must be True.")
-    if optimizer not in optimization.OPTIMIZERS:
-        raise InputError(f"`optimizer` must be one of {optimization.OPTIMIZERS}. Received: {optimizer!r}.")
-    config = AlbertConfig.from_json_file(albert_config_file)
-    if max_seq_length > config.max_position_embeddings:
-        raise InputError(f"`max_seq_length={max_seq_length}` exceeds `max_position_embeddings="
-                         f"{config.max_position_embeddings}` of {albert_config_file}.")
-    driver.check_checkpoints(output_dir, do_eval=do_eval, do_inference=False,
-                             init_path=init_checkpoint if do_train else None)
-    input_files = expand_input_files(input_file)
-    logging.info("*** Input Files ***")
-    for path in input_files:
-        logging.info("  %s", path)
-    check_record_lengths(input_files, max_seq_length, max_predictions_per_seq)
-    tf.io.gfile.makedirs(output_dir)
-
-    strategy_obj = driver.prepare_runtime(strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
-                                          gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores,
-                                          mixed_precision=mixed_precision, random_seed=seed)
-    task = PretrainingTask(input_files, max_seq_length, max_predictions_per_seq, num_train_steps=num_train_steps,
-                           num_warmup_steps=num_warmup_steps, eval_batch_size=eval_batch_size,
-                           max_eval_steps=max_eval_steps, masked_lm_budget=masked_lm_budget, seed=seed,
-                           init_from_group0=init_from_group0)
-    with strategy_obj.scope():
-        model = task.build_model(config, **driver.model_kwargs(recompute))
-    results = {"train": None, "eval": None}
-    if do_train:
-        if init_checkpoint and loop.list_checkpoints(output_dir):
-            logging.info("%s has checkpoints: resuming, `init_checkpoint` not read.", output_dir)
-        logging.info("***** Running training *****")
-        logging.info("  Batch size = %d", train_batch_size)
-        results["train"] = driver.train(
-            task, model, strategy_obj, output_dir, init_checkpoint, learning_rate, train_batch_size,
-            optimizer=optimizer, save_checkpoints_steps=save_checkpoints_steps,
-            iterations_per_loop=iterations_per_loop, jit_compile=jit_compile,
-            gradient_accumulation_steps=gradient_accumulation_steps, keep_checkpoint_max=keep_checkpoint_max,
-            poly_power=poly_power, start_warmup_step=start_warmup_step)
-        results["train"].pop("num_train_steps")
-    if do_eval:
-        if loop.list_checkpoints(output_dir):
-            results["eval"] = driver.evaluate(task, model, output_dir, None)
-            results["eval"].pop("best_step")
-        else:
-            logging.warning("No checkpoint in %s to evaluate.", output_dir)
-    return results
+    values = dict(locals())
+    values["random_seed"] = values.pop("seed")
+    return driver.run_task(PretrainingTask, *options_lib.split(options_lib.PretrainingOptions, values))

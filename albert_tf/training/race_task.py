@@ -8,11 +8,9 @@ copied to `model.ckpt-best`), and on `do_predict` score the test set with the be
 Accuracy is reported overall and per level (`middle`, `high`).
 """
 
-import contextlib
 import csv
 import io
 import os
-import time
 
 import numpy as np
 import tensorflow as tf
@@ -20,15 +18,16 @@ from absl import logging
 
 from albert_tf import export as export_lib
 from albert_tf.data import race as race_data
+from albert_tf.data.features import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
 from albert_tf.fileio import write_text_atomic
 from albert_tf.models.race import AlbertRace, race_loss
 from albert_tf.tokenization import FullTokenizer
 from albert_tf.training import driver
+from albert_tf.training import options as options_lib
 
 PREDICTIONS_FILE = "predictions.tsv"
 PREDICT_RESULTS_FILE = "predict_results.txt"
-EVAL_RESULTS_FILE = "eval_results.txt"
 METRIC_KEY = "eval_accuracy"
 
 
@@ -39,10 +38,10 @@ def check_race_tfrecord(path, max_seq_length, expected_count=None):
         raise InputError(f"RACE TFRecord `{path}` is empty; delete it to regenerate it.")
     example = tf.train.Example.FromString(first.numpy())
     length = len(example.features.feature["input_ids"].int64_list.value)
-    if length != race_data.NUM_CHOICES * max_seq_length:
+    if length != RACE_NUM_CHOICES * max_seq_length:
         raise InputError(f"RACE TFRecord `{path}` holds `input_ids` of length {length}, expected "
-                         f"4 * max_seq_length = {race_data.NUM_CHOICES * max_seq_length}: it was written with "
-                         "another `max_seq_length`; delete it or pass another file to regenerate it.")
+                         f"{RACE_NUM_CHOICES} * max_seq_length = {RACE_NUM_CHOICES * max_seq_length}: it was "
+                         "written with another `max_seq_length`; delete it or pass another file to regenerate it.")
     if expected_count is not None:
         count = race_data.count_records(path)
         if count != expected_count:
@@ -62,31 +61,24 @@ def prepare_tfrecord(examples, tokenizer, path, max_seq_length, max_qa_length, n
 
 
 def make_logits_fn(model, strategy=None, jit_compile=False):
-    """A `tf.function` mapping a (distributed) batch to the per-replica `logits` and label tensors."""
+    """A function mapping a dataset to NumPy `logits [n, 4]`, `label_ids [n]`, `is_real [n]` in its order (one
+    trace of the per-replica step, reused for every checkpoint)."""
     strategy = strategy or tf.distribute.get_strategy()
 
     @tf.function(jit_compile=jit_compile)
     def replica_step(batch):
         inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
-        return model(inputs, training=False)["logits"], batch["label_ids"], batch["is_real_example"]
-
-    @tf.function
-    def step(batch):
-        return strategy.run(replica_step, args=(batch,))
+        return {"logits": model(inputs, training=False)["logits"], "label_ids": batch["label_ids"],
+                "is_real_example": batch["is_real_example"]}
 
     def run(dataset):
-        """Returns numpy `logits [n, 4]`, `label_ids [n]`, `is_real [n]` in the dataset's order."""
         logits, labels, real = [], [], []
-        start = time.time()
-        for batches, batch in enumerate(strategy.experimental_distribute_dataset(dataset), start=1):
-            # Replicas get consecutive slices of the global batch: concatenating them keeps the order.
-            for out, acc in zip(step(batch), (logits, labels, real)):
-                acc.extend(t.numpy() for t in strategy.experimental_local_results(out))
-            if batches % 100 == 0:
-                count = sum(len(x) for x in labels)
-                logging.info("Scored %d questions (%.1f questions/s)", count, count / (time.time() - start))
+        for arrays in driver.inference_batches(replica_step, dataset, strategy, "Scoring", unit="questions"):
+            logits.append(arrays["logits"])
+            labels.append(arrays["label_ids"])
+            real.append(arrays["is_real_example"])
         if not logits:
-            return np.zeros([0, race_data.NUM_CHOICES], np.float32), np.zeros([0], np.int32), np.zeros([0], bool)
+            return np.zeros([0, RACE_NUM_CHOICES], np.float32), np.zeros([0], np.int32), np.zeros([0], bool)
         return np.concatenate(logits), np.concatenate(labels), np.concatenate(real).astype(bool)
 
     return run
@@ -173,65 +165,14 @@ def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None,
         delete_non_best: bool, after evaluation delete the checkpoints other than the best and the latest (the
             original deletes them while evaluating).
         strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
-            jit_compile, gradient_accumulation_steps, random_seed, recompute: runtime options (see
-            `albert_tf.training.flags`).
+            jit_compile, gradient_accumulation_steps, random_seed, recompute: runtime options
+            (`albert_tf.training.options.RuntimeOptions`).
 
     Returns:
         dict with `eval` (best dev metrics, with `best_step`), `predict` (test metrics) and `export_path`, for
         the stages run.
     """
-    del num_keep_checkpoint  # Unused, as in the original.
-    if not (do_train or do_eval or do_predict or export_dir):
-        raise InputError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
-    if str(task_name).lower() != "race":
-        raise InputError(f"Task not found: `task_name={task_name!r}`; run_race supports `race`.")
-    if not output_dir:
-        raise InputError("`output_dir` is required.")
-    race_data.levels_for(high_only, middle_only)
-    if max_qa_length > max_seq_length - 3:
-        raise InputError(f"`max_qa_length` must be <= `max_seq_length` - 3. Received: "
-                         f"`max_qa_length={max_qa_length}`, `max_seq_length={max_seq_length}`.")
-    for name, value in (("train_batch_size", train_batch_size), ("eval_batch_size", eval_batch_size),
-                        ("predict_batch_size", predict_batch_size)):
-        if int(value) < 1:
-            raise InputError(f"`{name}` must be >= 1. Received: `{name}={value}`.")
-
-
-    with contextlib.ExitStack() as stack:
-        config, spm_model_file, _ = driver.resolve_sources(stack, albert_config_file, spm_model_file,
-                                                           asset_source=albert_hub_module_handle or init_checkpoint)
-        if not spm_model_file and not vocab_file:
-            raise InputError("`spm_model_file` is required (or `vocab_file` for a WordPiece model).")
-        if max_seq_length > config.max_position_embeddings:
-            raise InputError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
-                             f"trained up to sequence length {config.max_position_embeddings}.")
-        driver.check_checkpoints(output_dir, do_eval, do_predict or bool(export_dir),
-                                 init_path=init_checkpoint or albert_hub_module_handle)
-        tf.io.gfile.makedirs(output_dir)
-        tokenizer = FullTokenizer(vocab_file=vocab_file, do_lower_case=do_lower_case, spm_model_file=spm_model_file)
-        dist = driver.prepare_runtime(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
-                                      gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores,
-                                      mixed_precision=mixed_precision, random_seed=random_seed)
-        task = RaceTask(data_dir, output_dir, tokenizer, dist, dict(
-            do_lower_case=do_lower_case, high_only=high_only, middle_only=middle_only, use_spm=bool(spm_model_file)),
-            max_seq_length, max_qa_length, train_file=train_file, eval_file=eval_file, predict_file=predict_file,
-            eval_batch_size=eval_batch_size, predict_batch_size=predict_batch_size, train_step=train_step,
-            warmup_step=warmup_step, dropout_prob=dropout_prob, delete_non_best=delete_non_best,
-            jit_compile=jit_compile, spm_model_file=spm_model_file, seed=random_seed)
-        with dist.scope():
-            model = task.build_model(config, **driver.model_kwargs(recompute))
-        stack.enter_context(driver.removed_on_failure(task.feature_files()))
-        results = driver.run(
-            task, model, dist, output_dir, init_checkpoint or albert_hub_module_handle, do_train=do_train,
-            do_eval=do_eval, do_predict=do_predict, export_dir=export_dir,
-            train_options=dict(learning_rate=learning_rate, train_batch_size=train_batch_size, optimizer=optimizer,
-                               save_checkpoints_steps=save_checkpoints_steps,
-                               iterations_per_loop=iterations_per_loop, jit_compile=jit_compile,
-                               gradient_accumulation_steps=gradient_accumulation_steps))
-        results.pop("train", None)
-        if "eval" in results and results["eval"]["best_step"] is None:
-            results["eval"]["best_step"] = 0      # the initial weights were scored
-        return results
+    return driver.run_task(RaceTask, *options_lib.split(options_lib.RaceOptions, locals()))
 
 
 class RaceTask(driver.Task):
@@ -257,6 +198,48 @@ class RaceTask(driver.Task):
         self.on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
         self.best_value = None
         self._logits_fn = None
+
+    @classmethod
+    def validate(cls, options):
+        if not (options.do_train or options.do_eval or options.do_predict or options.export_dir):
+            raise InputError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
+        if str(options.task_name).lower() != "race":
+            raise InputError(f"Task not found: `task_name={options.task_name!r}`; run_race supports `race`.")
+        if not options.output_dir:
+            raise InputError("`output_dir` is required.")
+        race_data.levels_for(options.high_only, options.middle_only)
+        if options.max_qa_length > options.max_seq_length - 3:
+            raise InputError(f"`max_qa_length` must be <= `max_seq_length` - 3. Received: "
+                             f"`max_qa_length={options.max_qa_length}`, `max_seq_length={options.max_seq_length}`.")
+        for name in ("train_batch_size", "eval_batch_size", "predict_batch_size"):
+            value = getattr(options, name)
+            if int(value) < 1:
+                raise InputError(f"`{name}` must be >= 1. Received: `{name}={value}`.")
+
+    @classmethod
+    def check_inputs(cls, options, config, spm_model_file):
+        if not spm_model_file and not options.vocab_file:
+            raise InputError("`spm_model_file` is required (or `vocab_file` for a WordPiece model).")
+
+    @classmethod
+    def from_options(cls, options, runtime, strategy, spm_model_file):
+        tokenizer = FullTokenizer(vocab_file=options.vocab_file, do_lower_case=options.do_lower_case,
+                                  spm_model_file=spm_model_file)
+        read = dict(do_lower_case=options.do_lower_case, high_only=options.high_only,
+                    middle_only=options.middle_only, use_spm=bool(spm_model_file))
+        return cls(options.data_dir, options.output_dir, tokenizer, strategy, read, options.max_seq_length,
+                   options.max_qa_length, train_file=options.train_file, eval_file=options.eval_file,
+                   predict_file=options.predict_file, eval_batch_size=options.eval_batch_size,
+                   predict_batch_size=options.predict_batch_size, train_step=options.train_step,
+                   warmup_step=options.warmup_step, dropout_prob=options.dropout_prob,
+                   delete_non_best=options.delete_non_best, jit_compile=runtime.jit_compile,
+                   spm_model_file=spm_model_file, seed=runtime.random_seed)
+
+    def results(self, stages):
+        result = {key: value for key, value in stages.items() if key != "train"}
+        if "eval" in result and result["eval"]["best_step"] is None:
+            result["eval"]["best_step"] = 0      # the initial weights were scored
+        return result
 
     def build_model(self, config, **model_kwargs):
         model = AlbertRace(config, dropout_prob=self.dropout_prob, **model_kwargs)

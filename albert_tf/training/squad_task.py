@@ -17,14 +17,11 @@ arguments instead of flags (`albert_tf.training.driver` runs the stages); `versi
   writes `albert_model.tflite` (fixed `[1, max_seq_length]` inputs), as `run_squad_v1.py`.
 """
 
-import contextlib
 import os
 import random
 import shutil
 import tempfile
-import time
 
-import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -37,6 +34,7 @@ from albert_tf.fileio import write_bytes_atomic, write_text_atomic
 from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2, squad_v1_loss, squad_v2_loss
 from albert_tf.tokenization import FullTokenizer
 from albert_tf.training import driver, loop
+from albert_tf.training import options as options_lib
 
 _V2_RESULT_KEYS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index", "cls_logits")
 
@@ -102,11 +100,7 @@ def predict_raw_results(model, dataset, strategy, version_2_with_negative, num_f
         return out
 
     results = []
-    start = last_log = time.time()
-    for features in strategy.experimental_distribute_dataset(dataset):
-        out = strategy.run(step, args=(features,))
-        arrays = {k: np.concatenate([t.numpy() for t in strategy.experimental_local_results(v)])
-                  for k, v in out.items()}
+    for arrays in driver.inference_batches(step, dataset, strategy, "Predicting", num_features, unit="features"):
         for i, unique_id in enumerate(arrays["unique_ids"]):
             if version_2_with_negative:
                 results.append(post.RawResultV2(
@@ -120,11 +114,6 @@ def predict_raw_results(model, dataset, strategy, version_2_with_negative, num_f
                 results.append(post.RawResult(
                     unique_id=int(unique_id), start_log_prob=[float(x) for x in arrays["start_logits"][i]],
                     end_log_prob=[float(x) for x in arrays["end_logits"][i]]))
-        if time.time() - last_log > 30:
-            last_log = time.time()
-            rate = len(results) / (last_log - start)
-            eta = f", ETA {(num_features - len(results)) / rate:.0f} s" if num_features else ""
-            logging.info("Predicting: %d features (%.1f features/s%s)", len(results), rate, eta)
     return results
 
 
@@ -152,21 +141,6 @@ def postprocess_and_score(results, examples, features, dataset, output_dir, vers
     post.write_predictions_v2(result_dict, cls_dict, examples, features, results, n_best_size, prediction_file,
                               nbest_file, null_odds_file, null_score_diff_threshold)
     return {}
-
-
-def _validate(do_train, do_predict, export_dir, train_file, predict_file, output_dir, max_seq_length,
-              max_query_length, doc_stride):
-    if not (do_train or do_predict or export_dir):
-        raise InputError("At least one of `do_train` or `do_predict` (or `export_dir`) must be True.")
-    if do_train and not train_file:
-        raise InputError("If `do_train` is True, then `train_file` must be specified.")
-    if do_predict and not predict_file:
-        raise InputError("If `do_predict` is True, then `predict_file` must be specified.")
-    if not output_dir:
-        raise InputError(f"`output_dir` must be set. Received: {output_dir!r}.")
-    squad.check_lengths(max_seq_length, max_query_length)
-    if doc_stride <= 0:
-        raise InputError(f"`doc_stride` must be positive. Received: {doc_stride}.")
 
 
 def export_tflite(model, tflite_file, max_seq_length):
@@ -227,6 +201,42 @@ class SquadTask(driver.Task):
         self.null_score_diff_threshold, self.spm_model_file = null_score_diff_threshold, spm_model_file
         self.seed = seed
         self.score = False
+
+    spm_missing_message = ("SQuAD needs a SentencePiece model: set `spm_model_file` (the answer alignment works on "
+                           "SentencePiece pieces).")
+
+    @classmethod
+    def validate(cls, options):
+        if not (options.do_train or options.do_predict or options.export_dir):
+            raise InputError("At least one of `do_train` or `do_predict` (or `export_dir`) must be True.")
+        if options.do_train and not options.train_file:
+            raise InputError("If `do_train` is True, then `train_file` must be specified.")
+        if options.do_predict and not options.predict_file:
+            raise InputError("If `do_predict` is True, then `predict_file` must be specified.")
+        if not options.output_dir:
+            raise InputError(f"`output_dir` must be set. Received: {options.output_dir!r}.")
+        squad.check_lengths(options.max_seq_length, options.max_query_length)
+        if options.doc_stride <= 0:
+            raise InputError(f"`doc_stride` must be positive. Received: {options.doc_stride}.")
+
+    @classmethod
+    def from_options(cls, options, runtime, strategy, spm_model_file):
+        out = options.output_dir
+        tokenizer = FullTokenizer(do_lower_case=options.do_lower_case, spm_model_file=spm_model_file)
+        return cls(
+            out, tokenizer, strategy, options.version_2_with_negative, options.do_lower_case,
+            options.max_seq_length, options.doc_stride, options.max_query_length, train_file=options.train_file,
+            train_feature_file=options.train_feature_file or os.path.join(out, "train.tf_record"),
+            train_batch_size=options.train_batch_size, num_train_epochs=options.num_train_epochs,
+            warmup_proportion=options.warmup_proportion, predict_file=options.predict_file,
+            predict_feature_file=options.predict_feature_file or os.path.join(out, "predict.tf_record"),
+            predict_feature_left_file=(options.predict_feature_left_file
+                                       or os.path.join(out, "predict_left_file.json")),
+            predict_batch_size=options.predict_batch_size, n_best_size=options.n_best_size,
+            max_answer_length=options.max_answer_length, start_n_top=options.start_n_top,
+            end_n_top=options.end_n_top, dropout_prob=options.dropout_prob,
+            null_score_diff_threshold=options.null_score_diff_threshold, spm_model_file=spm_model_file,
+            seed=runtime.random_seed)
 
     def build_model(self, config, **model_kwargs):
         if self.v2:
@@ -306,6 +316,35 @@ class SquadTask(driver.Task):
                               "".join(f"{key} = {metrics[key]}\n" for key in sorted(metrics)))
         return metrics
 
+    def prediction_stage(self, model, output_dir, init_path):
+        """The original's `do_predict`: with answers, every checkpoint is scored (best by F1 to
+        `model.ckpt-best`) and the final predictions and results come from `model.ckpt-best`; else the
+        predictions of the best (or latest) checkpoint."""
+        self.prepare_evaluation()
+        if not (self.score and loop.list_checkpoints(output_dir)):
+            return super().prediction_stage(model, output_dir, init_path)
+        best_step, _ = loop.evaluate_checkpoints(model, output_dir, self.evaluate, self.metric_key, output_dir)
+        restore_checkpoint(model, os.path.join(output_dir, loop.BEST_CHECKPOINT_NAME))
+        metrics = self.evaluate(model)
+        eval_path = os.path.join(output_dir, driver.EVAL_RESULTS_FILE)
+        previous = tf.io.gfile.GFile(eval_path).read() if tf.io.gfile.exists(eval_path) else ""
+        lines = [f"{key} = {metrics[key]}" for key in sorted(metrics)]
+        lines.append(f"best perf happened at step: {best_step}")
+        write_text_atomic(eval_path, previous + "\n".join(lines) + "\n")
+        logging.info("***** Final Eval results (step %d) *****", best_step)
+        for key in sorted(metrics):
+            logging.info("  %s = %s", key, metrics[key])
+        return dict(metrics, best_step=best_step)
+
+    def results(self, stages):
+        result = {key: value for key, value in stages.items() if key not in ("train", "predict")}
+        if "train" in stages:
+            result["num_train_steps"] = stages["train"].pop("num_train_steps")
+            result["train"] = stages["train"]
+        if stages.get("predict"):
+            result["eval"] = stages["predict"]
+        return result
+
     def export(self, model, export_dir):
         result = {"export_path": export_lib.export_saved_model(
             model, export_dir, spm_model_file=self.spm_model_file, do_lower_case=self.do_lower_case,
@@ -318,26 +357,6 @@ class SquadTask(driver.Task):
         return result
 
 
-def _predict(task, model, output_dir, init_path):
-    """The original's `do_predict`: with answers, every checkpoint is scored (best by F1 to `model.ckpt-best`)
-    and the final predictions and results come from `model.ckpt-best`; else the predictions of the best (or
-    latest) checkpoint."""
-    task.prepare_evaluation()
-    if task.score and loop.list_checkpoints(output_dir):
-        best_step, _ = loop.evaluate_checkpoints(model, output_dir, task.evaluate, task.metric_key, output_dir)
-        restore_checkpoint(model, os.path.join(output_dir, loop.BEST_CHECKPOINT_NAME))
-        metrics = task.evaluate(model)
-        eval_path = os.path.join(output_dir, driver.EVAL_RESULTS_FILE)
-        previous = tf.io.gfile.GFile(eval_path).read() if tf.io.gfile.exists(eval_path) else ""
-        lines = [f"{key} = {metrics[key]}" for key in sorted(metrics)]
-        lines.append(f"best perf happened at step: {best_step}")
-        write_text_atomic(eval_path, previous + "\n".join(lines) + "\n")
-        logging.info("***** Final Eval results (step %d) *****", best_step)
-        for key in sorted(metrics):
-            logging.info("  %s = %s", key, metrics[key])
-        return dict(metrics, best_step=best_step)
-    checkpoint, step = driver.restore_for_inference(task, model, output_dir, init_path)
-    return task.predict(model, checkpoint, step)
 def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_file=None, train_file=None,
               predict_file=None, train_feature_file=None, predict_feature_file=None,
               predict_feature_left_file=None, init_checkpoint=None, albert_hub_module_handle=None,
@@ -379,63 +398,11 @@ def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_fi
         use_einsum: bool, accepted for the original's v1 flag (TFLite); the Keras layers need no switch.
         export_dir: str, SavedModel export of `model.ckpt-best` (else the latest checkpoint).
         strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
-            jit_compile, random_seed, recompute: runtime options (see `albert_tf.training.flags`).
+            jit_compile, random_seed, recompute: runtime options (`albert_tf.training.options.RuntimeOptions`).
 
     Returns:
         dict: `num_train_steps` and `train` (last loop scalars) when training; `eval` (the best checkpoint's
         metrics, with `best_step`) when predicting on a file with answers; `export_path` (and v1 `tflite_file`)
         when exporting.
     """
-    del vocab_file, use_einsum
-    _validate(do_train, do_predict, export_dir, train_file, predict_file, output_dir, max_seq_length,
-              max_query_length, doc_stride)
-    train_feature_file = train_feature_file or os.path.join(output_dir, "train.tf_record")
-    predict_feature_file = predict_feature_file or os.path.join(output_dir, "predict.tf_record")
-    predict_feature_left_file = predict_feature_left_file or os.path.join(output_dir, "predict_left_file.json")
-
-    with contextlib.ExitStack() as stack:
-        config, spm_model_file, _ = driver.resolve_sources(
-            stack, albert_config_file, spm_model_file, asset_source=albert_hub_module_handle or init_checkpoint,
-            spm_missing_message="SQuAD needs a SentencePiece model: set `spm_model_file` (the answer alignment "
-                                "works on SentencePiece pieces).")
-        if max_seq_length > config.max_position_embeddings:
-            raise InputError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
-                             f"trained up to sequence length {config.max_position_embeddings}.")
-        driver.check_checkpoints(output_dir, do_predict, do_predict or bool(export_dir),
-                                 init_path=init_checkpoint or albert_hub_module_handle)
-        tokenizer = FullTokenizer(do_lower_case=do_lower_case, spm_model_file=spm_model_file)
-        tf.io.gfile.makedirs(output_dir)
-        dist = driver.prepare_runtime(strategy=strategy, use_tpu=use_tpu, tpu_name=tpu_name, tpu_zone=tpu_zone,
-                                      gcp_project=gcp_project, master=master, num_tpu_cores=num_tpu_cores,
-                                      mixed_precision=mixed_precision, random_seed=random_seed)
-        task = SquadTask(output_dir, tokenizer, dist, version_2_with_negative, do_lower_case, max_seq_length,
-                         doc_stride, max_query_length, train_file=train_file, train_feature_file=train_feature_file,
-                         train_batch_size=train_batch_size, num_train_epochs=num_train_epochs,
-                         warmup_proportion=warmup_proportion, predict_file=predict_file,
-                         predict_feature_file=predict_feature_file,
-                         predict_feature_left_file=predict_feature_left_file, predict_batch_size=predict_batch_size,
-                         n_best_size=n_best_size, max_answer_length=max_answer_length, start_n_top=start_n_top,
-                         end_n_top=end_n_top, dropout_prob=dropout_prob,
-                         null_score_diff_threshold=null_score_diff_threshold, spm_model_file=spm_model_file,
-                         seed=random_seed)
-        with dist.scope():
-            model = task.build_model(config, **driver.model_kwargs(recompute))
-        init_path = init_checkpoint or albert_hub_module_handle
-        stack.enter_context(driver.removed_on_failure(task.feature_files()))
-        result = {}
-        if do_train:
-            train_result = driver.train(task, model, dist, output_dir, init_path, learning_rate, train_batch_size,
-                                        optimizer="adamw", save_checkpoints_steps=save_checkpoints_steps,
-                                        iterations_per_loop=iterations_per_loop, jit_compile=jit_compile)
-            result["num_train_steps"] = train_result.pop("num_train_steps")
-            result["train"] = train_result
-        if do_predict:
-            metrics = _predict(task, model, output_dir, init_path)
-            if metrics:
-                result["eval"] = metrics
-        if export_dir:
-            driver.restore_for_inference(task, model, output_dir, init_path)
-            result.update(task.export(model, export_dir))
-    return result
-
-
+    return driver.run_task(SquadTask, *options_lib.split(options_lib.SquadOptions, locals()))
