@@ -170,7 +170,7 @@ def make_sentences(seed, n, long_every=0):
     sentences = []
     for i in range(n):
         words, tags = [], []
-        for _ in range(rng.randint(3, 7) if not (long_every and i % long_every == 0) else 16):
+        for _ in range(rng.randint(3, 7) if not (long_every and i % long_every == 0) else 28):
             r = rng.random()
             if r < 0.25:
                 words.append(rng.choice(PEOPLE).title())
@@ -327,7 +327,7 @@ def test_hf_token_classification_directory_loads_predicts_and_writes_back(tmp_pa
     config = CONFIGS["G1K1"]
     state, tf1 = hf_state_dict(config, np.random.default_rng(61), heads=())
     # transformers' AlbertForTokenClassification: no pooler, `classifier.weight [num_labels, H]`.
-    del state["albert.pooler.weight"], state["albert.pooler.bias"]
+    pooler = {name: state.pop(name) for name in ("albert.pooler.weight", "albert.pooler.bias")}
     rng = np.random.default_rng(62)
     state["classifier.weight"] = rng.normal(scale=0.3, size=(5, config["hidden_size"])).astype(np.float32)
     state["classifier.bias"] = rng.normal(scale=0.3, size=(5,)).astype(np.float32)
@@ -335,22 +335,24 @@ def test_hf_token_classification_directory_loads_predicts_and_writes_back(tmp_pa
     model = AlbertTokenClassifier.from_pretrained(directory, num_labels=5)
     ids, mask, seg = make_inputs()
     inputs = {"input_ids": tf.constant(ids), "input_mask": tf.constant(mask), "segment_ids": tf.constant(seg)}
-    # The encoder as keras-hub's own transformers converter reads it; the head as NumPy.
-    backbone = keras_hub_from_hf(directory)
+    # The encoder as keras-hub's own transformers converter reads it (which needs a pooler: a twin directory
+    # with one; the sequence output does not depend on it); the head as NumPy.
+    backbone = keras_hub_from_hf(write_hf_dir(str(tmp_path / "kh"), config, dict(state, **pooler), "AlbertModel"))
     sequence = backbone({"token_ids": tf.constant(ids), "segment_ids": tf.constant(seg),
                          "padding_mask": tf.constant(mask)})["sequence_output"].numpy()
     logits = model(inputs, training=False)["logits"].numpy()
     np.testing.assert_allclose(logits, sequence @ state["classifier.weight"].T + state["classifier.bias"], atol=1e-4)
     # Written back with --format=hf: the same tensors under the same names, the same architecture.
-    convert(directory, str(tmp_path / "back"), output_format="hf", model="token_classifier")
+    assert convert(directory, str(tmp_path / "back"), output_format="hf")["model"] == "AlbertTokenClassifier"
     written = load_file(str(tmp_path / "back" / "model.safetensors"))
     for name, value in state.items():
         np.testing.assert_array_equal(written[name], value, err_msg=name)
     hf_config = json.load(open(tmp_path / "back" / "config.json"))
     assert hf_config["architectures"] == ["AlbertForTokenClassification"] and len(hf_config["id2label"]) == 5
     # TF1 names: the head under its own scope.
-    convert(directory, str(tmp_path / "tf1"), output_format="tf1", model="token_classifier")
-    reader = tf.train.load_checkpoint(str(tmp_path / "tf1"))
+    written_tf1 = convert(directory, str(tmp_path / "tf1"), output_format="tf1", model="token_classifier",
+                          num_labels=5)["weights"]
+    reader = tf.train.load_checkpoint(written_tf1)
     names = set(reader.get_variable_to_shape_map())
     assert {"token_classification/output_weights", "token_classification/output_bias"} <= names
     assert "output_weights" not in names
