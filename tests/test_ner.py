@@ -320,6 +320,53 @@ def test_pipeline_tags_words_as_the_export(trained, workdir):
         assert entities[0]["score"] == pytest.approx((words[0]["score"] + words[1]["score"]) / 2)
 
 
+_FLAG_PROBE = r"""
+import json, sys
+sys.argv = ["run_ner.py"]
+import run_ner
+from absl import flags
+from albert_tf.training import options
+FLAGS = flags.FLAGS
+names = sorted(options.runner_flag_names(FLAGS, "run_ner"))
+argv, given = ["run_ner.py"], {}
+for name in names:
+    flag = FLAGS[name]
+    if flag.flag_type() == "bool":
+        given[name] = not flag.default
+        argv.append(("--" if given[name] else "--no") + name)
+        continue
+    if hasattr(flag.parser, "enum_values"):
+        given[name] = [v for v in flag.parser.enum_values if v != flag.default][0]
+    elif flag.flag_type() == "int":
+        given[name] = (flag.default or 0) + 7
+    elif flag.flag_type() == "float":
+        given[name] = 0.375
+    else:
+        given[name] = "value_of_" + name
+    argv.append(f"--{name}={given[name]}")
+FLAGS(argv)
+task, runtime = options.from_flags(FLAGS, run_ner.FLAG_TABLE, "run_ner")
+set_to = {name: getattr(runtime if hasattr(runtime, name) else task, name) for name in names}
+print(json.dumps({"given": given, "set_to": set_to, "task": type(task).__name__}))
+"""
+
+
+def test_every_run_ner_flag_sets_the_option_field_of_its_name():
+    proc = subprocess.run([sys.executable, "-c", _FLAG_PROBE], cwd=REPO, capture_output=True, text=True,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert result["task"] == "NerOptions"
+    assert result["set_to"] == result["given"]
+    # The runners' shared flags, and the task's own.
+    assert {"data_dir", "albert_config_file", "spm_model_file", "vocab_file", "output_dir", "init_checkpoint",
+            "albert_hub_module_handle", "do_lower_case", "max_seq_length", "do_train", "do_eval", "do_predict",
+            "train_batch_size", "eval_batch_size", "predict_batch_size", "learning_rate",
+            "save_checkpoints_steps", "iterations_per_loop", "export_dir", "use_tpu", "tpu_name", "strategy",
+            "mixed_precision", "random_seed", "recompute", "gradient_accumulation_steps", "labels",
+            "dropout_prob", "train_step", "warmup_step", "optimizer"} <= set(result["given"])
+
+
 # --- Hugging Face AlbertForTokenClassification --------------------------------------------------------------------
 
 
@@ -358,3 +405,19 @@ def test_hf_token_classification_directory_loads_predicts_and_writes_back(tmp_pa
     assert "output_weights" not in names
     np.testing.assert_array_equal(reader.get_tensor("token_classification/output_weights"),
                                   state["classifier.weight"])
+
+
+def test_missing_files_and_unknown_tags_stop_before_any_work(workdir, tmp_path):
+    from albert_tf.training.ner_task import run_ner
+    data = tmp_path / "data"
+    data.mkdir()
+    write_conll(data / "train.txt", make_sentences(1, 5))
+    common = dict(albert_config_file=workdir["config"], spm_model_file=workdir["spm"], max_seq_length=MAX_SEQ)
+    with pytest.raises(ValueError, match="No valid.txt or dev.txt in `data_dir`"):
+        run_ner(str(data), str(tmp_path / "out"), do_eval=True, **common)
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(ValueError, match="`labels` must be distinct tags"):
+        run_ner(str(data), str(tmp_path / "out"), do_train=True, labels="O,O", **common)
+    (data / "valid.txt").write_text("Paris NN I-NP B-MISC\n")
+    with pytest.raises(ValueError, match="valid.txt: tags B-MISC are not in the label list"):
+        run_ner(str(data), str(tmp_path / "out"), do_eval=True, **common)
