@@ -9,10 +9,10 @@ read from the training file (`O` first, then the others sorted) or given.
 Each word becomes its SentencePiece pieces with the original's preprocessing (`preprocess_text` then
 `FullTokenizer.tokenize`, as the original's data readers do); the word's label goes on its first piece, and
 every other position (later pieces, `[CLS]`, `[SEP]`, padding) has the label id `IGNORE_ID`, left out of the
-loss and of the predictions (a word that normalises to nothing has no piece and is tagged `O`). A sentence whose pieces do not fit `max_seq_length - 2` is split into
-consecutive windows of whole words that cover every word once (a single word longer than a window keeps its
-first pieces). The TFRecords hold the GLUE token features plus a per-position `label_ids`, int64 as the
-original's writers.
+loss and of the predictions (a word that normalises to nothing has no piece and is tagged `O`). A sentence
+whose pieces do not fit `max_seq_length - 2` is split into consecutive windows of whole words that cover every
+word once (a single word longer than a window keeps its first pieces). The TFRecords hold the GLUE token
+features plus a per-position `label_ids`, int64 as the original's writers.
 """
 
 import collections
