@@ -302,7 +302,7 @@ def test_cli_trains_evaluates_predicts_and_exports(trained, workdir):
     assert got["scores"].numpy().max() <= 1.0
 
 
-def test_pipeline_tags_words_as_the_export(trained, workdir):
+def test_pipeline_tags_words_from_the_export_and_the_checkpoint(trained, workdir):
     from albert_tf.ner_pipeline import token_classification_pipeline
     out, export = trained
     labels = ["O", "B-LOC", "B-PER", "I-PER"]
