@@ -1,0 +1,59 @@
+"""Fine-tunes, evaluates and predicts token classification (NER) with ALBERT on CoNLL-2003-layout data: it
+reads `train.txt`, `valid.txt` (or `dev.txt`) and `test.txt` under `--data_dir` (`word POS chunk tag` lines,
+IOB1 or IOB2 tags), the model's `--albert_config_file` and `--spm_model_file` (or those of a release directory
+given as `--init_checkpoint`) and the initial weights; it writes `train.tf_record` and `model.ckpt-<step>`
+checkpoints in `--output_dir`, scores every checkpoint on the dev set with `conlleval`'s entity F1
+(`eval_results.txt`, `best_trial.txt`, `model.ckpt-best`), writes `predictions.txt` (the test file with the
+predicted tag as a last column) and `predict_results.txt` with `--do_predict`, and a SavedModel in
+`--export_dir`.
+
+Example:
+
+    python run_ner.py --data_dir=$CONLL --albert_config_file=$ALBERT/albert_config.json \\
+      --spm_model_file=$ALBERT/30k-clean.model --init_checkpoint=$ALBERT/model.ckpt-best \\
+      --output_dir=$OUT --do_train --do_eval --do_predict --max_seq_length=128 --train_batch_size=32 \\
+      --learning_rate=5e-5 --train_step=3000 --warmup_step=300 --save_checkpoints_steps=500
+"""
+
+from absl import flags
+
+from albert_tf import cli
+
+# TensorFlow reads its log level once, when it loads: set it before the imports below load it.
+cli.quiet_tensorflow_start()
+
+from albert_tf.training import driver, ner_task  # noqa: E402
+from albert_tf.training import flags as runtime_flags  # noqa: E402
+from albert_tf.training import options  # noqa: E402
+
+FLAGS = flags.FLAGS
+
+flags.DEFINE_string("data_dir", None, "The input data dir, with train.txt, valid.txt (or dev.txt) and test.txt "
+                    "in the CoNLL-2003 layout.")
+runtime_flags.define_task_flags(defaults={"max_seq_length": 128})
+flags.DEFINE_string("labels", None, "Comma-separated tags (e.g. O,B-PER,I-PER). Default: the tags of train.txt, "
+                    "O first, then the others sorted.")
+flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the sequence output while training.")
+flags.DEFINE_integer("train_step", 1000, "Total number of training steps to perform.")
+flags.DEFINE_integer("warmup_step", 0, "Number of steps to perform linear learning rate warmup for.")
+flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer to use.")
+runtime_flags.define_runtime_flags(gradient_accumulation=True)
+runtime_flags.define_seed_and_memory_flags()
+
+# Each flag -> the option field it sets.
+FLAG_TABLE = options.FlagTable(
+    ner_task.NerOptions,
+    dict(**runtime_flags.task_flag_fields(), **runtime_flags.runtime_flag_fields(gradient_accumulation=True),
+         data_dir="data_dir", labels="labels", dropout_prob="dropout_prob", train_step="train_step",
+         warmup_step="warmup_step", optimizer="optimizer"))
+
+
+def main(argv):
+    del argv
+    driver.run_task(ner_task.NerTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__))
+
+
+if __name__ == "__main__":
+    flags.mark_flag_as_required("data_dir")
+    flags.mark_flag_as_required("output_dir")
+    cli.run_app(main, __doc__, ["albert_tf.training.flags"])
