@@ -69,7 +69,7 @@ def main(argv):
         preset = {name: value for name, value in
                   classifier_task.hparams_preset(FLAGS.hparams_preset, FLAGS.task_name).items()
                   if not FLAGS[name].present}
-    driver.run_task(classifier_task.GlueTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__, overrides=preset))
+    driver.run(classifier_task.GlueTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__, overrides=preset))
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ FLAG_TABLE = options.FlagTable(
 
 def main(argv):
     del argv
-    driver.run_task(ner_task.NerTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__))
+    driver.run(ner_task.NerTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__))
 
 
 if __name__ == "__main__":

@@ -79,7 +79,7 @@ FLAG_TABLE = options.FlagTable(
 
 def main(argv):
     del argv
-    driver.run_task(pretraining.PretrainingTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__))
+    driver.run(pretraining.PretrainingTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__))
 
 
 if __name__ == "__main__":

@@ -66,7 +66,7 @@ FLAG_TABLE = options.FlagTable(
 
 def main(argv):
     del argv
-    driver.run_task(race_task.RaceTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__))
+    driver.run(race_task.RaceTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__))
 
 
 if __name__ == "__main__":

@@ -95,7 +95,7 @@ FLAG_TABLE = options.FlagTable(
 
 def main(argv):
     del argv
-    driver.run_task(squad_task.SquadTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__))
+    driver.run(squad_task.SquadTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__))
 
 
 if __name__ == "__main__":

@@ -183,7 +183,7 @@ def create_pretraining_data():
 
 def train_vocab():
     """Console script `albert-train-vocab`."""
-    _command("albert_tf.data.vocab")
+    _command("albert_tf.data.vocab_cli")
 
 
 def convert():

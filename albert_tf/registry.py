@@ -106,6 +106,11 @@ def register(kind):
         wrong = [row.name for row in head.rows if row.component != head.name]
         if wrong:
             raise InputError(f"Rows {wrong} of head `{head.name}` ({kind.name}) name another component.")
+    shared = [other.name for other in _KINDS.values() if other.name != kind.name and kind.hf_architecture
+              and other.hf_architecture == kind.hf_architecture]
+    if shared:
+        raise InputError(f"Model kind `{kind.name}` names the transformers class {kind.hf_architecture}, already "
+                         f"that of `{shared[0]}`; a Hugging Face directory must name one kind.")
     if kind.serving_spec is not None:
         kind.serving_spec.kind, kind.serving_spec.model_class = kind.name, kind.model_class
     _KINDS[kind.name] = kind

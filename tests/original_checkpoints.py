@@ -13,6 +13,7 @@ import re
 import tensorflow as tf
 
 from albert_tf.models import AlbertClassifier, AlbertPretrainer, AlbertRace, AlbertSquadV1, AlbertSquadV2
+from albert_tf.models.token_classifier import AlbertTokenClassifier
 from albert_tf.training import loop
 
 
@@ -70,6 +71,8 @@ def _head_variables(model):
                 + _dense("answer_class/dense_1", model.answer_class_dense_1, bias=False))
     if isinstance(model, AlbertRace):         # race_utils.create_model
         return _projection("", model.race_head)
+    if isinstance(model, AlbertTokenClassifier):   # not in the original: its own scope (models/token_classifier.py)
+        return _projection("token_classification/", model.token_classifier_head)
     return []
 
 

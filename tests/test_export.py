@@ -28,6 +28,7 @@ from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.models.race import AlbertRace
 from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
+from albert_tf.models.token_classifier import AlbertTokenClassifier
 from albert_tf.tokenization import FullTokenizer, encode_pieces, preprocess_text
 
 MAX_SEQ = 16
@@ -550,9 +551,10 @@ def test_truncate_pair_lengths_matches_the_original_loop():
 
 def test_serving_specs_are_looked_up_by_class():
     classes = {AlbertModel: "encoder", AlbertPretrainer: "pretrainer", AlbertClassifier: "classifier",
-               AlbertSquadV1: "squad_v1", AlbertSquadV2: "squad_v2", AlbertRace: "race"}
+               AlbertSquadV1: "squad_v1", AlbertSquadV2: "squad_v2", AlbertRace: "race",
+               AlbertTokenClassifier: "token_classifier"}
     assert {cls: spec.kind for cls, spec in export.SERVING_SPECS.items()} == classes
-    assert export.MODEL_KINDS == KINDS
+    assert export.MODEL_KINDS == KINDS + ("token_classifier",)
 
     class TunedClassifier(AlbertClassifier):
         pass

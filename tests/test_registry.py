@@ -7,7 +7,6 @@ References are NumPy on the stored arrays (read with the `safetensors` package) 
 out literally.
 """
 
-import importlib.util
 import json
 import os
 import re
@@ -84,7 +83,7 @@ def toy_kind():
                                    Link("tagger/output_bias", "classifier.bias")))
     kind = registry.register(registry.ModelKind(
         name="toy_tagger", model_class=ToyTagger, heads=(head,), serving_spec=ToySpec(),
-        hf_architecture="AlbertForTokenClassification", labels_variable="tagger/output_weights"))
+        hf_architecture="AlbertForToyTagging", labels_variable="tagger/output_weights"))
     yield kind
     registry.unregister(kind.name)
 
@@ -108,12 +107,14 @@ def _release(model, directory):
 
 
 def test_builtin_kinds_in_order_with_their_classes_and_heads():
-    assert registry.names() == ("encoder", "pretrainer", "classifier", "squad_v1", "squad_v2", "race")
+    assert registry.names() == ("encoder", "pretrainer", "classifier", "squad_v1", "squad_v2", "race",
+                                "token_classifier")
     assert MODELS == ("auto",) + registry.names()
     assert MODEL_CLASSES["race"] == ("albert_tf.models.race", "AlbertRace")
     heads = {kind.name: [head.name for head in kind.heads] for kind in registry.kinds()}
     assert heads == {"encoder": [], "pretrainer": ["mlm", "sop"], "classifier": ["classifier"],
-                     "squad_v1": ["squad_v1"], "squad_v2": ["squad_v2"], "race": ["race"]}
+                     "squad_v1": ["squad_v1"], "squad_v2": ["squad_v2"], "race": ["race"],
+                     "token_classifier": ["token_classification"]}
     names = {kind.name: sorted(kind.tf1_names) for kind in registry.kinds()}
     # The original's names (original-release.md section 4), written out.
     assert names["pretrainer"] == sorted([
@@ -164,7 +165,7 @@ def test_a_kind_registered_by_a_test_is_known_everywhere(toy_kind, tmp_path):
     result = convert(release, str(tmp_path / "hf"), output_format="hf")
     assert result["model"] == "ToyTagger"
     hf_config = json.load(open(tmp_path / "hf" / "config.json"))
-    assert hf_config["architectures"] == ["AlbertForTokenClassification"] and len(hf_config["id2label"]) == 5
+    assert hf_config["architectures"] == ["AlbertForToyTagging"] and len(hf_config["id2label"]) == 5
     stored = load_file(str(tmp_path / "hf" / "model.safetensors"))
     weight, bias = stored["classifier.weight"], stored["classifier.bias"]
     np.testing.assert_array_equal(weight, model.tagger_head.output_weights.numpy())
@@ -224,33 +225,29 @@ def test_unregistered_head_in_our_tf2_checkpoint_is_an_error(tmp_path):
     assert restore_checkpoint(AlbertClassifier(config), compiled_prefix).loaded == ["encoder", "classifier_head"]
 
 
-def test_the_documented_token_classifier_registers_and_converts(tmp_path):
-    """The `AlbertTokenClassifier` module of docs/adding_a_task.md, run as written (from outside the package)."""
-    text = open(os.path.join(os.path.dirname(__file__), "..", "docs", "adding_a_task.md"), encoding="utf-8").read()
+def test_the_documented_token_classifier_is_the_package_module(tmp_path):
+    """docs/adding_a_task.md's registration excerpt is the text of `albert_tf/models/token_classifier.py`, and that
+    kind maps its names and converts to Hugging Face as the document says."""
+    root = os.path.join(os.path.dirname(__file__), "..")
+    text = open(os.path.join(root, "docs", "adding_a_task.md"), encoding="utf-8").read()
     (code,) = re.findall(r"```py\n(.*?)```", text, flags=re.S)
-    module_path = tmp_path / "token_classifier_doc.py"
-    module_path.write_text(code)
-    spec = importlib.util.spec_from_file_location("token_classifier_doc", module_path)
-    module = importlib.util.module_from_spec(spec)
-    # A package module of that name (once it exists) is registered again afterwards.
-    previous = registry.get("token_classifier") if "token_classifier" in registry.names() else None
-    try:
-        spec.loader.exec_module(module)
-        model = module.AlbertTokenClassifier(AlbertConfig(**CONFIG), num_labels=4)
-        assert model(_inputs())["logits"].shape == (2, 7, 4)
-        names = {name: tuple(target.variable.shape) for name, target in table.model_targets(model).items()}
-        assert names["token_classifier/output_weights"] == (4, 16) and names["token_classifier/output_bias"] == (4,)
-        release = str(tmp_path / "release")
-        os.makedirs(release)
-        model.config.to_json_file(os.path.join(release, "albert_config.json"))
-        extra = [("token_classifier/output_weights", model.token_classifier_head.output_weights),
-                 ("token_classifier/output_bias", model.token_classifier_head.output_bias)]
-        oc.save_original_checkpoint(model, os.path.join(release, "model.ckpt-best"), slots=(), extra=extra)
-        result = convert(release, str(tmp_path / "hf"), output_format="hf")
-        assert result["model"] == "AlbertTokenClassifier"
-        stored = load_file(str(tmp_path / "hf" / "model.safetensors"))
-        np.testing.assert_array_equal(stored["classifier.weight"], model.token_classifier_head.output_weights)
-    finally:
-        registry.unregister("token_classifier")
-        if previous is not None:
-            registry.register(previous)
+    module_text = open(os.path.join(root, "albert_tf", "models", "token_classifier.py"), encoding="utf-8").read()
+    assert code.strip() and code in module_text
+    from albert_tf.models.token_classifier import AlbertTokenClassifier
+    assert registry.get("token_classifier").model_class is AlbertTokenClassifier
+    model = AlbertTokenClassifier(AlbertConfig(**CONFIG), num_labels=4)
+    assert model(_inputs())["logits"].shape == (2, 7, 4)
+    names = {name: tuple(target.variable.shape) for name, target in table.model_targets(model).items()}
+    assert names["token_classification/output_weights"] == (4, 16)
+    assert names["token_classification/output_bias"] == (4,)
+    release = str(tmp_path / "release")
+    os.makedirs(release)
+    model.config.to_json_file(os.path.join(release, "albert_config.json"))
+    oc.save_original_checkpoint(model, os.path.join(release, "model.ckpt-best"), slots=())
+    result = convert(release, str(tmp_path / "hf"), output_format="hf")
+    assert result["model"] == "AlbertTokenClassifier"
+    hf_config = json.load(open(tmp_path / "hf" / "config.json"))
+    assert hf_config["architectures"] == ["AlbertForTokenClassification"]
+    stored = load_file(str(tmp_path / "hf" / "model.safetensors"))
+    np.testing.assert_array_equal(stored["classifier.weight"], model.token_classifier_head.output_weights)
+    np.testing.assert_array_equal(stored["classifier.bias"], model.token_classifier_head.output_bias)

@@ -106,12 +106,6 @@ def _split_symbols(value):
     return [s for s in value.split(",") if s]
 
 
-def main():
-    """The `albert-train-vocab` command line, `albert_tf.data.vocab_cli.main` (for `python -m
-    albert_tf.data.vocab` and the console script)."""
+if __name__ == "__main__":
     from albert_tf.data import vocab_cli
     vocab_cli.main()
-
-
-if __name__ == "__main__":
-    main()

@@ -83,21 +83,36 @@ class AlbertPretrainer(PretrainedMixin, keras.Model):
         return pretraining_loss(outputs, y)[0]
 
 
-def pretraining_loss(outputs, features):
+def pretraining_terms(outputs, features):
+    """The per-position terms of the original's pretraining loss and metrics (`run_pretraining.py`).
+
+    Returns a dict: `mlm_log_probs` `[batch, P, V]`, `mlm_ids` and `mlm_weights` `[batch, P]`, `mlm_nll`
+    `[batch, P]` (the NLL of each masked position), `sop_log_probs` `[batch, 2]`, `sop_labels` and `sop_nll`
+    `[batch]`; `features` holds `masked_lm_ids`, `masked_lm_weights` `[batch, P]` and `next_sentence_labels`
+    `[batch]` or `[batch, 1]`.
+    """
+    log_probs = tf.nn.log_softmax(tf.cast(outputs["mlm_logits"], tf.float32), axis=-1)
+    ids = tf.cast(features["masked_lm_ids"], tf.int32)
+    labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
+    sop_log_probs = tf.nn.log_softmax(tf.cast(outputs["sop_logits"], tf.float32), axis=-1)
+    return {"mlm_log_probs": log_probs, "mlm_ids": ids,
+            "mlm_weights": tf.cast(features["masked_lm_weights"], tf.float32),
+            "mlm_nll": -tf.gather(log_probs, ids, batch_dims=2),
+            "sop_log_probs": sop_log_probs, "sop_labels": labels,
+            "sop_nll": -tf.gather(sop_log_probs, labels, batch_dims=1)}
+
+
+def pretraining_loss(outputs, features, terms=None):
     """The original `total_loss` (`model_fn` in `run_pretraining.py`): weighted MLM NLL with the 1e-5
     guard + mean SOP CE.
 
-    Returns `(total_loss, masked_lm_loss, sentence_order_loss)`, all scalars; `features` holds
-    `masked_lm_ids`, `masked_lm_weights` `[batch, P]` and `next_sentence_labels` `[batch]` or `[batch, 1]`.
+    Returns `(total_loss, masked_lm_loss, sentence_order_loss)`, all scalars; `features` as
+    `pretraining_terms`, whose result `terms` may be passed in when already computed.
     """
-    log_probs = tf.nn.log_softmax(tf.cast(outputs["mlm_logits"], tf.float32), axis=-1)   # [batch, P, V]
-    ids = tf.cast(features["masked_lm_ids"], tf.int32)
-    weights = tf.cast(features["masked_lm_weights"], tf.float32)
-    nll = -tf.gather(log_probs, ids, batch_dims=2)                                        # [batch, P]
-    masked_lm_loss = tf.reduce_sum(weights * nll) / (tf.reduce_sum(weights) + 1e-5)
-    labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
-    sop_log_probs = tf.nn.log_softmax(tf.cast(outputs["sop_logits"], tf.float32), axis=-1)
-    sentence_order_loss = tf.reduce_mean(-tf.gather(sop_log_probs, labels, batch_dims=1))
+    terms = pretraining_terms(outputs, features) if terms is None else terms
+    weights = terms["mlm_weights"]
+    masked_lm_loss = tf.reduce_sum(weights * terms["mlm_nll"]) / (tf.reduce_sum(weights) + 1e-5)
+    sentence_order_loss = tf.reduce_mean(terms["sop_nll"])
     return masked_lm_loss + sentence_order_loss, masked_lm_loss, sentence_order_loss
 
 

@@ -388,4 +388,4 @@ def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm
         dict: `eval` (best metrics, with `best_step`) when `do_eval`, `predict_files` when `do_predict`,
         `export_path` when exporting.
     """
-    return driver.run_task(GlueTask, *options_lib.split(options_lib.ClassifierOptions, locals()))
+    return driver.run(GlueTask, *options_lib.split(options_lib.ClassifierOptions, locals()))

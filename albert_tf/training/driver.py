@@ -3,10 +3,10 @@
 In the spirit of Model Garden's `base_task.Task` + `train_lib.run_experiment`: a task module subclasses
 `Task` and says only what differs (its model, training data and loss, how it scores a model on its
 evaluation data, what its predictions files are, how it exports); `train`, `evaluate`,
-`restore_for_inference` and `run` do the rest the same way for every task (pretraining, GLUE, SQuAD, RACE),
+`restore_for_inference` and `run_stages` do the rest the same way for every task (pretraining, GLUE, SQuAD, RACE),
 as the original `run_pretraining.py`, `run_classifier.py`, `run_squad_v*.py` and `run_race.py` mains do.
-`run_task(task_class, options, runtime)` is the whole run from typed options (`albert_tf.training.options`):
-the checks, the runtime (`prepare_runtime`), the model, then `run`'s stages:
+`run(task_class, options, runtime)` is the whole run from typed options (`albert_tf.training.options`):
+the checks, the runtime (`prepare_runtime`), the model, then `run_stages`'s stages:
 
 * `do_train`: initial weights from `init_checkpoint` / the TF-Hub module unless `output_dir` already has a
   `model.ckpt-<step>` (then training resumes), the original optimizer and schedule, a checkpoint every
@@ -43,7 +43,7 @@ from albert_tf.fileio import write_text_atomic
 from albert_tf.training import distribution, loop, optimization
 from albert_tf.training import options as options_lib
 
-EVAL_RESULTS_FILE = "eval_results.txt"
+EVAL_RESULTS_FILE = loop.EVAL_RESULTS_FILE
 BEST_TRIAL_FILE = "best_trial.txt"
 
 
@@ -116,7 +116,7 @@ class Task(abc.ABC):
         """
         raise InputError(f"The {self.name} task has no SavedModel export (`export_dir`).")
 
-    # --- what `run_task` asks of a task class, and the stages a task may run its own way ---------------------
+    # --- what `run` asks of a task class, and the stages a task may run its own way ---------------------
 
     # A run without a SentencePiece model is an error with this message (None: a WordPiece vocab may do).
     spm_missing_message = None
@@ -133,9 +133,9 @@ class Task(abc.ABC):
     def from_options(cls, options, runtime, strategy, spm_model_file):
         """The task of `options` (its dataclass of `albert_tf.training.options`) under `strategy`.
 
-        Optional: a task built by its own code and given to `run` keeps this refusal.
+        Optional: a task built by its own code and given to `run_stages` keeps this refusal.
         """
-        raise InputError(f"The {cls.__name__} task is not built from options: build it and call `driver.run`.")
+        raise InputError(f"The {cls.__name__} task is not built from options: build it and call `driver.run_stages`.")
 
     def evaluation_stage(self, model, output_dir, init_path):
         """`do_eval`: every checkpoint scored and the best kept (`evaluate`)."""
@@ -147,7 +147,7 @@ class Task(abc.ABC):
         return self.predict(model, checkpoint, step)
 
     def results(self, stages):
-        """What `run_task` returns, from the dict of `run`'s stages (default: that dict)."""
+        """What `run` returns, from the dict of `run_stages`'s stages (default: that dict)."""
         return stages
 
 
@@ -421,8 +421,8 @@ def restore_for_inference(task, model, output_dir, init_path):
                      "`init_checkpoint`: nothing to run. Train first (`do_train`) or give `init_checkpoint`.")
 
 
-def run(task, model, strategy, output_dir, init_path=None, do_train=False, do_eval=False, do_predict=False,
-        export_dir=None, train_options=None):
+def run_stages(task, model, strategy, output_dir, init_path=None, do_train=False, do_eval=False, do_predict=False,
+               export_dir=None, train_options=None):
     """Runs the stages of `task` in the original's order: train, evaluate, predict, export.
 
     Args:
@@ -452,8 +452,8 @@ def run(task, model, strategy, output_dir, init_path=None, do_train=False, do_ev
     return result
 
 
-def run_task(task_class, options, runtime=None):
-    """Runs a task from its typed options: checks, runtime, model, then `run`'s stages.
+def run(task_class, options, runtime=None):
+    """Runs a task from its typed options: checks, runtime, model, then `run_stages`'s stages.
 
     The config and SentencePiece model not given come from the weights' source (a release, a hub module, a
     keras-hub or HF directory), as `from_pretrained` takes them; every check (options, sources, sequence
@@ -484,6 +484,6 @@ def run_task(task_class, options, runtime=None):
         with strategy.scope():
             model = task.build_model(config, **model_kwargs(runtime.recompute))
         stack.enter_context(removed_on_failure(task.feature_files()))
-        stages = run(task, model, strategy, options.output_dir, options.init_path,
-                     train_options=options.train_options(runtime), **options.stages())
+        stages = run_stages(task, model, strategy, options.output_dir, options.init_path,
+                            train_options=options.train_options(runtime), **options.stages())
         return task.results(stages)

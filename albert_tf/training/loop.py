@@ -37,6 +37,7 @@ from albert_tf.training.optimization import inner_optimizer
 
 CHECKPOINT_NAME = "model.ckpt"
 BEST_CHECKPOINT_NAME = "model.ckpt-best"
+EVAL_RESULTS_FILE = "eval_results.txt"
 _CHECKPOINT_RE = re.compile(r"^model\.ckpt-(\d+)\.index$")
 
 
@@ -459,7 +460,7 @@ def evaluate_checkpoints(model, model_dir, eval_fn, metric_key, output_dir, high
         logging.warning("No model.ckpt-<step> checkpoint in %s: nothing to evaluate.", model_dir)
         return None, None
     tf.io.gfile.makedirs(output_dir)
-    eval_path = os.path.join(output_dir, "eval_results.txt")
+    eval_path = os.path.join(output_dir, EVAL_RESULTS_FILE)
     best_path = os.path.join(output_dir, "best_trial.txt")
     lines = []
     best_step, best_value, best_metrics = None, None, None

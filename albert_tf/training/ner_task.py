@@ -34,7 +34,7 @@ METRIC_KEY = "eval_f1"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class NerOptions(options_lib._Stages):
+class NerOptions(options_lib.Stages):
     """`run_ner`'s task options (see `run_ner`)."""
 
     data_dir: str
@@ -93,7 +93,7 @@ def run_ner(data_dir, output_dir, albert_config_file=None, spm_model_file=None, 
         dict with `eval` (best dev metrics, with `best_step`), `predict` (test metrics) and `export_path`, for the
         stages run.
     """
-    return driver.run_task(NerTask, *options_lib.split(NerOptions, locals()))
+    return driver.run(NerTask, *options_lib.split(NerOptions, locals()))
 
 
 def make_logits_fn(model, strategy):

@@ -4,7 +4,7 @@
 arguments into a task's options and the `RuntimeOptions` (`split`); the `run_*.py` runners build the same two
 from their flags through an explicit table flag -> field (`from_flags`), checked at start-up: a runner flag
 that maps to no field, a field that no flag sets (unless the table says it has no flag), a field that does
-not exist or is set by two flags is an `InputError` naming them. `albert_tf.training.driver.run_task` takes
+not exist or is set by two flags is an `InputError` naming them. `albert_tf.training.driver.run` takes
 the two and runs the task.
 """
 
@@ -54,7 +54,7 @@ class RuntimeOptions:
     iterations_per_loop: int = 1000
 
 
-class _Stages:
+class Stages:
     """What the driver asks of every task's options: the stages to run and the checkpoints they read."""
 
     @property
@@ -84,7 +84,7 @@ class _Stages:
         return self.init_path
 
     def stages(self):
-        """`driver.run` keyword arguments: `do_train`, `do_eval`, `do_predict`, `export_dir`."""
+        """`driver.run_stages` keyword arguments: `do_train`, `do_eval`, `do_predict`, `export_dir`."""
         return dict(do_train=self.do_train, do_eval=self.do_eval, do_predict=self.do_predict,
                     export_dir=self.export_dir)
 
@@ -97,7 +97,7 @@ class _Stages:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ClassifierOptions(_Stages):
+class ClassifierOptions(Stages):
     """`run_classifier`'s task options (the original `run_classifier.py` flags; see `run_classifier`)."""
 
     task_name: str
@@ -128,7 +128,7 @@ class ClassifierOptions(_Stages):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SquadOptions(_Stages):
+class SquadOptions(Stages):
     """`run_squad`'s task options (the original `run_squad_v1.py` / `run_squad_v2.py` flags)."""
 
     output_dir: str
@@ -174,7 +174,7 @@ class SquadOptions(_Stages):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RaceOptions(_Stages):
+class RaceOptions(Stages):
     """`run_race`'s task options (the original `run_race.py` flags)."""
 
     data_dir: str
@@ -211,7 +211,7 @@ class RaceOptions(_Stages):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PretrainingOptions(_Stages):
+class PretrainingOptions(Stages):
     """`run_pretraining`'s task options (the original `run_pretraining.py` flags)."""
 
     albert_config_file: str

@@ -14,7 +14,7 @@ from absl import logging
 from albert_tf import checkpoints
 from albert_tf.data.pretraining_input import check_record_lengths, expand_input_files, pretraining_dataset
 from albert_tf.errors import InputError
-from albert_tf.models.pretrainer import AlbertPretrainer, pretraining_loss
+from albert_tf.models.pretrainer import AlbertPretrainer, pretraining_loss, pretraining_terms
 from albert_tf.training import driver, loop, optimization
 from albert_tf.training import options as options_lib
 
@@ -37,20 +37,16 @@ def pretraining_metrics(model, dataset, num_steps):
     @tf.function
     def batch_sums(features):
         outputs = model(features, training=False)
-        total_loss, _, _ = pretraining_loss(outputs, features)
-        log_probs = tf.nn.log_softmax(tf.cast(outputs["mlm_logits"], tf.float32), axis=-1)    # [B, P, V]
-        ids = tf.cast(features["masked_lm_ids"], tf.int32)
-        weights = tf.cast(features["masked_lm_weights"], tf.float32)
-        nll = -tf.gather(log_probs, ids, batch_dims=2)                                         # [B, P]
-        correct = tf.cast(tf.equal(tf.argmax(log_probs, axis=-1, output_type=tf.int32), ids), tf.float32)
-        labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
-        sop_log_probs = tf.nn.log_softmax(tf.cast(outputs["sop_logits"], tf.float32), axis=-1)  # [B, 2]
-        sop_nll = -tf.gather(sop_log_probs, labels, batch_dims=1)
-        sop_correct = tf.cast(tf.equal(tf.argmax(sop_log_probs, axis=-1, output_type=tf.int32), labels),
+        terms = pretraining_terms(outputs, features)
+        total_loss, _, _ = pretraining_loss(outputs, features, terms)
+        weights, labels = terms["mlm_weights"], terms["sop_labels"]
+        correct = tf.cast(tf.equal(tf.argmax(terms["mlm_log_probs"], axis=-1, output_type=tf.int32),
+                                   terms["mlm_ids"]), tf.float32)
+        sop_correct = tf.cast(tf.equal(tf.argmax(terms["sop_log_probs"], axis=-1, output_type=tf.int32), labels),
                               tf.float32)
-        return {"mlm_correct": tf.reduce_sum(weights * correct), "mlm_nll": tf.reduce_sum(weights * nll),
-                "mlm_weight": tf.reduce_sum(weights), "sop_correct": tf.reduce_sum(sop_correct),
-                "sop_nll": tf.reduce_sum(sop_nll), "sop_count": tf.cast(tf.size(labels), tf.float32),
+        return {"mlm_correct": tf.reduce_sum(weights * correct),
+                "mlm_nll": tf.reduce_sum(weights * terms["mlm_nll"]), "mlm_weight": tf.reduce_sum(weights), "sop_correct": tf.reduce_sum(sop_correct),
+                "sop_nll": tf.reduce_sum(terms["sop_nll"]), "sop_count": tf.cast(tf.size(labels), tf.float32),
                 "loss": total_loss}
 
     sums, batches = {}, 0
@@ -197,4 +193,4 @@ def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=
     """
     values = dict(locals())
     values["random_seed"] = values.pop("seed")
-    return driver.run_task(PretrainingTask, *options_lib.split(options_lib.PretrainingOptions, values))
+    return driver.run(PretrainingTask, *options_lib.split(options_lib.PretrainingOptions, values))

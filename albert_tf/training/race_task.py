@@ -172,7 +172,7 @@ def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None,
         dict with `eval` (best dev metrics, with `best_step`), `predict` (test metrics) and `export_path`, for
         the stages run.
     """
-    return driver.run_task(RaceTask, *options_lib.split(options_lib.RaceOptions, locals()))
+    return driver.run(RaceTask, *options_lib.split(options_lib.RaceOptions, locals()))
 
 
 class RaceTask(driver.Task):

@@ -388,4 +388,4 @@ def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_fi
         metrics, with `best_step`) when predicting on a file with answers; `export_path` (and v1 `tflite_file`)
         when exporting.
     """
-    return driver.run_task(SquadTask, *options_lib.split(options_lib.SquadOptions, locals()))
+    return driver.run(SquadTask, *options_lib.split(options_lib.SquadOptions, locals()))
