@@ -21,7 +21,7 @@ Quantizations (`QUANTIZATIONS`):
   the file; the fastest on CPUs).
 * `int8`: weights and activations int8 with ranges calibrated on `calibration_file` (raw text, one example
   per line, or the task's TFRecords). The ops whose int8 kernels lose ALBERT's accuracy stay float
-  (`FLOAT_OPS`: the LayerNorm statistics, softmax, GELU's tanh/erf pieces, the embedding lookup's gather and
+  (`FLOAT_OPS`: the LayerNorm statistics, softmax, GELU's tanh/erf pieces and
   the output heads' log-softmax); everything else, the matrix multiplications included, is integer.
   `TFLITE_BUILTINS` stays allowed so these ops keep their float kernels.
 
@@ -53,7 +53,7 @@ CONFIG_FILE = "albert_config.json"
 SIGNATURE = export_lib.SERVING_DEFAULT
 METADATA_FORMAT = "albert_tf.lite/1"
 # TFLite builtin op names kept float in `int8` (see the module docstring and README "Deploying small").
-FLOAT_OPS = ("MEAN", "SQUARED_DIFFERENCE", "RSQRT", "SOFTMAX", "TANH", "POW", "GELU", "GATHER", "LOG_SOFTMAX",
+FLOAT_OPS = ("MEAN", "SQUARED_DIFFERENCE", "RSQRT", "SOFTMAX", "TANH", "POW", "GELU", "LOG_SOFTMAX",
              "EXP", "LOG", "SUM", "REDUCE_MAX")
 DEFAULT_CALIBRATION_STEPS = 100
 

@@ -363,3 +363,25 @@ def test_albert_export_cli_writes_a_tflite_model(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "albert_tf.export", "--input=x", "--export_dir=y", "--quantize=dynamic"],
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode != 0 and "--quantize applies to --format=tflite only" in proc.stderr
+
+
+@pytest.mark.slow
+def test_base_file_sizes_and_the_shared_block_at_24_layers():
+    """albert-base (seeded weights): float32 <= 48 MB, int8 <= 13 MB; 24 layers cost the ops, not the weights."""
+    base = AlbertConfig.from_preset("base_v2")
+    seq = 128
+    sizes = {}
+    for layers in (12, 24):
+        tf.keras.utils.set_random_seed(9)
+        model = AlbertModel(AlbertConfig.from_dict(dict(base.to_dict(), num_hidden_layers=layers)))
+        quantizations = ("none", "dynamic", "int8") if layers == 12 else ("none",)
+        for quantize in quantizations:
+            rng = np.random.default_rng(2)
+            rows = [{"input_ids": rng.integers(5, base.vocab_size, seq), "input_mask": np.ones(seq, np.int32),
+                     "segment_ids": np.zeros(seq, np.int32)} for _ in range(4)] if quantize == "int8" else None
+            sizes[(layers, quantize)] = len(lite.convert(model, seq, quantize=quantize, calibration=rows))
+    print("\nbase sizes (bytes):", {f"L={k[0]} {k[1]}": v for k, v in sizes.items()})
+    assert sizes[(12, "none")] <= 48e6
+    assert sizes[(12, "dynamic")] <= 13e6 and sizes[(12, "int8")] <= 13e6
+    # One more copy of the block would be 28 MB; 12 more applications add their op records only.
+    assert sizes[(24, "none")] - sizes[(12, "none")] < 200e3
