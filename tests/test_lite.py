@@ -270,7 +270,7 @@ def test_export_writes_metadata_config_and_tokenizer(tmp_path):
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(f"the river {w} flows to the sea number {i}" for i, w in
                                 enumerate(["amazon", "nile", "rhine", "danube"] * 20)))
-    vocab_lib.train_sentencepiece([str(corpus)], str(tmp_path / "sp"), vocab_size=60)
+    vocab_lib.train_sentencepiece([str(corpus)], str(tmp_path / "sp"), vocab_size=60, hard_vocab_limit=False)
     vocab_size = spm.SentencePieceProcessor(model_file=str(tmp_path / "sp.model")).get_piece_size()
     tf.keras.utils.set_random_seed(6)
     model = AlbertClassifier(_tiny_config(2, vocab_size), num_labels=2)
