@@ -62,7 +62,12 @@ CLI_HELP = (
     "serving_default (token ids), serve_examples (serialized tf.Examples with the original TFRecord features), "
     "serve_text (raw text, tokenized in the graph; needs tensorflow-text, --noserve_text leaves it out) and "
     "tokenization_info, and the SentencePiece model and albert_config.json as assets. Prints the written "
-    "directory.")
+    "directory. With --format=tflite it writes a LiteRT model instead: <export_dir>/model.tflite with fixed "
+    "[--batch_size, --max_seq_length] int32 inputs and the serving_default names, quantized by --quantize "
+    "(none|float16|dynamic|int8; int8 calibrates on --calibration_file: raw text, one example per line, or the "
+    "task's TFRecords), with albert_lite.json (model kind, labels, lengths), albert_config.json and the "
+    "SentencePiece model beside it, so that albert_tf.pipeline(task, '<export_dir>/model.tflite') runs it on "
+    "LiteRT. Prints the written file.")
 
 SERVING_DEFAULT = "serving_default"
 SERVE_EXAMPLES = "serve_examples"
@@ -379,6 +384,14 @@ def _define_flags():
     flags.DEFINE_integer("max_qa_length", 128, "RACE serve_text: question+option tokens kept (the last).")
     flags.DEFINE_bool("serve_text", True, "Export the raw-text signature (needs the tensorflow-text ops in the "
                       "server); --noserve_text exports core ops only.")
+    flags.DEFINE_enum("format", "saved_model", ["saved_model", "tflite"], "saved_model (TF Serving) or tflite "
+                      "(LiteRT: <export_dir>/model.tflite with albert_lite.json, config and tokenizer beside it).")
+    flags.DEFINE_enum("quantize", "none", ["none", "float16", "dynamic", "int8"], "tflite only: float16 "
+                      "weights, dynamic-range int8, or int8 calibrated on --calibration_file.")
+    flags.DEFINE_integer("batch_size", 1, "tflite only: the fixed batch size of the inputs.")
+    flags.DEFINE_string("calibration_file", None, "tflite --quantize=int8: raw text (one example per line; a tab "
+                        "separates text_a and text_b, SQuAD question and context) or the task's TFRecords.")
+    flags.DEFINE_list("labels", None, "tflite classifier: label names written to albert_lite.json.")
     flags.mark_flags_as_required(["input", "export_dir"])
 
 
@@ -386,6 +399,18 @@ def _run(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
     f = flags.FLAGS
+    if f.format == "tflite":
+        from albert_tf import lite  # The LiteRT converter only when asked for.
+
+        print(lite.export_tflite_from_checkpoint(
+            f.input, f.export_dir, model=f.model, num_labels=f.num_labels, albert_config_file=f.albert_config_file,
+            spm_model_file=f.spm_model_file, max_seq_length=f.max_seq_length, do_lower_case=f.do_lower_case,
+            batch_size=f.batch_size, quantize=f.quantize, calibration_file=f.calibration_file,
+            threshold=f.threshold, max_predictions_per_seq=f.max_predictions_per_seq, labels=f.labels))
+        return
+    for name in ("quantize", "batch_size", "calibration_file", "labels"):
+        if f[name].present:
+            raise app.UsageError(f"--{name} applies to --format=tflite only.")
     path = export_from_checkpoint(
         f.input, f.export_dir, model=f.model, num_labels=f.num_labels, albert_config_file=f.albert_config_file,
         spm_model_file=f.spm_model_file, max_seq_length=f.max_seq_length, do_lower_case=f.do_lower_case,

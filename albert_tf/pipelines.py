@@ -6,7 +6,9 @@ progress bar for lists longer than one batch. `source` is anything `from_pretrai
 directory or `.tar.gz`, a TF1 checkpoint prefix, a TF-Hub TF1 module, a TF2 SavedModel of tf-models'
 AlbertEncoder, a keras-hub preset, a Hugging Face directory, one of our `--output_dir` checkpoints, or a name
 such as `albert_base_v2` or `hf:org/repo`) or an `albert-export` directory (a version directory, or the base
-directory: its newest version), whose `serving_default` signature is then run on the same packed ids.
+directory: its newest version), whose `serving_default` signature is then run on the same packed ids, or a
+LiteRT export of `albert-export --format=tflite` (its `model.tflite` or its directory), run on the LiteRT
+interpreter (`ai-edge-litert`) with the export's fixed lengths, labels and tokenizer.
 
 The preprocessing is the runners' own code, so a pipeline answers what the runner writes for the same model,
 input and options:
@@ -43,7 +45,7 @@ import re
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import tokenization
+from albert_tf import lite, tokenization
 from albert_tf.checkpoints import open_reader, resolve_source, restore_source, source_num_labels, table
 from albert_tf.checkpoints.convert import detect_model
 from albert_tf.config import AlbertConfig
@@ -132,6 +134,58 @@ class _ExportRunner:
         inputs = {name: value for name, value in inputs.items() if name in self.input_specs}
         outputs = self.signature(**inputs)
         return {name: outputs[name].numpy() for name in output_names}
+
+
+class _LiteRunner:
+    """Runs a LiteRT export of `albert_tf.lite` (`albert-export --format=tflite`) on batches of NumPy features.
+
+    The kind, lengths, labels and tokenizer come from its metadata file; the fixed batch is filled by
+    `lite.LiteModel`, and the pretrainer's `mlm_positions` are padded with position 0 to the export's width.
+    """
+
+    _RENAMED_INPUTS = {"masked_lm_positions": "mlm_positions"}
+
+    def __init__(self, model_path, metadata):
+        self.directory = os.path.dirname(model_path)
+        self.model = lite.LiteModel(model_path)
+        self.kind = metadata["model_kind"]
+        self.config = lite.load_config(model_path, metadata)
+        self.output_specs = self.model.output_specs
+        self.do_lower_case = bool(metadata["do_lower_case"])
+        self.max_seq_length = int(metadata["max_seq_length"])
+        self.labels = metadata.get("labels")
+        spm_name = metadata.get("spm_model_file")
+        self.spm_model_file = os.path.join(self.directory, spm_name) if spm_name else None
+
+    def __call__(self, features, output_names):
+        inputs = {self._RENAMED_INPUTS.get(name, name): value for name, value in features.items()}
+        inputs = {name: value for name, value in inputs.items() if name in self.model.input_specs}
+        if "mlm_positions" in inputs:
+            width = int(self.model.input_specs["mlm_positions"].shape[-1])
+            positions = np.asarray(inputs["mlm_positions"], np.int32)
+            if positions.shape[-1] > width:
+                raise InputError(f"The LiteRT export `{self.directory}` predicts at most {width} masks per input; "
+                                 f"received an input with {positions.shape[-1]}.")
+            inputs["mlm_positions"] = np.pad(positions, [(0, 0), (0, width - positions.shape[-1])])
+        return self.model(inputs, output_names)
+
+
+def _lite_pipeline(cls, task, found, options, spm_model_file, vocab_file):
+    """The pipeline of `task` on a LiteRT export (`found`: its `.tflite` path and metadata)."""
+    runner = _LiteRunner(*found)
+    if runner.kind not in cls.export_kinds:
+        raise InputError(f"The LiteRT export `{found[0]}` serves a {runner.kind} model; {task!r} needs an export of "
+                         f"{' or '.join(cls.export_kinds)}.")
+    options.setdefault("do_lower_case", runner.do_lower_case)
+    max_seq_length = options.setdefault("max_seq_length", runner.max_seq_length)
+    if max_seq_length != runner.max_seq_length:
+        raise InputError(f"The LiteRT export `{found[0]}` has fixed inputs of length {runner.max_seq_length}. "
+                         f"Received: `max_seq_length={max_seq_length}`.")
+    if task == "text-classification" and runner.labels:
+        options.setdefault("labels", runner.labels)
+    tokenizer, use_spm = _tokenizer(spm_model_file or runner.spm_model_file, vocab_file,
+                                    options["do_lower_case"], found[0])
+    return cls(runner, tokenizer, use_spm, **options)
 
 
 def _export_directory(source):
@@ -596,7 +650,7 @@ class FeatureExtractionPipeline(Pipeline):
 
     def _encode(self, items):
         rows = [self._pack(index, a, b) for index, (a, b) in enumerate(items)]
-        if isinstance(self.runner, _ExportRunner) and self.runner.kind == "pretrainer":
+        if getattr(self.runner, "kind", None) == "pretrainer":
             for row in rows:
                 row["masked_lm_positions"] = [0]   # The pretrainer's signature needs one position.
         return rows, rows
@@ -685,6 +739,9 @@ def pipeline(task, source, **options):
     vocab_file = options.pop("vocab_file", None)
     do_lower_case = options.get("do_lower_case", True)
 
+    found = lite.find_export(source)
+    if found is not None:
+        return _lite_pipeline(cls, task, found, options, spm_model_file, vocab_file)
     export_dir = _export_directory(source)
     if export_dir is not None:
         runner = _ExportRunner(export_dir)

@@ -344,3 +344,74 @@ def test_bad_input_is_an_input_error(pretrainer_sources):
         pipe(3)
     with pytest.raises(InputError, match="`top_k` must be a positive int"):
         pipe("a [MASK]", top_k=0)
+
+
+# --- LiteRT exports (albert-export --format=tflite) -------------------------------------------------------------
+
+
+def _close(got, expected, atol):
+    """Equal results, floats to `atol`."""
+    if isinstance(expected, dict):
+        assert set(got) == set(expected)
+        for key in expected:
+            _close(got[key], expected[key], atol)
+    elif isinstance(expected, (list, tuple)):
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            _close(g, e, atol)
+    elif isinstance(expected, (float, np.ndarray)):
+        np.testing.assert_allclose(got, expected, atol=atol)
+    else:
+        assert got == expected
+
+
+def test_fill_mask_and_features_on_a_tflite_export(pretrainer_sources, tmp_path):
+    from albert_tf import lite
+
+    model = pretrainer_sources["model"]
+    path = lite.export_tflite(model, str(tmp_path / "lite"), spm_model_file=pretrainer_sources["spm"],
+                              max_seq_length=SEQ, batch_size=2, max_predictions_per_seq=4)
+    texts = ["The river Amazon discharges water.", ("Zürich is a city.", "It lies at a lake.")]
+    for source in (path, str(tmp_path / "lite")):   # the file or its directory
+        expected = albert_tf.pipeline("fill-mask", pretrainer_sources["release"], max_seq_length=SEQ)(FILL_MASK_TEXTS,
+                                                                                                     top_k=3)
+        _close(albert_tf.pipeline("fill-mask", source)(FILL_MASK_TEXTS, top_k=3), expected, 1e-4)
+    expected = albert_tf.pipeline("feature-extraction", pretrainer_sources["release"], max_seq_length=SEQ)(texts)
+    _close(albert_tf.pipeline("feature-extraction", path)(texts), expected, 1e-4)
+    with pytest.raises(InputError, match="fixed inputs of length 48"):
+        albert_tf.pipeline("fill-mask", path, max_seq_length=32)
+    with pytest.raises(InputError, match="needs an export of classifier"):
+        albert_tf.pipeline("text-classification", path)
+    with pytest.raises(InputError, match="at most 4 masks"):
+        albert_tf.pipeline("fill-mask", path)(" ".join(["[MASK]"] * 5))
+
+
+@pytest.mark.parametrize("v2", [False, True], ids=["v1.1", "v2.0"])
+def test_question_answering_on_a_tflite_export(squad_env, v2):
+    from albert_tf import lite
+
+    d, spm_file, config, config_file = squad_env
+    tf.keras.utils.set_random_seed(25 + v2)
+    model = _built(AlbertSquadV2(config) if v2 else AlbertSquadV1(config))
+    release = _release(model, d / f"lite_squad_release_{v2}", config_file, spm_file)
+    path = lite.export_tflite(model, str(d / f"lite_squad_{v2}"), spm_model_file=spm_file, max_seq_length=SEQ)
+    dataset = fx.squad_dataset(with_negative=v2, max_questions=2)
+    _, inputs = _squad_inputs(dataset)
+    options = dict(SQUAD_OPTIONS)
+    del options["max_seq_length"]
+    expected = albert_tf.pipeline("question-answering", release, max_seq_length=SEQ, **options)(inputs)
+    _close(albert_tf.pipeline("question-answering", path, **options)(inputs), expected, 1e-4)
+
+
+def test_text_classification_on_a_tflite_export(model_files, tmp_path):  # noqa: F811
+    from albert_tf import lite
+
+    tf.keras.utils.set_random_seed(31)
+    model = _built(AlbertClassifier(model_files["config"], num_labels=3))
+    release = _release(model, tmp_path / "release", model_files["config_file"], model_files["spm"])
+    path = lite.export_tflite(model, str(tmp_path / "lite"), spm_model_file=model_files["spm"], max_seq_length=GLUE_SEQ,
+                              batch_size=4, labels=["contradiction", "entailment", "neutral"])
+    texts = ["the cat sat", ("a kitten here", "the cat sat"), "premise number", "dev matched", "test the cat"]
+    expected = albert_tf.pipeline("text-classification", release, max_seq_length=GLUE_SEQ,
+                                  labels=["contradiction", "entailment", "neutral"])(texts)
+    _close(albert_tf.pipeline("text-classification", path)(texts), expected, 1e-4)
