@@ -44,6 +44,7 @@ from absl import logging
 from albert_tf import export as export_lib
 from albert_tf import tokenization
 from albert_tf.config import AlbertConfig
+from albert_tf.data.features import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
 from albert_tf.fileio import copy_atomic, write_bytes_atomic, write_text_atomic
 from albert_tf.models.albert_model import as_config
@@ -216,9 +217,9 @@ def _text_features(path, kind, shapes, tokenizer, do_lower_case, limit):
                 tokenizer, seq, 128, 64, False, features.append, do_lower_case)
             rows.extend({name: np.asarray(getattr(feat, name), np.int32) for name in shapes} for feat in features)
         elif kind == "race":
-            if len(fields) != 2 + race.NUM_CHOICES:
+            if len(fields) != 2 + RACE_NUM_CHOICES:
                 raise InputError(f"`{path}` line {number}: expected `article<TAB>question<TAB>` and "
-                                 f"{race.NUM_CHOICES} options for RACE calibration.")
+                                 f"{RACE_NUM_CHOICES} options for RACE calibration.")
             obj = {"article": fields[0], "questions": [fields[1]], "options": [fields[2:]]}
             (example,) = race.examples_from_object(obj, f"line {number}", "middle", process, require_answers=False)
             ids, mask, segments, _ = race.encode_example(example, tokenizer, seq, min(128, seq - 3))

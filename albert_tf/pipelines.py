@@ -51,6 +51,7 @@ from albert_tf.checkpoints.convert import detect_model
 from albert_tf.config import AlbertConfig
 from albert_tf.data import glue, race, squad
 from albert_tf.data import squad_postprocess as post
+from albert_tf.data.features import RACE_NUM_CHOICES
 from albert_tf.errors import InputError, MissingPackageError
 from albert_tf.models.albert_model import AlbertModel, as_config, compile_forward
 from albert_tf.models.classifier import AlbertClassifier
@@ -123,6 +124,8 @@ class _ExportRunner:
             return "squad_v2"
         if "start_logits" in names:
             return "squad_v1"
+        if "probabilities" in names and len(self.output_specs["probabilities"].shape) == 3:
+            return "token_classifier"
         if "logits" in names and "probabilities" in names:
             return "race"
         if "probabilities" in names:
@@ -586,7 +589,7 @@ class QuestionAnsweringPipeline(Pipeline):
         decoding's first candidate (`squad_postprocess`), with the whitespace that decoding strips left out."""
         if not features:
             return 0, 0
-        for pred in post._prelim_predictions(result_dict, example_index, features):
+        for pred in post.prelim_predictions(result_dict, example_index, features):
             feature = features[pred.feature_index]
             start = feature.tok_start_to_orig_index[pred.start_index]
             end = feature.tok_end_to_orig_index[pred.end_index] + 1
@@ -614,7 +617,7 @@ class MultipleChoicePipeline(Pipeline):
         options = item["options"]
         if not isinstance(options, (list, tuple)) or not all(isinstance(o, str) for o in options):
             raise InputError(f"Input {index} of 'multiple-choice': `options` must be a list of "
-                             f"{race.NUM_CHOICES} strings. Received: {options!r}.")
+                             f"{RACE_NUM_CHOICES} strings. Received: {options!r}.")
         obj = {"article": item["article"], "questions": [item["question"]], "options": [list(options)]}
         (example,) = race.examples_from_object(obj, f"input {index}", "middle", self.process_text,
                                                require_answers=False)
@@ -717,7 +720,7 @@ def pipeline(task, source, **options):
 
     Args:
         task: str, one of `fill-mask`, `text-classification`, `question-answering`, `multiple-choice`,
-            `feature-extraction`.
+            `feature-extraction`, `token-classification` (`albert_tf.ner_pipeline`).
         source: str or path, anything `from_pretrained` reads (or a release name), or an `albert-export`
             directory.
         **options: `batch_size` (32), `progress` (None: a bar for more than one batch), `config` /
@@ -730,8 +733,12 @@ def pipeline(task, source, **options):
     Raises:
         InputError: unknown task or option, or a source without the head the task needs.
     """
+    if task == "token-classification":   # Its own module (`albert_tf.ner_pipeline`), which imports this one.
+        from albert_tf.ner_pipeline import token_classification_pipeline
+        return token_classification_pipeline(source, **options)
     if task not in PIPELINES:
-        raise InputError(f"Unknown task {task!r}: `task` must be one of {sorted(PIPELINES)}.")
+        raise InputError(f"Unknown task {task!r}: `task` must be one of "
+                         f"{sorted(list(PIPELINES) + ['token-classification'])}.")
     cls = PIPELINES[task]
     options = dict(options)
     config = options.pop("config", None)

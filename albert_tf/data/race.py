@@ -30,7 +30,7 @@ from albert_tf.errors import InputError
 LEVELS = ("middle", "high")
 SPLITS = ("train", "dev", "test")
 LABELS = ("A", "B", "C", "D")
-NUM_CHOICES = features_lib.RACE_NUM_CHOICES
+RACE_NUM_CHOICES = features_lib.RACE_NUM_CHOICES
 NO_LABEL = -1  # `label_ids` of a question without an answer (prediction-only data).
 
 RaceExample = collections.namedtuple(
@@ -144,8 +144,8 @@ def examples_from_object(obj, source, level, process_text, require_answers=True)
     context = process_text(obj["article"])
     examples = []
     for i, question_text in enumerate(questions):
-        if not isinstance(options[i], list) or len(options[i]) != NUM_CHOICES:
-            raise InputError(f"RACE file `{source}`, question {i}: expected exactly {NUM_CHOICES} options. "
+        if not isinstance(options[i], list) or len(options[i]) != RACE_NUM_CHOICES:
+            raise InputError(f"RACE file `{source}`, question {i}: expected exactly {RACE_NUM_CHOICES} options. "
                              f"Received: {options[i]!r}.")
         label = None
         if answers is not None:
@@ -295,7 +295,7 @@ def write_race_tfrecord(examples, tokenizer, max_seq_length, max_qa_length, outp
                 rate = index / (time.time() - start)
                 logging.info("Writing example %d of %d (%.0f examples/s, ETA %.0f s)", index,
                              len(examples), rate, (len(examples) - index) / rate)
-        zeros = [[0] * max_seq_length] * NUM_CHOICES
+        zeros = [[0] * max_seq_length] * RACE_NUM_CHOICES
         for _ in range(num_padding):
             writer.write(example_to_tf_example(zeros, zeros, zeros, 0, False).SerializeToString())
     logging.info("Wrote %d RACE examples (+%d padding) to %s in %.1f s", len(examples), num_padding,
@@ -310,10 +310,10 @@ def count_records(path):
 
 def decode_race_record(record, max_seq_length):
     """Parses one serialized record: int32 `input_ids`/`input_mask`/`segment_ids` `[4, seq]`, scalars."""
-    spec = features_lib.parse_spec(features_lib.RACE, choices_seq=NUM_CHOICES * max_seq_length)
+    spec = features_lib.parse_spec(features_lib.RACE, choices_seq=RACE_NUM_CHOICES * max_seq_length)
     example = features_lib.cast_int64_to_int32(tf.io.parse_single_example(record, spec))
     for name in ("input_ids", "input_mask", "segment_ids"):
-        example[name] = tf.reshape(example[name], [NUM_CHOICES, max_seq_length])   # [4, seq]
+        example[name] = tf.reshape(example[name], [RACE_NUM_CHOICES, max_seq_length])   # [4, seq]
     return example
 
 

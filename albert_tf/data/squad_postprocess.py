@@ -111,7 +111,9 @@ def accumulate_predictions_v1(result_dict, all_examples, all_features, all_resul
                               result.end_log_prob[end_index])
 
 
-def _prelim_predictions(result_dict, example_index, features):
+def prelim_predictions(result_dict, example_index, features):
+    """The candidate spans of example `example_index` over its `features`, from `result_dict` (the original's
+    `_PrelimPrediction`s, unsorted, before `n_best_size` and the answer checks)."""
     prelim = []
     for feature_index, feature in enumerate(features):
         for (start_idx, end_idx), logprobs in result_dict[example_index][feature.unique_id].items():
@@ -165,7 +167,7 @@ def write_predictions_v1(result_dict, all_examples, all_features, all_results, n
     all_nbest_json = collections.OrderedDict()
     for example_index, example in enumerate(all_examples):
         features = example_index_to_features[example_index]
-        prelim = _prelim_predictions(result_dict, example_index, features) if features else []
+        prelim = prelim_predictions(result_dict, example_index, features) if features else []
         nbest = _nbest(prelim, features, example, n_best_size)
         if not nbest:
             # The original's nonce prediction for an example without any valid span.
@@ -240,7 +242,7 @@ def write_predictions_v2(result_dict, cls_dict, all_examples, all_features, all_
     scores_diff_json = collections.OrderedDict()
     for example_index, example in enumerate(all_examples):
         features = example_index_to_features[example_index]
-        prelim = _prelim_predictions(result_dict, example_index, features) if features else []
+        prelim = prelim_predictions(result_dict, example_index, features) if features else []
         nbest = _nbest(prelim, features, example, n_best_size)
         if not nbest:
             nbest.append(_NbestPrediction(text="", start_log_prob=-1e6, end_log_prob=-1e6))
