@@ -112,8 +112,8 @@ def accumulate_predictions_v1(result_dict, all_examples, all_features, all_resul
 
 
 def prelim_predictions(result_dict, example_index, features):
-    """The candidate spans of example `example_index` over its `features`, from `result_dict` (the original's
-    `_PrelimPrediction`s, unsorted, before `n_best_size` and the answer checks)."""
+    """The candidate spans of example `example_index` over its `features`, from `result_dict`: the original's
+    `_PrelimPrediction`s (log-probabilities averaged over the windows that scored a span), best first."""
     prelim = []
     for feature_index, feature in enumerate(features):
         for (start_idx, end_idx), logprobs in result_dict[example_index][feature.unique_id].items():
