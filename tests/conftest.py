@@ -17,6 +17,7 @@ CPU_KERNEL_MODULES = (
     "test_recompute",           # gradients against autodiff; the backward's allocator peak; op counts
     "test_squad_models",        # SQuAD heads against NumPy
     "test_training_loop",       # replicas and accumulation against one device
+    "test_lite",                # LiteRT float and integer kernels against the Keras model
 )
 
 

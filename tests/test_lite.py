@@ -313,9 +313,9 @@ def test_bad_arguments_are_input_errors(tmp_path):
 
 
 def test_keras_quantize_points_to_the_lite_export():
-    model = AlbertClassifier(_tiny_config(1), num_labels=2)
-    with pytest.raises(NotImplementedError, match="--format=tflite --quantize=dynamic|int8"):
-        model.quantize("int8")
+    for model in (AlbertClassifier(_tiny_config(1), num_labels=2), AlbertModel(_tiny_config(1))):
+        with pytest.raises(NotImplementedError, match="--format=tflite --quantize=dynamic|int8"):
+            model.quantize("int8")
 
 
 def test_albert_export_cli_writes_a_tflite_model(tmp_path):

@@ -10,6 +10,7 @@ from albert_tf.errors import InputError
 from albert_tf.layers.attention import attention_bias
 from albert_tf.layers.embeddings import AlbertEmbeddings, truncated_normal
 from albert_tf.layers.transformer import AlbertTransformerBlock
+from albert_tf.models.base import refuse_keras_quantize
 from albert_tf.serving import ServingSpec
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -204,6 +205,10 @@ class AlbertModel(keras.Model):
     def from_config(cls, config):
         config = dict(config)
         return cls(AlbertConfig.from_dict(config.pop("config")), **config)
+
+    def quantize(self, mode=None, *args, **kwargs):
+        """Not supported: see `albert_tf.models.base.refuse_keras_quantize`."""
+        refuse_keras_quantize(self, mode)
 
     @classmethod
     def from_pretrained(cls, path, config=None, **kwargs):

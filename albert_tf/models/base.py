@@ -355,11 +355,16 @@ class PretrainedMixin:
         return super().compute_metrics(x, y, self.loss_output(y_pred), sample_weight)
 
     def quantize(self, mode=None, *args, **kwargs):
-        """Not supported: Keras' `quantize` replaces `Dense` layers' kernels, which these models' layers read
-        directly, so a Keras-quantized model computes wrong outputs. Raises `NotImplementedError` naming the
-        LiteRT export, which quantizes the same weights correctly."""
-        raise NotImplementedError(
-            f"`{type(self).__name__}.quantize({mode!r})` is not supported: the ALBERT layers read their kernels "
-            "directly, so Keras quantization would give wrong outputs. Quantize with the LiteRT export instead: "
-            "`albert-export --format=tflite --quantize=dynamic|int8` or "
-            "`albert_tf.lite.export_tflite(model, output_dir, quantize='dynamic')`.")
+        """Not supported: see `refuse_keras_quantize`."""
+        refuse_keras_quantize(self, mode)
+
+
+def refuse_keras_quantize(model, mode):
+    """Raises `NotImplementedError` for Keras' `quantize` on an ALBERT model: it replaces `Dense` layers' kernels,
+    which these models' layers read directly, so a Keras-quantized model would compute wrong outputs; the message
+    names the LiteRT export, which quantizes the same weights correctly."""
+    raise NotImplementedError(
+        f"`{type(model).__name__}.quantize({mode!r})` is not supported: the ALBERT layers read their kernels "
+        "directly, so Keras quantization would give wrong outputs. Quantize with the LiteRT export instead: "
+        "`albert-export --format=tflite --quantize=dynamic|int8` or "
+        "`albert_tf.lite.export_tflite(model, output_dir, quantize='dynamic')`.")

@@ -19,13 +19,12 @@ arguments instead of flags (`albert_tf.training.driver` runs the stages); `versi
 
 import os
 import random
-import shutil
-import tempfile
 
 import tensorflow as tf
 from absl import logging
 
 from albert_tf import export as export_lib
+from albert_tf import lite
 from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.data import squad
 from albert_tf.data import squad_postprocess as post
@@ -145,30 +144,9 @@ def postprocess_and_score(results, examples, features, dataset, output_dir, vers
 
 def export_tflite(model, tflite_file, max_seq_length):
     """`albert_model.tflite` of the original `run_squad_v1.py --export_dir`: int32 `input_ids`, `input_mask`,
-    `segment_ids` `[1, max_seq_length]` -> `start_logits`, `end_logits` `[1, max_seq_length]` (float32).
-
-    Converted from a fixed-shape SavedModel signature so that the TFLite signature keeps the names.
-    """
-    specs = [tf.TensorSpec([1, max_seq_length], tf.int32, name=name)
-             for name in ("input_ids", "input_mask", "segment_ids")]
-
-    @tf.function(input_signature=specs)
-    def serve(input_ids, input_mask, segment_ids):
-        out = model({"input_ids": input_ids, "input_mask": input_mask, "segment_ids": segment_ids},
-                    training=False)
-        return {"start_logits": out["start_logits"], "end_logits": out["end_logits"]}
-
-    module = tf.Module()
-    # Track the backing tf.Variables: converting a SavedModel that tracks only the Keras 3 wrappers gives NaN.
-    module.model_variables = [getattr(v, "value", v) for v in model.variables]
-    module.serve = serve
-    staging = tempfile.mkdtemp(prefix="albert_tflite_")
-    try:
-        tf.saved_model.save(module, staging, signatures={"serving_default": serve})
-        converter = tf.lite.TFLiteConverter.from_saved_model(staging, signature_keys=["serving_default"])
-        flatbuffer = converter.convert()
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    `segment_ids` `[1, max_seq_length]` -> `start_logits`, `end_logits` `[1, max_seq_length]` (float32), the
+    float32 LiteRT model of `albert_tf.lite.convert`."""
+    flatbuffer = lite.convert(model, max_seq_length)
     write_bytes_atomic(tflite_file, flatbuffer)
     logging.info("Wrote %s (%d bytes).", tflite_file, len(flatbuffer))
     return tflite_file
