@@ -51,6 +51,15 @@ for _size, _dims in _SIZES.items():
 del _size, _dims, _version, _dropout, _preset
 
 
+def check_max_seq_length(max_seq_length, max_position_embeddings, albert_config_file=None):
+    """Raises `InputError` unless `max_seq_length <= max_position_embeddings` (the model's position table): the
+    one check of every runner, the preprocessor and the pipelines."""
+    if int(max_seq_length) > int(max_position_embeddings):
+        where = f" of {albert_config_file}" if albert_config_file else ""
+        raise InputError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
+                         f"trained up to sequence length {max_position_embeddings}: `max_seq_length` must be <= "
+                         f"`max_position_embeddings`{where}.")
+
 class AlbertConfig:
     """Configuration of an ALBERT encoder, with the original's field names and defaults.
 

@@ -45,6 +45,7 @@ from absl import app, flags, logging
 
 from albert_tf import cli, registry, text_ops, tokenization
 from albert_tf.checkpoints import load_pretrained, resolve_source
+from albert_tf.config import check_max_seq_length
 from albert_tf.data.features import RACE_NUM_CHOICES  # noqa: F401  Public here too: clients build RACE inputs.
 from albert_tf.errors import InputError
 from albert_tf.models.albert_model import EncoderSpec, as_config  # noqa: F401  (EncoderSpec: public name)
@@ -295,10 +296,7 @@ def _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_len
     """Raises on arguments `export_saved_model` cannot use; returns `(version directory, version)`."""
     if not isinstance(max_seq_length, (int, np.integer)) or max_seq_length < 3:
         raise InputError(f"`max_seq_length` must be an int >= 3. Received: `max_seq_length={max_seq_length!r}`.")
-    max_positions = model.config.max_position_embeddings
-    if max_seq_length > max_positions:
-        raise InputError(f"`max_seq_length={max_seq_length}` exceeds the model's "
-                         f"`max_position_embeddings={max_positions}`.")
+    check_max_seq_length(max_seq_length, model.config.max_position_embeddings)
     spec.check_arguments(model, max_seq_length, max_query_length, max_qa_length, threshold)
     if spm_model_file is not None and not tf.io.gfile.exists(spm_model_file):
         raise FileNotFoundError(f"`spm_model_file` not found: `{spm_model_file}`.")
@@ -344,7 +342,7 @@ def export_from_checkpoint(input_path, export_dir, model="encoder", num_labels=2
     Returns:
         str, the version directory written.
     """
-    spec = _spec_for_kind(model)
+    _spec_for_kind(model)                     # Refuses a kind without a serving spec.
     kind = registry.get(model)
     with resolve_source(input_path) as source:
         config = albert_config_file or source.config_file

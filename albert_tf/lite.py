@@ -43,7 +43,7 @@ from absl import logging
 
 from albert_tf import export as export_lib
 from albert_tf import tokenization
-from albert_tf.config import AlbertConfig
+from albert_tf.config import AlbertConfig, check_max_seq_length
 from albert_tf.data.features import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
 from albert_tf.fileio import copy_atomic, write_bytes_atomic, write_text_atomic
@@ -120,9 +120,7 @@ def convert(model, max_seq_length, batch_size=1, quantize="none", calibration=No
                         ("max_predictions_per_seq", max_predictions_per_seq)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise InputError(f"`{name}` must be a positive int. Received: `{name}={value!r}`.")
-    if max_seq_length > model.config.max_position_embeddings:
-        raise InputError(f"`max_seq_length={max_seq_length}` exceeds the model's "
-                         f"`max_position_embeddings={model.config.max_position_embeddings}`.")
+    check_max_seq_length(max_seq_length, model.config.max_position_embeddings)
     shapes = input_shapes(model, int(batch_size), int(max_seq_length), int(max_predictions_per_seq))
     serve = _serving_function(model, shapes, threshold)
     serve.get_concrete_function()  # Builds an unbuilt model, so that its variables exist below.

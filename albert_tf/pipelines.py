@@ -48,7 +48,7 @@ import tensorflow as tf
 from albert_tf import lite, tokenization
 from albert_tf.checkpoints import open_reader, resolve_source, restore_source, source_num_labels, table
 from albert_tf.checkpoints.convert import detect_model
-from albert_tf.config import AlbertConfig
+from albert_tf.config import AlbertConfig, check_max_seq_length
 from albert_tf.data import glue, race, squad
 from albert_tf.data import squad_postprocess as post
 from albert_tf.data.features import RACE_NUM_CHOICES
@@ -252,9 +252,8 @@ class Pipeline:
             raise InputError(f"Unknown options for {self.task!r}: {sorted(options)}. Options: "
                              f"{sorted(set(self.defaults) | set(_COMMON_OPTIONS))}.")
         max_seq_length = getattr(self, "max_seq_length", None)
-        if max_seq_length is not None and max_seq_length > runner.config.max_position_embeddings:
-            raise InputError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
-                             f"trained up to sequence length {runner.config.max_position_embeddings}.")
+        if max_seq_length is not None:
+            check_max_seq_length(max_seq_length, runner.config.max_position_embeddings)
         self.process_text = glue.DataProcessor(use_spm=use_spm, do_lower_case=self.do_lower_case).process_text
 
     def __call__(self, inputs=None, **kwargs):

@@ -19,7 +19,7 @@ import tensorflow as tf
 
 from albert_tf import text_ops
 from albert_tf.checkpoints import resolve_source
-from albert_tf.config import AlbertConfig
+from albert_tf.config import AlbertConfig, check_max_seq_length
 from albert_tf.data.features import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
 
@@ -159,9 +159,7 @@ class AlbertPreprocessor(keras.layers.Layer):
         if self.vocab_size > config.vocab_size:
             raise InputError(f"The preprocessor's SentencePiece model has {self.vocab_size} pieces but the model's "
                              f"`vocab_size` is {config.vocab_size}: they must come from the same release.")
-        if self.max_seq_length > config.max_position_embeddings:
-            raise InputError(f"The preprocessor's `max_seq_length={self.max_seq_length}` exceeds the model's "
-                             f"`max_position_embeddings={config.max_position_embeddings}`.")
+        check_max_seq_length(self.max_seq_length, config.max_position_embeddings)
         if mode == "squad" and self.max_seq_length <= self.max_query_length + 3:
             raise InputError(f"`max_seq_length={self.max_seq_length}` must be greater than `max_query_length="
                              f"{self.max_query_length}` + 3.")

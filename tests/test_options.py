@@ -10,6 +10,7 @@ import sys
 import pytest
 from absl import flags
 
+from albert_tf import config as config_lib
 from albert_tf.errors import InputError
 from albert_tf.training import options
 
@@ -175,7 +176,7 @@ def test_split_takes_the_run_functions_keywords():
 @pytest.mark.parametrize("max_seq_length,ok", [(64, True), (65, False)])
 def test_the_sequence_length_check(max_seq_length, ok):
     if ok:
-        options.check_max_seq_length(max_seq_length, 64)
+        config_lib.check_max_seq_length(max_seq_length, 64)
     else:
         with pytest.raises(InputError, match="sequence length 65 .* up to sequence length 64"):
-            options.check_max_seq_length(max_seq_length, 64, "albert_config.json")
+            config_lib.check_max_seq_length(max_seq_length, 64, "albert_config.json")

@@ -37,6 +37,7 @@ from albert_tf import tokenization
 from albert_tf.checkpoints import init_from_checkpoint, resolve_source
 from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
 from albert_tf.checkpoints.sources import FOREIGN_KINDS
+from albert_tf import config as config_lib
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError
 from albert_tf.fileio import write_text_atomic
@@ -223,7 +224,7 @@ def check_vocab_size(spm_model_file, config, albert_config_file):
 
 def check_max_seq_length(max_seq_length, config, albert_config_file=None):
     """Raises `InputError` unless `max_seq_length` fits `config.max_position_embeddings`."""
-    options_lib.check_max_seq_length(max_seq_length, config.max_position_embeddings, albert_config_file)
+    config_lib.check_max_seq_length(max_seq_length, config.max_position_embeddings, albert_config_file)
 
 
 def prepare_runtime(runtime=None, **fields):

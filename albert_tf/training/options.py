@@ -15,15 +15,6 @@ from typing import Optional
 from albert_tf.errors import InputError
 
 
-def check_max_seq_length(max_seq_length, max_position_embeddings, albert_config_file=None):
-    """Raises `InputError` unless `max_seq_length <= max_position_embeddings` (the model's position table)."""
-    if int(max_seq_length) > int(max_position_embeddings):
-        where = f" of {albert_config_file}" if albert_config_file else ""
-        raise InputError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "
-                         f"trained up to sequence length {max_position_embeddings}: `max_seq_length` must be <= "
-                         f"`max_position_embeddings`{where}.")
-
-
 @dataclasses.dataclass(frozen=True)
 class RuntimeOptions:
     """Where and how a task runs, the same for every task (the original TPU flags and the TF2 additions).
