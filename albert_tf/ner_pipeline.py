@@ -23,7 +23,7 @@ import re
 import numpy as np
 
 from albert_tf import pipelines
-from albert_tf.checkpoints import open_reader, resolve_source, restore_source
+from albert_tf.checkpoints import hf, open_reader, resolve_source, restore_source
 from albert_tf.checkpoints.convert import detect_model
 from albert_tf.data import conll
 from albert_tf.errors import InputError
@@ -153,7 +153,8 @@ def token_classification_pipeline(source, **options):
             raise InputError(f"Source `{source}` has no token-classification head (`token_classification/"
                              f"output_weights`); its heads read as: {kind}.")
         labels = options.get("labels")
-        model = AlbertTokenClassifier(as_config(config), labels=None if labels is None else conll.parse_labels(labels),
-                                      **kwargs)
+        labels = conll.parse_labels(labels) if labels is not None else (
+            hf.labels_of(resolved.directory, kwargs.get("num_labels")) if resolved.layout == "hf_model" else None)
+        model = AlbertTokenClassifier(as_config(config), labels=labels, **kwargs)
         restore_source(model, resolved, allow_missing_heads=False)
     return TokenClassificationPipeline(pipelines._KerasRunner(model), tokenizer, use_spm, **options)

@@ -379,7 +379,15 @@ def test_hf_token_classification_directory_loads_predicts_and_writes_back(tmp_pa
     state["classifier.weight"] = rng.normal(scale=0.3, size=(5, config["hidden_size"])).astype(np.float32)
     state["classifier.bias"] = rng.normal(scale=0.3, size=(5,)).astype(np.float32)
     directory = write_hf_dir(str(tmp_path / "hf"), config, state, "AlbertForTokenClassification")
-    model = AlbertTokenClassifier.from_pretrained(directory, num_labels=5)
+    # transformers' `id2label`, as a fine-tuned NER directory has it: the tag names come with the weights.
+    tags = ["O", "B-PER", "I-PER", "B-LOC", "I-LOC"]
+    hf_json = json.load(open(os.path.join(directory, "config.json")))
+    hf_json.update(id2label={str(i): tag for i, tag in enumerate(tags)},
+                   label2id={tag: i for i, tag in enumerate(tags)})
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(hf_json, f)
+    model = AlbertTokenClassifier.from_pretrained(directory)
+    assert model.num_labels == 5 and model.labels == tags
     ids, mask, seg = make_inputs()
     inputs = {"input_ids": tf.constant(ids), "input_mask": tf.constant(mask), "segment_ids": tf.constant(seg)}
     # The encoder as keras-hub's own transformers converter reads it (which needs a pooler: a twin directory
@@ -395,7 +403,8 @@ def test_hf_token_classification_directory_loads_predicts_and_writes_back(tmp_pa
     for name, value in state.items():
         np.testing.assert_array_equal(written[name], value, err_msg=name)
     hf_config = json.load(open(tmp_path / "back" / "config.json"))
-    assert hf_config["architectures"] == ["AlbertForTokenClassification"] and len(hf_config["id2label"]) == 5
+    assert hf_config["architectures"] == ["AlbertForTokenClassification"]
+    assert hf_config["id2label"] == hf_json["id2label"] and hf_config["label2id"] == hf_json["label2id"]
     # TF1 names: the head under its own scope.
     written_tf1 = convert(directory, str(tmp_path / "tf1"), output_format="tf1", model="token_classifier",
                           num_labels=5)["weights"]

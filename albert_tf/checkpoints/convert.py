@@ -107,6 +107,19 @@ def _publish(tmp, output_dir):
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _label_names(built, source, num_labels):
+    """The names of `built`'s outputs for `config.json`: the model's own (`labels`, when not the defaults), else
+    those of a Hugging Face source directory; None for transformers' defaults."""
+    if num_labels is None:
+        return None
+    labels = list(getattr(built, "labels", None) or [])
+    if len(labels) == num_labels and labels != [f"LABEL_{i}" for i in range(num_labels)]:
+        return labels
+    if source.layout == "hf_model":
+        return hf.labels_of(source.directory, num_labels)
+    return None
+
+
 def _write(built, config, output_format, out, source):
     """Writes `built` in `output_format` into the directory `out`; returns the weights path."""
     components = table.model_components(built)
@@ -114,7 +127,8 @@ def _write(built, config, output_format, out, source):
     if output_format == "hf":
         kind = registry.kind_of(built)
         num_labels = getattr(built, "num_labels", None) if kind is not None and kind.labels_variable else None
-        arch = hf.write(tf1_values(built), config, components, out, num_labels=num_labels)
+        arch = hf.write(tf1_values(built), config, components, out, num_labels=num_labels,
+                        labels=_label_names(built, source, num_labels))
         logging.info("Hugging Face class: %s", arch)
         if spm:
             fileio.copy_atomic(spm, os.path.join(out, hf.SPM))

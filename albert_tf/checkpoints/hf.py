@@ -164,8 +164,30 @@ def config_dict(directory):
     return config
 
 
-def to_hf_config(config, architecture, num_labels=None):
-    """transformers' `AlbertConfig` JSON for our `config`."""
+def labels_of(directory, num_labels=None):
+    """The label names of a Hugging Face directory's `config.json` `id2label`, in id order.
+
+    None when it has none, when they are transformers' defaults (`LABEL_<i>`), when the ids are not 0..n-1, or
+    when there are not `num_labels` of them (`num_labels` None: any number).
+    """
+    id2label = foreign.read_json(os.path.join(directory, CONFIG)).get("id2label")
+    if not isinstance(id2label, dict) or not id2label:
+        return None
+    try:
+        by_id = {int(key): str(value) for key, value in id2label.items()}
+    except (TypeError, ValueError):
+        return None
+    labels = [by_id.get(i) for i in range(len(by_id))]
+    if None in labels or (num_labels is not None and len(labels) != int(num_labels)):
+        return None
+    if labels == [f"LABEL_{i}" for i in range(len(labels))]:
+        return None
+    return labels
+
+
+def to_hf_config(config, architecture, num_labels=None, labels=None):
+    """transformers' `AlbertConfig` JSON for our `config`; `id2label`/`label2id` from `labels` (names of the
+    `num_labels` outputs) or transformers' defaults `LABEL_<i>`."""
     if config.hidden_act not in _ACT_TO_HF:
         raise InputError(f"`hidden_act={config.hidden_act!r}` has no transformers counterpart.")
     hf = {"architectures": [architecture], "model_type": "albert"}
@@ -174,8 +196,10 @@ def to_hf_config(config, architecture, num_labels=None):
               position_embedding_type="absolute", pad_token_id=0, bos_token_id=2, eos_token_id=3)
     hf.update((key, getattr(config, key)) for key in _EXTRA if hasattr(config, key))
     if num_labels is not None:
-        hf["id2label"] = {str(i): f"LABEL_{i}" for i in range(num_labels)}
-        hf["label2id"] = {f"LABEL_{i}": i for i in range(num_labels)}
+        names = list(labels) if labels is not None and len(labels) == num_labels else [
+            f"LABEL_{i}" for i in range(num_labels)]
+        hf["id2label"] = {str(i): name for i, name in enumerate(names)}
+        hf["label2id"] = {name: i for i, name in enumerate(names)}
     return hf
 
 
@@ -286,7 +310,7 @@ def architecture(components):
                      "encoder alone.")
 
 
-def write(tf1_values, config, components, directory, num_labels=None):
+def write(tf1_values, config, components, directory, num_labels=None, labels=None):
     """Writes `config.json` and `model.safetensors` of a transformers model into `directory`.
 
     Args:
@@ -295,6 +319,7 @@ def write(tf1_values, config, components, directory, num_labels=None):
         components: the model's table components (`encoder`, `mlm`, ...), choosing the transformers class.
         directory: str, existing output directory.
         num_labels: int or None, rows of a classifier head.
+        labels: optional names of those rows (`config.json`'s `id2label`).
 
     Returns:
         str, the transformers class written.
@@ -319,7 +344,7 @@ def write(tf1_values, config, components, directory, num_labels=None):
                         values["cls/predictions/output_bias"][1]))
     write_safetensors(os.path.join(directory, WEIGHTS), entries, metadata={"format": "pt"})
     fileio.write_text_atomic(os.path.join(directory, CONFIG),
-                             json.dumps(to_hf_config(config, arch, num_labels), indent=2, sort_keys=True) + "\n")
+                             json.dumps(to_hf_config(config, arch, num_labels, labels), indent=2, sort_keys=True) + "\n")
     return arch
 
 

@@ -8,11 +8,13 @@ GLUE classifier's root-scope `output_weights`), its transformers names `classifi
 `classifier.bias`.
 """
 
+import os
+
 import keras
 import tensorflow as tf
 
 from albert_tf import registry, text_ops
-from albert_tf.checkpoints import table
+from albert_tf.checkpoints import hf, table
 from albert_tf.checkpoints.foreign import Link
 from albert_tf.errors import InputError
 from albert_tf.layers.heads import AlbertOutputProjection
@@ -77,6 +79,17 @@ class AlbertTokenClassifier(PretrainedMixin, keras.Model):
         self.token_classifier_head.build()
         self.set_preprocessor(preprocessor)
         self.built = True
+
+    @classmethod
+    def from_pretrained(cls, path, config=None, preprocessor=None, **model_kwargs):
+        """`PretrainedMixin.from_pretrained`; from a Hugging Face directory, `labels` (and `num_labels`) default to
+        its `config.json` `id2label` when that names the tags."""
+        if model_kwargs.get("labels") is None and isinstance(path, (str, os.PathLike)) and os.path.isdir(path) and (
+                hf.is_hf_dir(path)):
+            labels = hf.labels_of(path, model_kwargs.get("num_labels"))
+            if labels is not None:
+                model_kwargs.update(labels=labels, num_labels=len(labels))
+        return super().from_pretrained(path, config=config, preprocessor=preprocessor, **model_kwargs)
 
     def call(self, inputs, training=None):
         inputs = self.token_inputs(inputs)

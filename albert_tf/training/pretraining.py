@@ -45,7 +45,8 @@ def pretraining_metrics(model, dataset, num_steps):
         sop_correct = tf.cast(tf.equal(tf.argmax(terms["sop_log_probs"], axis=-1, output_type=tf.int32), labels),
                               tf.float32)
         return {"mlm_correct": tf.reduce_sum(weights * correct),
-                "mlm_nll": tf.reduce_sum(weights * terms["mlm_nll"]), "mlm_weight": tf.reduce_sum(weights), "sop_correct": tf.reduce_sum(sop_correct),
+                "mlm_nll": tf.reduce_sum(weights * terms["mlm_nll"]), "mlm_weight": tf.reduce_sum(weights),
+                "sop_correct": tf.reduce_sum(sop_correct),
                 "sop_nll": tf.reduce_sum(terms["sop_nll"]), "sop_count": tf.cast(tf.size(labels), tf.float32),
                 "loss": total_loss}
 
