@@ -193,7 +193,7 @@ def convert():
 
 def export():
     """Console script `albert-export`."""
-    _command("albert_tf.export")
+    _command("albert_tf.export_cli")
 
 
 def quickstart():

@@ -68,7 +68,7 @@ def test_quickstart_rerun_reuses_finished_steps(quickstart_run):
 
 
 def test_cli_help_paragraphs_name_inputs_steps_and_outputs():
-    from albert_tf import export, quickstart  # Deferred: imports TensorFlow, which the CLI tests run in subprocesses.
+    from albert_tf import export_cli as export, quickstart  # Deferred: imports TensorFlow (CLI tests use subprocesses).
 
     for word in ("pydoc_data", "SentencePiece", "TFRecords", "pretrains", "held-out", "SavedModel", "fresh process",
                  "--output_dir", "./quickstart_output"):
