@@ -23,7 +23,7 @@ import numpy as np
 import tensorflow as tf
 from absl import app, flags, logging
 
-from albert_tf import cli, fileio, text_ops
+from albert_tf import cli, fileio, text_ops, tokenization
 from albert_tf.checkpoints import init_from_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import features
@@ -47,12 +47,27 @@ CLI_HELP = (
     "(checkpoints), export/<version>/ (SavedModel) and quickstart_summary.json; finished steps are reused "
     "unless --overwrite is given.")
 
-MASKED_SENTENCES = (
-    "The [MASK] statement is used to define a function.",
-    "An exception is raised when an [MASK] occurs during execution.",
-    "A class [MASK] is a function that returns a new instance.",
-    "The value of the [MASK] is evaluated before the loop starts.",
+# The fill-in-the-mask demo: each sentence with the answers that fit it (as single SentencePiece pieces of the
+# quickstart's vocabulary). None of the sentences occurs in the corpus, and the held-out text never holds a
+# sentence's words around the answer verbatim (tests/test_quickstart.py checks both).
+FILL_MASK_QUERIES = (
+    ("The [MASK] statement is used to define a function.", ("def",)),
+    ("If the key is missing, an [MASK] is raised.", ("exception", "error", "keyerror")),
+    ("The file is opened in binary [MASK] for reading.", ("mode",)),
+    ("Return the number of [MASK] in the list.", ("items", "elements", "values", "entries", "objects")),
+    ("The default [MASK] of the argument is none.", ("value",)),
+    ("This method returns a new [MASK] object.", ("list", "string", "file", "dictionary", "set", "tuple", "bytes")),
 )
+MASKED_SENTENCES = tuple(sentence for sentence, _ in FILL_MASK_QUERIES)
+
+
+def fitting_answers(top_tokens):
+    """For each demo sentence, whether the top answer is one of its fitting words (pieces compared without `▁`)."""
+    fits = []
+    for (_, answers), guesses in zip(FILL_MASK_QUERIES, top_tokens):
+        top = guesses[0][0].lstrip("\u2581") if guesses and guesses[0] else ""
+        fits.append(top in answers)
+    return fits
 
 
 def _done(path):
@@ -138,7 +153,7 @@ print(json.dumps({"top_tokens": top}))
 
 
 def run_quickstart(output_dir="quickstart_output", overwrite=False, vocab_size=2000, max_seq_length=128,
-                   max_predictions_per_seq=20, dupe_factor=10, train_batch_size=32, num_train_steps=1500,
+                   max_predictions_per_seq=20, dupe_factor=10, heldout_dupe_factor=2, train_batch_size=32, num_train_steps=1500,
                    num_warmup_steps=150, learning_rate=0.005, hidden_size=128, num_hidden_layers=4,
                    num_attention_heads=4, embedding_size=64, intermediate_size=512, iterations_per_loop=100,
                    save_checkpoints_steps=500, num_workers=2, random_seed=12345, jit_compile=True):
@@ -167,7 +182,8 @@ def run_quickstart(output_dir="quickstart_output", overwrite=False, vocab_size=2
 
     t = step("3/6 SOP + n-gram masked TFRecords")
     train_rec, heldout_rec = _records_step(output_dir, train_txt, heldout_txt, spm_model, max_seq_length,
-                                           max_predictions_per_seq, random_seed, dupe_factor, num_workers, summary)
+                                           max_predictions_per_seq, random_seed, dupe_factor,
+                                           heldout_dupe_factor, num_workers, summary)
     timings["data"] = time.time() - t
 
     # 4. Pretraining, LAMB, the original's run_pretraining flags.
@@ -215,20 +231,30 @@ def _corpus_step(output_dir):
 
 
 def _vocab_step(output_dir, train_txt, vocab_size):
-    """2. The SentencePiece model with the original spm_train flags; returns its `.model` path."""
+    """2. The SentencePiece model with the original spm_train flags; returns its `.model` path.
+
+    It trains on the text as the data writer reads it (`preprocess_text(lower=True)`, the writer's
+    `do_lower_case`), as the releases' uncased `30k-clean.model` was: a cased vocabulary would spend pieces on
+    capitalised words that the lower-cased records never contain.
+    """
     spm_prefix = os.path.join(output_dir, "spm")
     if not _done(spm_prefix):
-        vocab_lib.train_sentencepiece([train_txt], spm_prefix, vocab_size=vocab_size)
+        lowered = os.path.join(output_dir, "corpus_train.lower.txt")
+        with open(train_txt, encoding="utf-8") as f:
+            text = "".join(tokenization.preprocess_text(line.rstrip("\n"), lower=True) + "\n" for line in f)
+        fileio.write_text_atomic(lowered, text)
+        vocab_lib.train_sentencepiece([lowered], spm_prefix, vocab_size=vocab_size)
+        os.remove(lowered)
         _mark_done(spm_prefix, {"vocab_size": vocab_size})
     return spm_prefix + ".model"
 
 
 def _records_step(output_dir, train_txt, heldout_txt, spm_model, max_seq_length, max_predictions_per_seq,
-                  random_seed, dupe_factor, num_workers, summary):
+                  random_seed, dupe_factor, heldout_dupe_factor, num_workers, summary):
     """3. The pretraining TFRecords of both texts; returns `(train, held-out)` paths, counts in `summary`."""
     train_rec = os.path.join(output_dir, "train.tfrecord")
     heldout_rec = os.path.join(output_dir, "heldout.tfrecord")
-    for src, dst, dupe in ((train_txt, train_rec, dupe_factor), (heldout_txt, heldout_rec, dupe_factor)):
+    for src, dst, dupe in ((train_txt, train_rec, dupe_factor), (heldout_txt, heldout_rec, heldout_dupe_factor)):
         if not _done(dst):
             options = PretrainingOptions(max_seq_length=max_seq_length,
                                          max_predictions_per_seq=max_predictions_per_seq,
@@ -271,6 +297,7 @@ def _export_step(trained, output_dir, spm_model, max_seq_length, config, summary
     if proc.returncode != 0:
         raise RuntimeError(f"Querying the exported SavedModel failed:\n{proc.stderr[-3000:]}")
     summary["queries"] = json.loads(proc.stdout.strip().splitlines()[-1])
+    summary["queries"]["fitting"] = fitting_answers(summary["queries"]["top_tokens"])
     summary["export_path"] = export_path
     return export_path
 
@@ -294,9 +321,13 @@ def format_report(summary):
     ]
     queries = summary.get("queries", {})
     tokens = queries.get("top_tokens") or []
-    for i, sentence in enumerate(MASKED_SENTENCES):
+    fits = queries.get("fitting") or []
+    for i, (sentence, answers) in enumerate(FILL_MASK_QUERIES):
         for guesses in (tokens[i] if i < len(tokens) else []):
-            lines.append(f"  {sentence}\n      [MASK] -> {' | '.join(guesses)}")
+            mark = "fits" if i < len(fits) and fits[i] else "expected " + " / ".join(answers)
+            lines.append(f"  {sentence}\n      [MASK] -> {' | '.join(guesses)}   ({mark})")
+    if tokens:
+        lines.append(f"  Top answer fits: {sum(fits)} of {len(fits)} sentences.")
     art = summary["artifacts"]
     out = summary["output_dir"]
     lines += [
@@ -337,6 +368,7 @@ def define_flags():
     flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the pretraining data.")
     flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence.")
     flags.DEFINE_integer("dupe_factor", 10, "Passes over the training corpus with different masks.")
+    flags.DEFINE_integer("heldout_dupe_factor", 2, "Passes over the held-out corpus with different masks.")
     flags.DEFINE_integer("train_batch_size", 32, "Training batch size.")
     flags.DEFINE_integer("num_train_steps", 1500, "Pretraining steps.")
     flags.DEFINE_integer("num_warmup_steps", 150, "Linear warm-up steps.")
@@ -357,6 +389,7 @@ def _main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     names = ("output_dir", "overwrite", "vocab_size", "max_seq_length", "max_predictions_per_seq", "dupe_factor",
+             "heldout_dupe_factor",
              "train_batch_size", "num_train_steps", "num_warmup_steps", "learning_rate", "hidden_size",
              "num_hidden_layers", "num_attention_heads", "embedding_size", "intermediate_size",
              "iterations_per_loop", "save_checkpoints_steps", "num_workers", "random_seed", "jit_compile")

@@ -9,8 +9,10 @@ For each preset (base, large) and sequence length (128, 384), on the same seeded
 * Hugging Face PyTorch `AlbertModel` float32 and `torch.ao.quantization.quantize_dynamic` (qint8);
 * ONNX Runtime float32 and dynamic int8 (`onnxruntime.quantization.quantize_dynamic`) of that PyTorch model.
 
-The peers come from the `bench` extra (`pip install -e .[bench]`, torch from the CPU index); a peer whose
-package is missing is reported as skipped. Each round runs every runner once, in turn, so that a change in the
+The peers come from the `bench` extra (`pip install -e .[bench]`, torch from the CPU index, then
+`pip uninstall -y triton`: torch's GPU compiler is not used on the CPU, and importing it in a process that
+has loaded TensorFlow ends the process with a segmentation fault); a peer whose package is missing is reported
+as skipped. Each round runs every runner once, in turn, so that a change in the
 machine's load hits all of them alike; the table gives the median and p90 latency, seq/s, the file size where
 there is one and the process's RSS growth when the runner was loaded (the process's peak RSS is printed at the
 end). Installs nothing itself.

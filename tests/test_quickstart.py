@@ -76,3 +76,32 @@ def test_cli_help_paragraphs_name_inputs_steps_and_outputs():
     for word in ("--input", "<export_dir>/<version>/", "serving_default", "serve_examples", "serve_text",
                  "tensorflow-text"):
         assert word in export.CLI_HELP, word
+
+
+def test_corpus_is_prose_from_this_python_and_the_demo_sentences_are_not_in_it(tmp_path):
+    from albert_tf import quickstart, quickstart_corpus  # Deferred: imports TensorFlow.
+
+    train, heldout, stats = quickstart_corpus.write_corpus(str(tmp_path))
+    # The pydoc topics and the standard library's docstrings: well over a megabyte of text, one split of ten.
+    assert stats["train"]["characters"] > 1_000_000 and stats["train"]["documents"] > 300
+    assert 0.05 < stats["heldout"]["documents"] / stats["train"]["documents"] < 0.2
+    train_text = open(train, encoding="utf-8").read()
+    heldout_text = open(heldout, encoding="utf-8").read().lower()
+    assert ">>>" not in train_text and "Return a new" in train_text   # docstrings, doctest lines dropped
+    texts = (train_text.lower(), heldout_text)
+    for sentence, answers in quickstart.FILL_MASK_QUERIES:
+        assert sentence.count("[MASK]") == 1, sentence
+        for answer in answers:
+            filled = sentence.replace("[MASK]", answer).lower()
+            assert all(filled not in text for text in texts), filled
+            words = filled.rstrip(".").split()
+            i = words.index(answer)
+            window = " ".join(words[max(0, i - 2):i + 3])      # the answer and two words either side
+            assert window not in heldout_text, window
+
+
+def test_fitting_answers_compare_the_top_piece_without_the_word_boundary():
+    from albert_tf import quickstart  # Deferred: imports TensorFlow.
+
+    top = [[["\u2581def", "\u2581the"]], [["\u2581the", "\u2581error"]]] + [[["x"]]] * 4
+    assert quickstart.fitting_answers(top) == [True, False, False, False, False, False]
