@@ -448,7 +448,10 @@ def _plot_embeddings(ax, entries):
         points = sorted((r["embedding_size"], 100 * r["mlm_accuracy"]) for r in entries if r["shared"] == shared)
         if points:
             ax.plot(*zip(*points), marker="o", label="all-shared" if shared else "not-shared")
+    sizes = sorted({r["embedding_size"] for r in entries})
     ax.set_xscale("log", base=2)
+    ax.set_xticks(sizes, [str(e) for e in sizes])
+    ax.minorticks_off()
     ax.set_xlabel("embedding size E")
     ax.set_ylabel("held-out MLM accuracy (%)")
     ax.legend()
@@ -458,8 +461,7 @@ def _plot_sharing(ax, entries):
     labels = [_sharing(r) for r in entries]
     ax.bar(labels, [100 * r["mlm_accuracy"] for r in entries])
     for i, r in enumerate(entries):
-        ax.annotate(f"{r['parameters'] / 1e6:.2f}M params", (i, 100 * r["mlm_accuracy"]), ha="center",
-                    va="bottom")
+        ax.annotate(f"{r['parameters']:,} parameters", (i, 100 * r["mlm_accuracy"]), ha="center", va="bottom")
     ax.set_ylabel("held-out MLM accuracy (%)")
 
 
@@ -471,8 +473,9 @@ def _plot_losses(ax, entries):
                capsize=3, label=f"{label} acc.")
     ax.set_xticks(x, [LOSS_LABELS[e["loss"]] for e in entries])
     ax.set_xlabel("sentence-level loss in training")
-    ax.set_ylabel("held-out accuracy (%)")
-    ax.legend()
+    ax.set_ylabel("held-out accuracy (%), mean ± std over seeds")
+    ax.set_ylim(0, 100)
+    ax.legend(loc="upper left", fontsize="small")
 
 
 def write_plots(rows, tables, output_dir):
