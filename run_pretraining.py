@@ -74,7 +74,9 @@ FLAG_TABLE = options.FlagTable(
          start_warmup_step="start_warmup_step", save_checkpoints_steps="save_checkpoints_steps",
          keep_checkpoint_max="keep_checkpoint_max", iterations_per_loop="iterations_per_loop",
          max_eval_steps="max_eval_steps", init_from_group0="init_from_group0",
-         masked_lm_budget="masked_lm_budget"))
+         masked_lm_budget="masked_lm_budget"),
+    # A library option of `run_pretraining(...)` (the paper's no-sentence-loss ablation), not an original flag.
+    no_flag=("sentence_loss_weight",))
 
 
 def main(argv):

@@ -255,6 +255,14 @@ def test_pretraining_loss_matches_formula():
     np.testing.assert_allclose(mlm.numpy(), want_mlm, rtol=1e-6)
     np.testing.assert_allclose(so.numpy(), want_sop, rtol=1e-6)
     np.testing.assert_allclose(total.numpy(), want_mlm + want_sop, rtol=1e-6)
+    # `sentence_loss_weight` scales only the sentence term of the total (0: the MLM loss alone).
+    for weight in (0.0, 0.5):
+        total_w, mlm_w, so_w = albert_tf.models.pretraining_loss(
+            {"mlm_logits": logits, "sop_logits": sop},
+            {"masked_lm_ids": ids, "masked_lm_weights": weights, "next_sentence_labels": labels},
+            sentence_loss_weight=weight)
+        np.testing.assert_allclose(total_w.numpy(), want_mlm + weight * want_sop, rtol=1e-6)
+        assert float(mlm_w) == float(mlm) and float(so_w) == float(so)
 
 
 def test_output_shapes_and_group_assignment():

@@ -330,3 +330,16 @@ def test_recompute_gives_the_same_run(data, tmp_path):
         np.testing.assert_allclose(weights_b[name], weights_a[name], rtol=1e-5, atol=1e-6, err_msg=name)
     for key in ("masked_lm_loss", "sentence_order_loss"):
         assert eval_b[key] == pytest.approx(eval_a[key], rel=1e-5)
+
+
+def test_sentence_loss_weight_leaves_out_the_sentence_loss(data, tmp_path):
+    """`sentence_loss_weight=0.0` trains on the MLM loss alone (the paper's no-sentence-loss ablation); the
+    default trains on the original total, MLM + SOP."""
+    runs = {weight: _run(data, tmp_path / f"w{weight}", do_eval=True, sentence_loss_weight=weight)
+            for weight in (1.0, 0.0)}
+    default, mlm_only = runs[1.0], runs[0.0]
+    assert default["train"]["loss"] == pytest.approx(
+        default["train"]["masked_lm_loss"] + default["train"]["sentence_order_loss"], rel=1e-5)
+    assert mlm_only["train"]["loss"] == pytest.approx(mlm_only["train"]["masked_lm_loss"], rel=1e-6)
+    assert mlm_only["train"]["sentence_order_loss"] > 0
+    assert mlm_only["eval"]["loss"] < default["eval"]["loss"]

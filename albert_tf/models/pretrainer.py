@@ -102,18 +102,23 @@ def pretraining_terms(outputs, features):
             "sop_nll": -tf.gather(sop_log_probs, labels, batch_dims=1)}
 
 
-def pretraining_loss(outputs, features, terms=None):
+def pretraining_loss(outputs, features, terms=None, sentence_loss_weight=1.0):
     """The original `total_loss` (`model_fn` in `run_pretraining.py`): weighted MLM NLL with the 1e-5
     guard + mean SOP CE.
 
     Returns `(total_loss, masked_lm_loss, sentence_order_loss)`, all scalars; `features` as
-    `pretraining_terms`, whose result `terms` may be passed in when already computed.
+    `pretraining_terms`, whose result `terms` may be passed in when already computed. `sentence_loss_weight`
+    scales the sentence-level term in `total_loss`: 1.0 (the default) is the original's `masked_lm_loss +
+    sentence_order_loss`; 0.0 trains on the MLM loss alone (the "none" row of the paper's Table 5), the SOP
+    head and the pooler then get no gradient. `sentence_order_loss` is returned unscaled either way.
     """
     terms = pretraining_terms(outputs, features) if terms is None else terms
     weights = terms["mlm_weights"]
     masked_lm_loss = tf.reduce_sum(weights * terms["mlm_nll"]) / (tf.reduce_sum(weights) + 1e-5)
     sentence_order_loss = tf.reduce_mean(terms["sop_nll"])
-    return masked_lm_loss + sentence_order_loss, masked_lm_loss, sentence_order_loss
+    if sentence_loss_weight == 1.0:   # the original's graph, op for op
+        return masked_lm_loss + sentence_order_loss, masked_lm_loss, sentence_order_loss
+    return masked_lm_loss + sentence_loss_weight * sentence_order_loss, masked_lm_loss, sentence_order_loss
 
 
 # === Model kind (`albert_tf.registry`) ===

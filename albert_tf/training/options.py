@@ -226,6 +226,8 @@ class PretrainingOptions(Stages):
     max_eval_steps: int = 100
     init_from_group0: bool = False
     masked_lm_budget: float = 0
+    # No flag of the original: scales the sentence-level loss (1.0: the original's MLM + SOP; 0.0: MLM only).
+    sentence_loss_weight: float = 1.0
 
     # Pretraining has no prediction stage nor export, and no asset source: the config file is required.
     do_predict = False

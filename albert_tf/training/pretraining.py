@@ -19,26 +19,28 @@ from albert_tf.training import driver, loop, optimization
 from albert_tf.training import options as options_lib
 
 
-def pretraining_loss_fn(model, features, training):
-    """`loop.run_training` loss: the original `total_loss` and its two parts (`model_fn` of `run_pretraining.py`)."""
+def pretraining_loss_fn(model, features, training, sentence_loss_weight=1.0):
+    """`loop.run_training` loss: the original `total_loss` and its two parts (`model_fn` of `run_pretraining.py`);
+    `sentence_loss_weight` as `pretraining_loss`."""
     total_loss, masked_lm_loss, sentence_order_loss = pretraining_loss(model(features, training=training),
-                                                                       features)
+                                                                       features,
+                                                                       sentence_loss_weight=sentence_loss_weight)
     return total_loss, {"masked_lm_loss": masked_lm_loss, "sentence_order_loss": sentence_order_loss}
 
 
-def pretraining_metrics(model, dataset, num_steps):
+def pretraining_metrics(model, dataset, num_steps, sentence_loss_weight=1.0):
     """The original `metric_fn` over `num_steps` batches of `dataset` (streaming, as `tf.metrics`).
 
     Returns a dict of floats: `masked_lm_accuracy` and `masked_lm_loss` (weighted by `masked_lm_weights`),
     `sentence_order_accuracy`, `sentence_order_loss` (per-example means) and `loss` (mean of the batches'
-    total loss, as the Estimator's `loss`).
+    total loss, as the Estimator's `loss`, with `sentence_loss_weight` as `pretraining_loss`).
     """
 
     @tf.function
     def batch_sums(features):
         outputs = model(features, training=False)
         terms = pretraining_terms(outputs, features)
-        total_loss, _, _ = pretraining_loss(outputs, features, terms)
+        total_loss, _, _ = pretraining_loss(outputs, features, terms, sentence_loss_weight)
         weights, labels = terms["mlm_weights"], terms["sop_labels"]
         correct = tf.cast(tf.equal(tf.argmax(terms["mlm_log_probs"], axis=-1, output_type=tf.int32),
                                    terms["mlm_ids"]), tf.float32)
@@ -87,13 +89,14 @@ class PretrainingTask(driver.Task):
 
     def __init__(self, input_files, max_seq_length, max_predictions_per_seq, num_train_steps=125000,
                  num_warmup_steps=3125, eval_batch_size=64, max_eval_steps=100, masked_lm_budget=0, seed=None,
-                 init_from_group0=False, output_dir=None, init_checkpoint=None, train_batch_size=None):
+                 init_from_group0=False, output_dir=None, init_checkpoint=None, train_batch_size=None,
+                 sentence_loss_weight=1.0):
         self.output_dir, self.init_checkpoint, self.train_batch_size = output_dir, init_checkpoint, train_batch_size
         self.input_files, self.max_seq_length = input_files, max_seq_length
         self.max_predictions_per_seq, self.masked_lm_budget, self.seed = max_predictions_per_seq, masked_lm_budget, seed
         self.num_train_steps, self.num_warmup_steps = num_train_steps, num_warmup_steps
         self.eval_batch_size, self.max_eval_steps = eval_batch_size, max_eval_steps
-        self.init_from_group0 = init_from_group0
+        self.init_from_group0, self.sentence_loss_weight = init_from_group0, sentence_loss_weight
 
     @classmethod
     def validate(cls, options):
@@ -118,7 +121,8 @@ class PretrainingTask(driver.Task):
                    eval_batch_size=options.eval_batch_size, max_eval_steps=options.max_eval_steps,
                    masked_lm_budget=options.masked_lm_budget, seed=runtime.random_seed,
                    init_from_group0=options.init_from_group0, output_dir=options.output_dir,
-                   init_checkpoint=options.init_checkpoint, train_batch_size=options.train_batch_size)
+                   init_checkpoint=options.init_checkpoint, train_batch_size=options.train_batch_size,
+                   sentence_loss_weight=options.sentence_loss_weight)
 
     def build_model(self, config, **model_kwargs):
         return AlbertPretrainer(config, **model_kwargs)
@@ -140,7 +144,7 @@ class PretrainingTask(driver.Task):
                                    masked_lm_budget=self.masked_lm_budget, seed=self.seed, start_batch=start_batch)
 
     def loss(self, model, features, training):
-        return pretraining_loss_fn(model, features, training)
+        return pretraining_loss_fn(model, features, training, self.sentence_loss_weight)
 
     def prepare_evaluation(self):
         logging.info("***** Running evaluation *****")
@@ -150,7 +154,7 @@ class PretrainingTask(driver.Task):
                                                 masked_lm_budget=self.masked_lm_budget)
 
     def evaluate(self, model):
-        return pretraining_metrics(model, self.eval_dataset, self.max_eval_steps)
+        return pretraining_metrics(model, self.eval_dataset, self.max_eval_steps, self.sentence_loss_weight)
 
     def evaluation_stage(self, model, output_dir, init_path):
         """Every checkpoint of `output_dir` scored; without one, a warning and no metrics (as the original, the
@@ -177,13 +181,17 @@ def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=
                     max_eval_steps=100, use_tpu=False, init_from_group0=False, tpu_name=None, tpu_zone=None,
                     gcp_project=None, master=None, num_tpu_cores=8, masked_lm_budget=0, strategy="one_device",
                     mixed_precision="float32", jit_compile=False, gradient_accumulation_steps=1, seed=None,
-                    recompute=False):
+                    recompute=False, sentence_loss_weight=1.0):
     """Pretrains ALBERT (MLM + SOP) as the original `run_pretraining.py`; arguments are its flags.
 
     Beyond the original flags: `strategy`, `mixed_precision`, `jit_compile`, `gradient_accumulation_steps`
     (see `flags.define_runtime_flags`), `seed` (`--random_seed`: deterministic input order and initialisation;
     None: unseeded, as the original) and `recompute` (recompute each transformer layer's activations in the
-    backward pass).
+    backward pass). `sentence_loss_weight` (no flag) scales the sentence-level term of the training loss:
+    1.0, the default, is the original's `total_loss = masked_lm_loss + sentence_order_loss`; 0.0 trains on
+    the masked-LM loss alone (the "none" row of the paper's Table 5, as `benchmarks/ablations.py` runs it).
+    The sentence-level task is what the records hold: SOP pairs, or BERT's NSP pairs from a writer run with
+    `random_next_sentence=True`; the head and the labels are the same.
     `train_batch_size` is the global batch: it must divide by replicas x `gradient_accumulation_steps`.
     A job restarted with the same `output_dir` resumes from its latest checkpoint; `init_checkpoint` (ours,
     or Google's TF1 checkpoint / release / TF-Hub module) is read only when `output_dir` has none.
