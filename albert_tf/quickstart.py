@@ -1,7 +1,7 @@
 """`albert-quickstart`: from a fresh machine to a pretrained, exported and queried ALBERT, on the CPU.
 
 Steps (each reuses its output when it is already complete; `--overwrite` starts over):
-  1. corpus      CPython's `pydoc_data.topics` -> `corpus_train.txt`, `corpus_heldout.txt`
+  1. corpus      CPython's `pydoc_data.topics` and standard-library docstrings -> `corpus_*.txt`
   2. vocab       SentencePiece with the original `spm_train` flags -> `spm.model`
   3. data        SOP pairs + n-gram masks -> `train.tfrecord`, `heldout.tfrecord`
   4. pretrain    a small all-shared ALBERT (E < H, no dropout) with LAMB -> `pretrain/model.ckpt-*`
@@ -38,14 +38,14 @@ from albert_tf.training.pretraining import pretraining_metrics, run_pretraining
 
 CLI_HELP = (
     "Runs ALBERT end to end on this machine's CPU with no download: builds a corpus from the Python "
-    "documentation that ships with CPython (`pydoc_data`), trains a SentencePiece vocabulary on it with the "
-    "original spm_train flags, writes SOP pairs with n-gram masks as masked-LM TFRecords (a training and a "
-    "held-out file), pretrains a small ALBERT with LAMB, evaluates masked-LM and SOP accuracy on the held-out "
-    "file before and after training next to chance levels, exports a SavedModel with raw-text signatures, and "
-    "queries it with fill-in-the-mask sentences from a fresh process. Everything goes to --output_dir "
-    "(default ./quickstart_output): corpus_*.txt, spm.model, *.tfrecord, albert_config.json, pretrain/ "
-    "(checkpoints), export/<version>/ (SavedModel) and quickstart_summary.json; finished steps are reused "
-    "unless --overwrite is given.")
+    "documentation that ships with CPython (`pydoc_data` and the standard library's docstrings), trains a "
+    "SentencePiece vocabulary on it with the original spm_train flags, writes SOP pairs with n-gram masks as "
+    "masked-LM TFRecords (a training and a held-out file), pretrains a small ALBERT with LAMB, evaluates "
+    "masked-LM and SOP accuracy on the held-out file before and after training next to chance levels, exports a "
+    "SavedModel with raw-text signatures, and queries it with fill-in-the-mask sentences from a fresh process. "
+    "Everything goes to --output_dir (default ./quickstart_output): corpus_*.txt, spm.model, *.tfrecord, "
+    "albert_config.json, pretrain/ (checkpoints), export/<version>/ (SavedModel) and quickstart_summary.json; "
+    "finished steps are reused unless --overwrite is given.")
 
 # The fill-in-the-mask demo: each sentence with the answers that fit it (as single SentencePiece pieces of the
 # quickstart's vocabulary). None of the sentences occurs in the corpus, and the held-out text never holds a
@@ -152,11 +152,12 @@ print(json.dumps({"top_tokens": top}))
 """
 
 
-def run_quickstart(output_dir="quickstart_output", overwrite=False, vocab_size=2000, max_seq_length=128,
-                   max_predictions_per_seq=20, dupe_factor=10, heldout_dupe_factor=2, train_batch_size=32, num_train_steps=1500,
-                   num_warmup_steps=150, learning_rate=0.005, hidden_size=128, num_hidden_layers=4,
-                   num_attention_heads=4, embedding_size=64, intermediate_size=512, iterations_per_loop=100,
-                   save_checkpoints_steps=500, num_workers=2, random_seed=12345, jit_compile=True):
+def run_quickstart(output_dir="quickstart_output", overwrite=False, vocab_size=3000, max_seq_length=128,
+                   max_predictions_per_seq=20, dupe_factor=10, heldout_dupe_factor=2, train_batch_size=32,
+                   num_train_steps=1500, num_warmup_steps=150, learning_rate=0.005, hidden_size=128,
+                   num_hidden_layers=4, num_attention_heads=4, embedding_size=64, intermediate_size=512,
+                   iterations_per_loop=100, save_checkpoints_steps=500, num_workers=2, random_seed=12345,
+                   jit_compile=True):
     """Runs the six steps; returns a dict of everything measured and written."""
     # The last step serves raw text: fail now, not after pretraining, if tensorflow-text is missing.
     text_ops.require_tensorflow_text()
@@ -172,7 +173,7 @@ def run_quickstart(output_dir="quickstart_output", overwrite=False, vocab_size=2
         logging.info("=" * 20 + " %s " + "=" * 20, name)
         return time.time()
 
-    t = step("1/6 corpus from pydoc_data.topics")
+    t = step("1/6 corpus from pydoc_data.topics and the standard library's docstrings")
     train_txt, heldout_txt, summary["corpus"] = _corpus_step(output_dir)
     timings["corpus"] = time.time() - t
 
@@ -220,7 +221,7 @@ def run_quickstart(output_dir="quickstart_output", overwrite=False, vocab_size=2
 
 
 def _corpus_step(output_dir):
-    """1. The corpus from `pydoc_data.topics`: `(train .txt, held-out .txt, corpus statistics)`."""
+    """1. The embedded corpus (`quickstart_corpus`): `(train .txt, held-out .txt, corpus statistics)`."""
     corpus = os.path.join(output_dir, "corpus")
     if not _done(corpus):
         train_txt, heldout_txt, stats = write_corpus(output_dir)
@@ -364,7 +365,7 @@ FLAGS = flags.FLAGS
 def define_flags():
     flags.DEFINE_string("output_dir", "quickstart_output", "Work directory for every artifact.")
     flags.DEFINE_bool("overwrite", False, "Start over instead of reusing finished steps.")
-    flags.DEFINE_integer("vocab_size", 2000, "SentencePiece vocabulary size.")
+    flags.DEFINE_integer("vocab_size", 3000, "SentencePiece vocabulary size (3000: `def` is one piece).")
     flags.DEFINE_integer("max_seq_length", 128, "Sequence length of the pretraining data.")
     flags.DEFINE_integer("max_predictions_per_seq", 20, "Masked positions per sequence.")
     flags.DEFINE_integer("dupe_factor", 10, "Passes over the training corpus with different masks.")
