@@ -74,9 +74,11 @@ def cpu_backend_rule(cpuinfo_text, machine):
     on AMD it runs Eigen. Measured on a 2-core AMD EPYC (Zen 3, AVX2), albert-base: the training step (batch
     8, seq 128) is 1.20x faster with oneDNN on (keras-hub's `AlbertBackbone` 1.33x), inference is the same
     (batch 8: 7.18 seq/s on, 7.17 off; batch 1: 6.00 on, 6.17 off), and the albert-large training step at
-    batch 1, seq 512 runs only with oneDNN on. Intel CPUs with AVX2 run the same oneDNN kernels (and those with
-    AVX-512 get oneDNN by TensorFlow's own default already). Anything else (ARM, x86 without AVX2, a CPU whose
-    flags cannot be read): TensorFlow's own default, which nothing here has measured against.
+    batch 1, seq 512 runs only with oneDNN on. Intel CPUs with AVX2 run the same oneDNN kernels, so the rule
+    covers them too (not measured here; those with AVX-512 VNNI, BF16 or AMX get oneDNN by TensorFlow's own
+    default already). A decision rule, not a timing: the same CPU always gets the same backend, at no start-up
+    cost. Anything else (ARM, x86 without AVX2, a CPU whose flags cannot be read): TensorFlow's own default,
+    which nothing here has measured against.
     """
     arch = machine.lower()
     if arch not in ("x86_64", "amd64", "x64"):
@@ -122,7 +124,7 @@ def pick_cpu_backend(environ=None, cpuinfo_text=None, machine=None):
         choice = CpuBackend(environ[ONEDNN_ENV], f"{ONEDNN_ENV} set by the user")
     elif "tensorflow" in sys.modules:
         # TensorFlow read the variable when it loaded: setting it now would change nothing.
-        choice = CpuBackend(os.environ.get(ONEDNN_ENV), "TensorFlow was loaded before the choice")
+        choice = CpuBackend(environ.get(ONEDNN_ENV), "TensorFlow was loaded before the choice")
     else:
         choice = cpu_backend_rule(_read_cpuinfo() if cpuinfo_text is None else cpuinfo_text,
                                   platform.machine() if machine is None else machine)
