@@ -1,27 +1,47 @@
-"""ALBERT encoder speed and memory: albert_tf against keras-hub and tf-models-official on this machine.
+r"""ALBERT encoder speed and memory: albert_tf against keras-hub and tf-models-official on this machine, under
+both of TensorFlow's CPU backends (oneDNN on and off).
 
-One command measures, with the implementations interleaved round by round under the same thread settings:
+One command measures, with the implementations and oneDNN settings interleaved round by round under the same
+thread settings:
 
-* encoder inference sequences/s (batch 8 by default) for each size, sequence length, `tf.function` mode
-  (`graph`: plain `tf.function`; `xla`: `tf.function(jit_compile=True)`) and precision (`float32`,
-  `mixed_bfloat16`);
-* a training step (forward + backward + Adam update) on a 2-way classification loss over `pooled_output`;
+* encoder inference sequences/s for each size, sequence length, `tf.function` mode (`graph`: plain
+  `tf.function`; `xla`: `tf.function(jit_compile=True)`) and precision (`float32`, `mixed_bfloat16`), at
+  `--batch_size` (8) and at batch 1 (`--batch1_seq_lens`, default seq 128);
+* a training step (forward + backward + Adam update) on a 2-way classification loss over `pooled_output`, at
+  `--train_batch_size` (default `--batch_size`) and `--train_seq_len`;
 * the peak RSS of each implementation, each in a fresh process (build, one inference, one training step);
 * the achieved GFLOP/s from the analytic FLOP count, beside the float32 and bfloat16 matmul peaks measured
-  here in the same rounds.
+  under each oneDNN setting in the same rounds;
 * the float32 matmul-only ceiling of each size and length: one forward's matmul ops, each timed alone the way
   the peak is (`matmul_ceiling`).
 
-albert_tf and keras-hub's `AlbertBackbone` (both Keras 3) run in this process; tf-models-official's
-`AlbertEncoder` (tf_keras) runs in a worker subprocess whose environment alone has `TF_USE_LEGACY_KERAS=1`.
-The worker stays alive across rounds and is driven step by step, so no two measurements ever overlap.
+TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it loads, so every (implementation, oneDNN setting) runs
+in its own persistent worker subprocess (`--onednn=both`: `TF_ENABLE_ONEDNN_OPTS=0` and `=1`; `0` or `1`: one
+of them; `as_is`: the variable as this process has it); tf-models-official's `AlbertEncoder` (tf_keras) runs
+in workers whose environment alone has `TF_USE_LEGACY_KERAS=1`. The workers stay alive across rounds and are
+driven step by step from this process, which runs no TensorFlow work itself: no two measurements ever
+overlap. Each setting's matmul peak and ceiling are measured in one of its own workers.
 
-All models use random weights and no dropout (the v2 configurations). Results (medians over rounds and
-ratios) are printed and written as markdown to `--output` (default `benchmarks/RESULTS.md`).
+All models use random weights and no dropout (the v2 configurations). Results (medians over rounds, per
+setting: albert_tf / keras-hub by the best mode of each, each implementation's % of the float32 matmul peak,
+which setting is faster for each implementation) are printed and written as markdown to `--output` (default
+`benchmarks/RESULTS.md`).
 
-Quick run (albert-base, seq 128, two rounds)::
+Smoke run (a tiny model, one round, a second or two per measurement; proves the workers and the tables)::
 
-    .venv/bin/python benchmarks/bench_encoder.py --sizes=base --seq_lens=128 --rounds=2
+    .venv/bin/python benchmarks/bench_encoder.py --sizes=tiny --seq_lens=128 --impls=albert_tf,keras_hub \
+      --modes=graph --precisions=float32 --train_modes=graph --rounds=1 --norss --noceiling --peak_seconds=0.05 \
+      --peak_tokens=128 --output=
+
+The issue's configurations under both settings (base: inference batch 8 at seq 128 and 512, batch 1 at 128,
+training step batch 8 at 128)::
+
+    .venv/bin/python benchmarks/bench_encoder.py --sizes=base --seq_lens=128,512 --rounds=3
+
+albert-large's training step at batch 1, seq 512 (the one that runs only with oneDNN on here)::
+
+    .venv/bin/python benchmarks/bench_encoder.py --sizes=large --seq_lens=512 --batch1_seq_lens= \
+      --train_batch_size=1 --train_seq_len=512 --impls=albert_tf,keras_hub --rounds=2 --output=large_b1.md
 
 Full run (what RESULTS.md holds)::
 
@@ -29,6 +49,7 @@ Full run (what RESULTS.md holds)::
 """
 
 import datetime
+import importlib.metadata
 import json
 import os
 import platform
@@ -45,12 +66,17 @@ IMPLS = ("albert_tf", "keras_hub", "tfm")
 IMPL_TITLES = {"albert_tf": "albert_tf", "keras_hub": "keras-hub AlbertBackbone",
                "tfm": "tf-models-official AlbertEncoder"}
 SIZES = {
+    "tiny": dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2, intermediate_size=512),  # smoke runs
     "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
     "large": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096),
     "xlarge": dict(hidden_size=2048, num_hidden_layers=24, num_attention_heads=16, intermediate_size=8192),
 }
 COMMON = dict(vocab_size=30000, embedding_size=128, max_position_embeddings=512, type_vocab_size=2)
 MODES = ("graph", "xla")
+# `--onednn` -> the settings measured: values of TF_ENABLE_ONEDNN_OPTS, or "as_is" (the variable as it is here).
+ONEDNN_CHOICES = {"both": ("0", "1"), "0": ("0",), "1": ("1",), "as_is": ("as_is",)}
+# Timed calls scale with the tokens of a call against this reference shape (batch 8, seq 128).
+REFERENCE_TOKENS = 8 * 128
 PRECISIONS = ("float32", "mixed_bfloat16")
 # Matmul shapes for the peak: every dense matmul of base and large (Q/K/V/output projections, FFN in, FFN out)
 # at 4096 tokens (batch 8 x seq 512), so the peak is what this machine reaches on the shapes the model runs.
@@ -80,7 +106,7 @@ def train_flops(size, seq_len):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Runtime helpers (shared by this process and the tf-models worker).
+# Runtime helpers (run in the workers).
 
 
 def configure_threads(tf, intra_op_threads, inter_op_threads):
@@ -118,10 +144,10 @@ class Runner:
 
     Args:
         impl: one of `IMPLS`.
-        batch_size: int.
+        batch_size: int, the batch of `measure` when it is given none.
     """
 
-    def __init__(self, impl, batch_size):
+    def __init__(self, impl, batch_size=8):
         import tensorflow as tf
 
         self.tf = tf
@@ -202,10 +228,13 @@ class Runner:
 
     # --- Functions -----------------------------------------------------------------------------------------
 
-    def function(self, task, size, precision, mode):
-        """`task` is `infer` or `train`; returns a `tf.function` of `(ids, mask, segments, labels)`."""
+    def function(self, task, size, precision, mode, batch_size=None):
+        """`task` is `infer` or `train`; returns a `tf.function` of `(ids, mask, segments, labels)`.
+
+        One function per batch size, so a batch-1 call does not retrace the batch-8 one with a relaxed shape.
+        """
         tf = self.tf
-        key = (task, size, precision, mode)
+        key = (task, size, precision, mode, batch_size or self.batch_size)
         if key in self.functions:
             return self.functions[key]
         model, forward = self.model(size, precision)
@@ -239,12 +268,13 @@ class Runner:
         self.functions[key] = fn
         return fn
 
-    def measure(self, task, size, precision, mode, seq_len, iters):
+    def measure(self, task, size, precision, mode, seq_len, iters, batch_size=None):
         """Times `iters` calls after one untimed call; returns `{"seq_per_s", "first_call_s"}` or an error."""
         tf = self.tf
-        ids, mask, segments, labels = (tf.constant(a) for a in random_batch(self.batch_size, seq_len))
+        batch_size = batch_size or self.batch_size
+        ids, mask, segments, labels = (tf.constant(a) for a in random_batch(batch_size, seq_len))
         try:
-            fn = self.function(task, size, precision, mode)
+            fn = self.function(task, size, precision, mode, batch_size)
             start = time.perf_counter()
             value = fn(ids, mask, segments, labels).numpy()      # Trace/compile on the first round.
             first = time.perf_counter() - start
@@ -259,12 +289,13 @@ class Runner:
             lines = [line.strip() for line in str(e).splitlines() if line.strip()]
             return {"error": f"{type(e).__name__}: {(lines[-1] if lines else '')[:200]}"}
         # CPU seconds of this process: on a shared machine they move much less with the load than wall time.
-        return {"seq_per_s": self.batch_size * iters / elapsed,
-                "seq_per_cpu_s": self.batch_size * iters / cpu, "first_call_s": first}
+        return {"seq_per_s": batch_size * iters / elapsed,
+                "seq_per_cpu_s": batch_size * iters / cpu, "first_call_s": first}
 
 
-def matmul_peaks(tf, dtypes=("float32", "bfloat16"), min_seconds=0.5):
+def matmul_peaks(tf, dtypes=("float32", "bfloat16"), min_seconds=0.5, tokens=None):
     """Best GFLOP/s of a plain `tf.matmul` over `PEAK_SHAPES` per dtype (graph mode), by wall and CPU time.
+    `tokens` replaces their rows (4096), e.g. for a quick smoke run.
 
     Each shape is timed as `_rate` times an op: repeated in a loop inside one `tf.function` call, so the
     Python call and a fresh output buffer per call are not counted (timing one matmul per call, as before
@@ -276,6 +307,7 @@ def matmul_peaks(tf, dtypes=("float32", "bfloat16"), min_seconds=0.5):
     for dtype in dtypes:
         best, best_cpu = 0.0, 0.0
         for m, k, n in PEAK_SHAPES:
+            m = tokens or m
             rng = np.random.default_rng(0)
             a = tf.cast(tf.constant(rng.normal(size=(m, k)).astype(np.float32)), dtype)
             b = tf.cast(tf.constant(rng.normal(size=(k, n)).astype(np.float32)), dtype)
@@ -366,34 +398,53 @@ def matmul_ceiling(tf, size, seq_len, batch_size, min_seconds=0.6):
 
 
 # ----------------------------------------------------------------------------------------------------------
-# The tf-models-official worker: a subprocess driven over stdin/stdout.
+# The workers: one subprocess per (implementation, oneDNN setting), driven over stdin/stdout.
 
 
 def worker_main(argv):
-    """`bench_encoder.py --_worker IMPL BATCH INTRA INTER`: reads JSON commands, answers prefixed JSON lines."""
-    impl, batch_size, intra, inter = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
+    """`bench_encoder.py --_worker IMPL INTRA INTER`: reads JSON commands, answers prefixed JSON lines."""
+    impl, intra, inter = argv[0], int(argv[1]), int(argv[2])
     import tensorflow as tf
 
     configure_threads(tf, intra, inter)
-    runner = Runner(impl, batch_size)
-    send({"ready": True})
+    runner = Runner(impl)
+    send(dict(ready=True, **tensorflow_info(tf)))
     for line in sys.stdin:
         cmd = json.loads(line)
         if cmd["cmd"] == "quit":
             break
-        if cmd["cmd"] == "measure":
-            send(runner.measure(cmd["task"], cmd["size"], cmd["precision"], cmd["mode"], cmd["seq_len"],
-                                cmd["iters"]))
-        elif cmd["cmd"] == "rss":
-            result = {}
-            for seq_len in cmd["seq_lens"]:
-                result[f"infer_{seq_len}"] = runner.measure("infer", cmd["size"], "float32", "graph",
-                                                            seq_len, 1)
-            if cmd["train_seq_len"]:
-                result["train"] = runner.measure("train", cmd["size"], "float32", "graph",
-                                                 cmd["train_seq_len"], 1)
-            result["peak_rss_mib"] = peak_rss_mib()
-            send(result)
+        send(_answer(tf, runner, cmd))
+
+
+def tensorflow_info(tf):
+    """Versions and whether oneDNN is on in this process (TensorFlow's own runtime flag)."""
+    try:
+        from tensorflow.python.util import _pywrap_util_port
+        onednn = bool(_pywrap_util_port.IsMklEnabled())
+    except (ImportError, AttributeError):
+        onednn = None
+    return {"tf_version": tf.__version__, "keras_version": importlib.metadata.version("keras"), "onednn_on": onednn}
+
+
+def _answer(tf, runner, cmd):
+    if cmd["cmd"] == "measure":
+        return runner.measure(cmd["task"], cmd["size"], cmd["precision"], cmd["mode"], cmd["seq_len"], cmd["iters"],
+                              cmd["batch"])
+    if cmd["cmd"] == "peaks":
+        return matmul_peaks(tf, min_seconds=cmd["seconds"], tokens=cmd["tokens"])
+    if cmd["cmd"] == "ceilings":
+        return {f"{size}/{seq_len}": matmul_ceiling(tf, size, seq_len, cmd["batch"]) for size, seq_len in cmd["keys"]}
+    if cmd["cmd"] == "rss":
+        result = {}
+        for seq_len in cmd["seq_lens"]:
+            result[f"infer_{seq_len}"] = runner.measure("infer", cmd["size"], "float32", "graph", seq_len, 1,
+                                                        cmd["batch"])
+        if cmd["train_seq_len"]:
+            result["train"] = runner.measure("train", cmd["size"], "float32", "graph", cmd["train_seq_len"], 1,
+                                             cmd["train_batch"])
+        result["peak_rss_mib"] = peak_rss_mib()
+        return result
+    return {"error": f"unknown command {cmd['cmd']!r}"}
 
 
 def send(obj):
@@ -401,28 +452,39 @@ def send(obj):
     sys.stdout.flush()
 
 
-class Worker:
-    """A persistent subprocess running `Runner(impl)`; `legacy_keras` sets TF_USE_LEGACY_KERAS=1 in it only."""
+def worker_env(impl, onednn):
+    """The environment of a worker: TF_USE_LEGACY_KERAS=1 for tf-models only; TF_ENABLE_ONEDNN_OPTS=`onednn`
+    ("0" or "1"; "as_is" leaves it as this process has it)."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
+    if impl == "tfm":
+        env["TF_USE_LEGACY_KERAS"] = "1"
+    else:
+        env.pop("TF_USE_LEGACY_KERAS", None)
+    if onednn != "as_is":
+        env["TF_ENABLE_ONEDNN_OPTS"] = onednn
+    return env
 
-    def __init__(self, impl, batch_size, intra, inter, legacy_keras):
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"))
-        if legacy_keras:
-            env["TF_USE_LEGACY_KERAS"] = "1"
-        else:
-            env.pop("TF_USE_LEGACY_KERAS", None)
+
+class Worker:
+    """A persistent subprocess running `Runner(impl)` under the oneDNN setting `onednn` ("0", "1", "as_is")."""
+
+    def __init__(self, impl, intra, inter, onednn):
         self.proc = subprocess.Popen(
-            [sys.executable, os.path.abspath(__file__), WORKER_FLAG, impl, str(batch_size), str(intra),
-             str(inter)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True, bufsize=1)
-        self.impl = impl
-        ready = self._read()
-        if not ready.get("ready"):
-            raise RuntimeError(f"worker {impl} did not start: {ready}")
+            [sys.executable, os.path.abspath(__file__), WORKER_FLAG, impl, str(intra), str(inter)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=worker_env(impl, onednn), text=True, bufsize=1)
+        self.name = f"{impl} (oneDNN {onednn})"
+        self.info = self._read()
+        if not self.info.get("ready"):
+            raise RuntimeError(f"worker {self.name} did not start: {self.info}")
+
+    def alive(self):
+        return self.proc.poll() is None
 
     def _read(self):
         for line in self.proc.stdout:
             if line.startswith(PROTOCOL_PREFIX):
                 return json.loads(line[len(PROTOCOL_PREFIX):])
-        raise RuntimeError(f"worker {self.impl} exited with code {self.proc.wait()}")
+        raise RuntimeError(f"worker {self.name} exited with code {self.proc.wait()}")
 
     def call(self, **cmd):
         self.proc.stdin.write(json.dumps(cmd) + "\n")
@@ -430,7 +492,7 @@ class Worker:
         return self._read()
 
     def close(self):
-        if self.proc.poll() is None:
+        if self.alive():
             try:
                 self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
                 self.proc.stdin.flush()
@@ -439,122 +501,164 @@ class Worker:
             self.proc.wait(timeout=60)
 
 
+class Pool:
+    """The workers of every (implementation, setting), started up front; one that died (a crash, the OOM
+    killer) is started again for its next command, and the command that killed it is a result: an error."""
+
+    def __init__(self, impls, settings, intra, inter):
+        self.threads = (intra, inter)
+        self.workers = {}
+        self.info = {}
+        for setting in settings:
+            for impl in impls:
+                self.get(impl, setting)
+
+    def get(self, impl, setting):
+        worker = self.workers.get((impl, setting))
+        if worker is None or not worker.alive():
+            worker = self.workers[(impl, setting)] = Worker(impl, *self.threads, onednn=setting)
+            self.info.setdefault(setting, worker.info)
+        return worker
+
+    def call(self, impl, setting, **cmd):
+        try:
+            return self.get(impl, setting).call(**cmd)
+        except (RuntimeError, BrokenPipeError) as e:
+            return {"error": f"{type(e).__name__}: {e}"}
+
+    def close(self):
+        for worker in self.workers.values():
+            worker.close()
+
+
 # ----------------------------------------------------------------------------------------------------------
 # The benchmark.
 
 
-def run_benchmark(sizes, seq_lens, modes, precisions, impls, rounds, batch_size, iters, train_seq_len,
-                  train_modes, train_precisions, intra_op_threads, inter_op_threads, measure_rss, log,
-                  mixed_modes=MODES, on_round=None, ceilings=True):
-    """Runs every measurement `rounds` times, interleaving implementations; returns the raw results dict.
+def iters_for(iters, batch_size, seq_len):
+    """Timed calls of a measurement: `iters` at batch 8, seq 128, scaled by the tokens of one call."""
+    return max(1, round(iters * REFERENCE_TOKENS / (batch_size * seq_len)))
 
-    Args:
-        sizes: list of `SIZES` keys.
-        seq_lens: list of int, inference sequence lengths.
-        modes: list of `MODES`, inference `tf.function` modes.
-        precisions: list of `PRECISIONS`, inference dtype policies.
-        impls: list of `IMPLS`.
-        rounds: int, repetitions of the whole schedule (medians are taken over them).
-        batch_size: int.
-        iters: dict seq_len -> int, timed calls per measurement.
-        train_seq_len: int or 0 (no training step).
-        train_modes: list of `MODES` for the training step.
-        train_precisions: list of `PRECISIONS` for the training step.
-        intra_op_threads, inter_op_threads: int, TF thread pools in every process.
-        measure_rss: bool, also measure each implementation's peak RSS in a fresh process.
-        log: callable(str) for progress.
-        mixed_modes: the subset of `modes` (and `train_modes`) also run with `mixed_bfloat16`.
-        on_round: optional callable(results) after each round (e.g. to write partial tables).
-        ceilings: bool, also measure `matmul_ceiling` of each float32 size and sequence length every round.
-    """
-    import tensorflow as tf
 
-    configure_threads(tf, intra_op_threads, inter_op_threads)
-    runners, workers = {}, {}
-    for impl in impls:
-        if impl == "tfm":
-            workers[impl] = Worker(impl, batch_size, intra_op_threads, inter_op_threads, legacy_keras=True)
-        else:
-            runners[impl] = Runner(impl, batch_size)
-
-    def measure(impl, **kw):
-        if impl in workers:
-            return workers[impl].call(cmd="measure", **kw)
-        return runners[impl].measure(**kw)
-
+def build_schedule(cfg):
+    """The measurements of one round, in order: dicts of task, size, batch, seq_len, precision, mode, iters."""
     schedule = []
-    for size in sizes:
-        for seq_len in seq_lens:
-            for precision in precisions:
-                for mode in modes:
-                    if precision != "float32" and mode not in mixed_modes:
-                        continue
-                    schedule.append(dict(task="infer", size=size, precision=precision, mode=mode,
-                                         seq_len=seq_len, iters=iters.get(seq_len, 2)))
-        if train_seq_len:
-            for precision in train_precisions:
-                for mode in train_modes:
-                    if precision != "float32" and mode not in mixed_modes:
-                        continue
-                    schedule.append(dict(task="train", size=size, precision=precision, mode=mode,
-                                         seq_len=train_seq_len, iters=iters.get(train_seq_len, 2)))
 
-    results = {"measurements": [], "peaks": [], "load": []}
+    def add(task, size, batch, seq_len, precisions, modes):
+        for precision in precisions:
+            for mode in modes:
+                if precision == "float32" or mode in cfg.mixed_modes:
+                    schedule.append(dict(task=task, size=size, batch=batch, seq_len=seq_len, precision=precision,
+                                         mode=mode, iters=iters_for(cfg.iters, batch, seq_len)))
+
+    for size in cfg.sizes:
+        for seq_len in cfg.seq_lens:
+            add("infer", size, cfg.batch_size, seq_len, cfg.precisions, cfg.modes)
+        for seq_len in cfg.batch1_seq_lens:
+            add("infer", size, 1, seq_len, cfg.precisions, cfg.modes)
+        if cfg.train_seq_len:
+            add("train", size, cfg.train_batch_size, cfg.train_seq_len, cfg.train_precisions, cfg.train_modes)
+    return schedule
+
+
+def _measure_machine(pool, cfg, results, r, log):
+    """Each setting's matmul peaks (and ceilings), in one of that setting's own workers."""
+    for setting in cfg.settings:
+        peaks = pool.call(cfg.impls[0], setting, cmd="peaks", seconds=cfg.peak_seconds, tokens=cfg.peak_tokens)
+        results["peaks"][setting].append(peaks)
+        log(f"round {r + 1}/{cfg.rounds} oneDNN {setting}: matmul peaks {peaks} GFLOP/s")
+        if cfg.ceilings and "float32" in cfg.precisions:
+            keys = [(size, seq_len) for size in cfg.sizes for seq_len in cfg.seq_lens]
+            ceilings = pool.call(cfg.impls[0], setting, cmd="ceilings", keys=keys, batch=cfg.batch_size)
+            results["ceilings"][setting].append(ceilings)
+            log(f"round {r + 1}/{cfg.rounds} oneDNN {setting}: float32 matmul-only ceilings "
+                + ", ".join(f"{k} {v['gflops']:.0f}" for k, v in ceilings.items() if isinstance(v, dict))
+                + " GFLOP/s")
+
+
+def _run_rounds(pool, cfg, results, log, on_round):
+    units = [(impl, setting) for setting in cfg.settings for impl in cfg.impls]
+    schedule = build_schedule(cfg)
     started = time.time()
-    try:
-        for r in range(rounds):
-            results["load"].append(os.getloadavg()[0])
-            results["peaks"].append(matmul_peaks(tf))
-            log(f"round {r + 1}/{rounds}: matmul peaks {results['peaks'][-1]} GFLOP/s, "
-                f"load {results['load'][-1]:.2f}")
-            if ceilings:
-                results.setdefault("ceilings", []).append(
-                    {f"{size}/{seq_len}": matmul_ceiling(tf, size, seq_len, batch_size)
-                     for size in sizes for seq_len in seq_lens if "float32" in precisions})
-                log(f"round {r + 1}/{rounds}: float32 matmul-only ceilings "
-                    + ", ".join(f"{k} {v['gflops']:.0f}" for k, v in results["ceilings"][-1].items()) + " GFLOP/s")
-            for i, item in enumerate(schedule):
-                # Rotate the order each round and item so no implementation always runs first.
-                order = impls[(r + i) % len(impls):] + impls[:(r + i) % len(impls)]
-                for impl in order:
-                    res = measure(impl, **item)
-                    results["measurements"].append(dict(item, impl=impl, round=r, **res))
-                    log(f"round {r + 1} {impl:9s} {item['task']} {item['size']} seq {item['seq_len']} "
-                        f"{item['precision']} {item['mode']}: "
-                        + (f"{res['seq_per_s']:.2f} seq/s" if "seq_per_s" in res else res["error"])
-                        + f"  ({time.time() - started:.0f}s elapsed)")
-            results["load"].append(os.getloadavg()[0])
-            if on_round is not None:
-                results["wall_s"] = time.time() - started
-                on_round(dict(results, rss={}))
-        results["peaks"].append(matmul_peaks(tf))
-    finally:
-        for worker in workers.values():
-            worker.close()
+    for r in range(cfg.rounds):
+        results["load"].append(os.getloadavg()[0])
+        _measure_machine(pool, cfg, results, r, log)
+        for i, item in enumerate(schedule):
+            # Rotate the order each round and item so no implementation or setting always runs first.
+            shift = (r + i) % len(units)
+            for impl, setting in units[shift:] + units[:shift]:
+                res = pool.call(impl, setting, cmd="measure", **item)
+                results["measurements"].append(dict(item, impl=impl, onednn=setting, round=r, **res))
+                log(f"round {r + 1} {impl:9s} oneDNN {setting} {item['task']} {item['size']} B{item['batch']} "
+                    f"seq {item['seq_len']} {item['precision']} {item['mode']}: "
+                    + (f"{res['seq_per_s']:.2f} seq/s" if "seq_per_s" in res else res["error"])
+                    + f"  ({time.time() - started:.0f}s elapsed)")
+        results["load"].append(os.getloadavg()[0])
+        results["wall_s"] = time.time() - started
+        if on_round is not None:
+            on_round(results)
+    for setting in cfg.settings:
+        results["peaks"][setting].append(pool.call(cfg.impls[0], setting, cmd="peaks", seconds=cfg.peak_seconds,
+                                                   tokens=cfg.peak_tokens))
 
-    results["rss"] = {}
-    if measure_rss:
-        for size in sizes:
-            for impl in impls:
-                worker = Worker(impl, batch_size, intra_op_threads, inter_op_threads,
-                                legacy_keras=impl == "tfm")
+
+def _measure_rss(cfg, results, log):
+    """Each implementation's peak RSS, per setting, each in a fresh worker."""
+    for setting in cfg.settings:
+        for size in cfg.sizes:
+            for impl in cfg.impls:
+                worker = Worker(impl, cfg.intra, cfg.inter, onednn=setting)
                 try:
-                    res = worker.call(cmd="rss", size=size, seq_lens=[max(seq_lens)],
-                                      train_seq_len=train_seq_len)
+                    res = worker.call(cmd="rss", size=size, seq_lens=[max(cfg.seq_lens)], batch=cfg.batch_size,
+                                      train_seq_len=cfg.train_seq_len, train_batch=cfg.train_batch_size)
+                except RuntimeError as e:
+                    res = {"error": str(e)}
                 finally:
                     worker.close()
-                results["rss"][f"{impl}/{size}"] = res.get("peak_rss_mib")
-                log(f"peak RSS {impl} {size}: {res.get('peak_rss_mib', 0):.0f} MiB")
+                results["rss"][setting][f"{impl}/{size}"] = res.get("peak_rss_mib")
+                log(f"peak RSS {impl} {size} oneDNN {setting}: {res.get('peak_rss_mib', 0):.0f} MiB")
+
+
+def run_benchmark(cfg, log, on_round=None):
+    """Runs every measurement `cfg.rounds` times, interleaving implementations and oneDNN settings; returns the
+    raw results dict.
+
+    Args:
+        cfg: the run's settings (`main` builds them from the flags): sizes, seq_lens, batch1_seq_lens, modes,
+            precisions, mixed_modes (the modes also run with `mixed_bfloat16`), impls, settings (oneDNN
+            settings), rounds, batch_size, iters, train_seq_len (0: none), train_batch_size, train_modes,
+            train_precisions, intra, inter (TF thread pools), rss, ceilings, peak_seconds.
+        log: callable(str) for progress.
+        on_round: optional callable(results) after each round (e.g. to write partial tables).
+    """
+    results = {"measurements": [], "load": [], "settings": list(cfg.settings),
+               "peaks": {s: [] for s in cfg.settings}, "ceilings": {s: [] for s in cfg.settings},
+               "rss": {s: {} for s in cfg.settings}}
+    started = time.time()
+    pool = Pool(cfg.impls, cfg.settings, cfg.intra, cfg.inter)
+    try:
+        results["info"] = dict(pool.info)
+        _run_rounds(pool, cfg, results, log, on_round)
+    finally:
+        pool.close()
+    if cfg.rss:
+        _measure_rss(cfg, results, log)
     results["wall_s"] = time.time() - started
     return results
 
 
-def median_table(results, metric="seq_per_s"):
-    """(task, size, seq_len, precision, mode) -> impl -> median of `metric` (an error string if none)."""
+# ----------------------------------------------------------------------------------------------------------
+# Tables.
+
+
+def median_table(results, setting, metric="seq_per_s"):
+    """(task, size, batch, seq_len, precision, mode) -> impl -> median of `metric` under the oneDNN `setting`
+    (an error string if no measurement gave one)."""
     table = {}
     for m in results["measurements"]:
-        key = (m["task"], m["size"], m["seq_len"], m["precision"], m["mode"])
-        table.setdefault(key, {}).setdefault(m["impl"], []).append(m.get(metric, m.get("error")))
+        if m["onednn"] == setting:
+            key = (m["task"], m["size"], m["batch"], m["seq_len"], m["precision"], m["mode"])
+            table.setdefault(key, {}).setdefault(m["impl"], []).append(m.get(metric, m.get("error")))
     out = {}
     for key, per_impl in table.items():
         out[key] = {}
@@ -562,6 +666,21 @@ def median_table(results, metric="seq_per_s"):
             numbers = [v for v in values if isinstance(v, float)]
             out[key][impl] = statistics.median(numbers) if numbers else str(values[0])
     return out
+
+
+def median_peaks(results, setting):
+    """`{"float32", "bfloat16", "float32_cpu", "bfloat16_cpu"}` medians of the setting's peaks (None if none)."""
+    peaks = [p for p in results["peaks"][setting] if "float32" in p]
+    names = ("float32", "bfloat16", "float32_cpu", "bfloat16_cpu")
+    return {n: statistics.median(p[n] for p in peaks) if peaks else None for n in names}
+
+
+def setting_title(results, setting):
+    on = results.get("info", {}).get(setting, {}).get("onednn_on")
+    state = {True: "on", False: "off"}.get(on, "unknown")
+    if setting == "as_is":
+        return f"oneDNN {state} (TF_ENABLE_ONEDNN_OPTS as set here: {results.get('env_onednn') or 'unset'})"
+    return f"oneDNN {state} (TF_ENABLE_ONEDNN_OPTS={setting})"
 
 
 def _fmt(value, digits=2):
@@ -572,127 +691,118 @@ def _fmt(value, digits=2):
     return f"{value:.{digits}f}"
 
 
-def render_markdown(results, settings):
-    """The RESULTS.md text: settings, peaks, the table of medians and ratios, targets, RSS, errors."""
-    med = median_table(results)
-    peak32 = statistics.median(p["float32"] for p in results["peaks"])
-    peak16 = statistics.median(p["bfloat16"] for p in results["peaks"])
-    cpu32 = statistics.median(p["float32_cpu"] for p in results["peaks"])
-    cpu16 = statistics.median(p["bfloat16_cpu"] for p in results["peaks"])
-    impls = settings["impls"]
-    lines = [
-        f"# Encoder benchmark ({settings['date']})",
-        "",
-        f"Command: `{settings['command']}`",
-        "",
-        f"Machine: {settings['machine']}; TensorFlow {settings['tf_version']}, Keras {settings['keras_version']}; "
-        f"intra-op threads {settings['intra']}, inter-op threads {settings['inter']}; batch {settings['batch']}; "
-        f"{len({m['round'] for m in results['measurements']})} interleaved rounds, medians. Random weights, "
-        "no dropout, v2 configurations (E=128, vocab 30000). Load average (1 min) during the rounds: "
-        f"min {min(results['load']):.2f}, median {statistics.median(results['load']):.2f}, "
-        f"max {max(results['load']):.2f} (the machine is shared; numbers are noisy). Wall time "
-        f"{results['wall_s'] / 60:.1f} min.",
-        "",
-        f"Measured matmul peak (best of {', '.join('x'.join(map(str, s)) for s in PEAK_SHAPES)}, median over "
-        f"rounds): float32 **{peak32:.0f} GFLOP/s**, bfloat16 **{peak16:.0f} GFLOP/s** "
-        f"({peak16 / peak32:.2f}x); per CPU-second of the process: float32 **{cpu32:.0f}**, bfloat16 "
-        f"**{cpu16:.0f}** GFLOP/cpu-s ({cpu16 / cpu32:.2f}x).",
-        "",
-        "Sequences per second (higher is better). `graph` = `tf.function`, `xla` = `tf.function(jit_compile=True)`; "
-        "GFLOP/s and % of peak are albert_tf's, from the analytic FLOP count (training = 3x forward) against the "
-        "peak of the same precision (bfloat16 peak for `mixed_bfloat16`).",
-        "",
-    ]
-    lines += render_rows(med, impls, peak32, peak16)
-    ceilings = median_ceilings(results)
-    if ceilings:
-        names = list(next(iter(ceilings.values()))["ops"])
-        lines += ["", "## Matmul-only ceiling (float32)", "",
-                  "What a forward pass would reach if it were nothing but its matmuls, each at the rate oneDNN "
-                  "reaches on that op alone here (`matmul_ceiling`, timed like the peak; medians over rounds): "
-                  "an estimate of the best an implementation built from these ops can do, since LayerNorm, "
-                  "softmax, the mask, transposes and gathers count for nothing in it. GFLOP/s per op, the "
-                  "ceiling, the ceiling as % of the matmul peak, and albert_tf's best float32 inference as % of "
-                  "the ceiling.", "",
-                  "| size | seq | " + " | ".join(names) + " | ceiling | ceiling / peak | albert_tf / ceiling |",
-                  "|---|---|" + "---|" * (len(names) + 3)]
-        for (size, seq_len), c in sorted(ceilings.items(), key=lambda kv: (list(SIZES).index(kv[0][0]), kv[0][1])):
-            ours = _best(med, "infer", size, seq_len, "float32", "albert_tf")
-            achieved = (f"{100 * ours * encoder_flops(size, seq_len) / 1e9 / c['gflops']:.0f}%"
-                        if ours else "n/a")
-            lines.append(f"| {size} | {seq_len} | " + " | ".join(f"{c['ops'][n]:.0f}" for n in names)
-                         + f" | {c['gflops']:.0f} | {100 * c['gflops'] / peak32:.0f}% | {achieved} |")
-    lines += ["", "Sequences per CPU-second of each implementation's own process (`time.process_time`): less "
-              "sensitive to the other jobs on a shared machine than wall time; same medians and ratios, GFLOP "
-              "per CPU-second against the matmul peak per CPU-second.", ""]
-    lines += render_rows(median_table(results, "seq_per_cpu_s"), impls, cpu32, cpu16, unit="GFLOP/cpu-s")
-    lines += ["", "## Targets of issue 11", ""]
-    lines += render_targets(med, peak32, impls, "wall time", ceilings)
-    lines += [""]
-    lines += render_targets(median_table(results, "seq_per_cpu_s"), cpu32, impls, "CPU time")
-    if results.get("rss"):
-        lines += ["", "## Peak RSS", "",
-                  "Each implementation alone in a fresh process: build, one float32 `graph` inference at "
-                  f"seq {max(settings['seq_lens'])}" + (f", one training step at seq {settings['train_seq_len']}"
-                                                        if settings["train_seq_len"] else "") + ".", "",
-                  "| size | " + " | ".join(IMPL_TITLES[i] for i in impls) + " |",
-                  "|---|" + "---|" * len(impls)]
-        for size in settings["sizes"]:
-            lines.append(f"| {size} | " + " | ".join(
-                _fmt(results["rss"].get(f"{i}/{size}"), 0) + " MiB" for i in impls) + " |")
-    errors = sorted({(m["impl"], m["task"], m["size"], m["seq_len"], m["precision"], m["mode"], m["error"])
-                     for m in results["measurements"] if "error" in m})
-    if errors:
-        lines += ["", "## Failures", ""]
-        lines += [f"- {e[0]} {e[1]} {e[2]} seq {e[3]} {e[4]} {e[5]}: `{e[6]}`" for e in errors]
-    return "\n".join(lines) + "\n"
+def _sort_key(key):
+    return (key[0], list(SIZES).index(key[1]), -key[2], key[3]) + tuple(key[4:])
+
+
+def _best_of(med, row, impl):
+    """(best median over the modes, that mode) of `impl` for `row` = (task, size, batch, seq_len, precision)."""
+    values = [(med.get(row + (mode,), {}).get(impl), mode) for mode in MODES]
+    values = [(v, mode) for v, mode in values if isinstance(v, float)]
+    return max(values) if values else (None, None)
+
+
+def _best(med, task, size, batch, seq_len, precision, impl):
+    return _best_of(med, (task, size, batch, seq_len, precision), impl)[0]
+
+
+def _percent_of_peak(value, row, peaks):
+    task, size, _, seq_len, precision = row
+    peak = peaks["float32"] if precision == "float32" else peaks["bfloat16"]
+    if value is None or not peak:
+        return "n/a"
+    flops = (train_flops if task == "train" else encoder_flops)(size, seq_len)
+    return f"{100 * value * flops / 1e9 / peak:.0f}%"
+
+
+def render_summary(med, impls, peaks):
+    """Per row (task, size, batch, seq, precision): each implementation's best mode, albert_tf / keras-hub, and
+    each one's % of the matmul peak of the same precision."""
+    titles = [IMPL_TITLES[i] for i in impls]
+    header = ["task", "size", "batch", "seq", "precision"] + [f"{t} seq/s (mode)" for t in titles]
+    both = {"albert_tf", "keras_hub"} <= set(impls)
+    header += ["albert_tf / keras-hub"] if both else []
+    header += [f"{t} % of peak" for t in titles]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in sorted({k[:5] for k in med}, key=_sort_key):
+        best = {impl: _best_of(med, row, impl) for impl in impls}
+        cells = [row[0], row[1], str(row[2]), str(row[3]), row[4]]
+        cells += [f"{v:.2f} ({mode})" if v else "n/a" for v, mode in best.values()]
+        if both:
+            ours, theirs = best["albert_tf"][0], best["keras_hub"][0]
+            cells.append(f"{ours / theirs:.2f}x" if ours and theirs else "n/a")
+        cells += [_percent_of_peak(best[impl][0], row, peaks) for impl in impls]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def render_comparison(results, impls):
+    """oneDNN on / off per row and implementation (best mode of each under each setting), and a line per
+    implementation saying which setting is faster on this CPU (geometric mean over the rows)."""
+    off, on = median_table(results, "0"), median_table(results, "1")
+    rows = sorted({k[:5] for k in off} & {k[:5] for k in on}, key=_sort_key)
+    header = ["task", "size", "batch", "seq", "precision"] + [f"{IMPL_TITLES[i]} on / off" for i in impls]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    ratios = {impl: [] for impl in impls}
+    for row in rows:
+        cells = [row[0], row[1], str(row[2]), str(row[3]), row[4]]
+        for impl in impls:
+            a, b = _best_of(on, row, impl)[0], _best_of(off, row, impl)[0]
+            if a and b:
+                ratios[impl].append((row[0], a / b))
+            cells.append(f"{a / b:.2f}x" if a and b else ("only on" if a else "only off" if b else "n/a"))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    for impl in impls:
+        values = [r for _, r in ratios[impl]]
+        if not values:
+            lines.append(f"- {IMPL_TITLES[impl]}: no row measured under both settings.")
+            continue
+        mean = statistics.geometric_mean(values)
+        per_task = ", ".join(f"{task} {statistics.geometric_mean([r for t, r in ratios[impl] if t == task]):.2f}x"
+                             for task in sorted({t for t, _ in ratios[impl]}))
+        lines.append(f"- {IMPL_TITLES[impl]}: faster with oneDNN **{'on' if mean > 1 else 'off'}** on this CPU "
+                     f"(on / off, geometric mean over {len(values)} rows: {mean:.2f}x; {per_task}).")
+    return lines
 
 
 def render_rows(med, impls, peak32, peak16, unit="GFLOP/s"):
-    """Markdown rows: medians per implementation, albert_tf's ratios, GFLOP/s and % of peak (if peaks)."""
+    """Markdown rows: medians per implementation and mode, albert_tf's ratios, GFLOP/s and % of peak (if peaks)."""
     lines = []
-    with_peak = peak32 is not None
-    header = ["task", "size", "seq", "precision", "mode"] + [IMPL_TITLES[i] for i in impls]
+    with_peak = bool(peak32)
+    header = ["task", "size", "batch", "seq", "precision", "mode"] + [IMPL_TITLES[i] for i in impls]
     others = [i for i in impls if i != "albert_tf"]
     if "albert_tf" in impls:
         header += [f"albert_tf / {i}" for i in others]
         header += [f"albert_tf {unit}", "% of peak"] if with_peak else []
     lines.append("| " + " | ".join(header) + " |")
     lines.append("|" + "---|" * len(header))
-    for key in sorted(med, key=lambda k: (k[0], list(SIZES).index(k[1]), k[2], k[3], k[4])):
-        task, size, seq_len, precision, mode = key
-        row = [task, size, str(seq_len), precision, mode] + [_fmt(med[key].get(i)) for i in impls]
+    for key in sorted(med, key=_sort_key):
+        task, size, batch, seq_len, precision, mode = key
+        row = [task, size, str(batch), str(seq_len), precision, mode] + [_fmt(med[key].get(i)) for i in impls]
         ours = med[key].get("albert_tf")
         if "albert_tf" in impls:
             for other in others:
                 theirs = med[key].get(other)
                 ok = isinstance(ours, float) and isinstance(theirs, float)
                 row.append(f"{ours / theirs:.2f}x" if ok else "n/a")
-            flops = (train_flops if task == "train" else encoder_flops)(size, seq_len)
-            if not with_peak:
-                pass
-            elif isinstance(ours, float):
-                gflops = ours * flops / 1e9
+            if with_peak:
+                flops = (train_flops if task == "train" else encoder_flops)(size, seq_len)
+                ok = isinstance(ours, float)
+                gflops = ours * flops / 1e9 if ok else None
                 peak = peak32 if precision == "float32" else peak16
-                row += [f"{gflops:.0f}", f"{100 * gflops / peak:.0f}%"]
-            else:
-                row += ["n/a", "n/a"]
+                row += [f"{gflops:.0f}", f"{100 * gflops / peak:.0f}%"] if ok and peak else ["n/a", "n/a"]
         lines.append("| " + " | ".join(row) + " |")
     return lines
 
 
-def _best(med, task, size, seq_len, precision, impl):
-    values = [med.get((task, size, seq_len, precision, mode), {}).get(impl) for mode in MODES]
-    values = [v for v in values if isinstance(v, float)]
-    return max(values) if values else None
-
-
-def median_ceilings(results):
+def median_ceilings(results, setting):
     """(size, seq_len) -> {"gflops": median ceiling, "ops": {name: median GFLOP/s}} over rounds ({} if none)."""
     per_key = {}
-    for round_ceilings in results.get("ceilings", []):
+    for round_ceilings in results["ceilings"][setting]:
         for key, c in round_ceilings.items():
-            per_key.setdefault(key, []).append(c)
+            if isinstance(c, dict):
+                per_key.setdefault(key, []).append(c)
     out = {}
     for key, values in per_key.items():
         size, seq_len = key.split("/")
@@ -702,55 +812,219 @@ def median_ceilings(results):
     return out
 
 
+def render_ceilings(med, ceilings, peak32, batch):
+    names = list(next(iter(ceilings.values()))["ops"])
+    lines = ["What a forward pass would reach if it were nothing but its matmuls, each at the rate it reaches alone "
+             "here (`matmul_ceiling`, timed like the peak; medians over rounds): an estimate of the best an "
+             "implementation built from these ops can do, since LayerNorm, softmax, the mask, transposes and "
+             f"gathers count for nothing in it. Batch {batch}; GFLOP/s per op, the ceiling, the ceiling as % of "
+             "the matmul peak, and albert_tf's best float32 inference as % of the ceiling.", "",
+             "| size | seq | " + " | ".join(names) + " | ceiling | ceiling / peak | albert_tf / ceiling |",
+             "|---|---|" + "---|" * (len(names) + 3)]
+    for (size, seq_len), c in sorted(ceilings.items(), key=lambda kv: (list(SIZES).index(kv[0][0]), kv[0][1])):
+        ours = _best(med, "infer", size, batch, seq_len, "float32", "albert_tf")
+        achieved = f"{100 * ours * encoder_flops(size, seq_len) / 1e9 / c['gflops']:.0f}%" if ours else "n/a"
+        of_peak = f"{100 * c['gflops'] / peak32:.0f}%" if peak32 else "n/a"
+        lines.append(f"| {size} | {seq_len} | " + " | ".join(f"{c['ops'][n]:.0f}" for n in names)
+                     + f" | {c['gflops']:.0f} | {of_peak} | {achieved} |")
+    return lines
+
+
 def render_targets(med, peak32, impls, basis, ceilings=None):
-    """Each target of the issue with the measured value (best mode of each implementation); with `ceilings`,
+    """Each target of issue 11 with the measured value (best mode of each implementation); with `ceilings`,
     the peak target's row also gives the matmul-only ceiling as % of the peak."""
     if not {"albert_tf", "keras_hub"} <= set(impls):
         return ["(needs albert_tf and keras_hub in `--impls`)"]
     lines = [f"By {basis}; best `tf.function` mode of each implementation.", "",
-             "| target | size | seq | measured | met |", "|---|---|---|---|---|"]
-    keys = sorted({(k[1], k[2]) for k in med if k[0] == "infer"},
-                  key=lambda k: (list(SIZES).index(k[0]), k[1]))
-    for size, seq_len in keys:
-        ours = _best(med, "infer", size, seq_len, "float32", "albert_tf")
-        theirs = _best(med, "infer", size, seq_len, "float32", "keras_hub")
+             "| target | size | batch | seq | measured | met |", "|---|---|---|---|---|---|"]
+
+    def line(target, size, batch, seq_len, value, met):
+        lines.append(f"| {target} | {size} | {batch} | {seq_len} | {value} | {'yes' if met else 'no'} |")
+
+    for task, size, batch, seq_len in sorted({k[:4] for k in med}, key=_sort_key):
+        ours = _best(med, task, size, batch, seq_len, "float32", "albert_tf")
+        theirs = _best(med, task, size, batch, seq_len, "float32", "keras_hub")
+        if task == "train":
+            if ours and theirs:
+                line("float32 training step >= 1.1x keras-hub", size, batch, seq_len, f"{ours / theirs:.2f}x",
+                     ours / theirs >= 1.1)
+            continue
         if ours and theirs:
-            lines.append(f"| float32 inference >= 1.05x keras-hub | {size} | {seq_len} | {ours / theirs:.2f}x | "
-                         f"{'yes' if ours / theirs >= 1.05 else 'no'} |")
+            line("float32 inference >= 1.05x keras-hub", size, batch, seq_len, f"{ours / theirs:.2f}x",
+                 ours / theirs >= 1.05)
         if ours and seq_len >= 512 and peak32:
             frac = ours * encoder_flops(size, seq_len) / 1e9 / peak32
             ceiling = (ceilings or {}).get((size, seq_len))
             note = f" (matmul-only ceiling {100 * ceiling['gflops'] / peak32:.0f}%)" if ceiling else ""
-            lines.append(f"| float32 inference >= 90% of fp32 matmul peak | {size} | {seq_len} | "
-                         f"{100 * frac:.0f}%{note} | {'yes' if frac >= 0.9 else 'no'} |")
-        bf16 = _best(med, "infer", size, seq_len, "mixed_bfloat16", "albert_tf")
+            line("float32 inference >= 90% of fp32 matmul peak", size, batch, seq_len, f"{100 * frac:.0f}%{note}",
+                 frac >= 0.9)
+        bf16 = _best(med, task, size, batch, seq_len, "mixed_bfloat16", "albert_tf")
         if bf16 and theirs:
-            lines.append(f"| mixed_bfloat16 inference >= 1.5x keras-hub float32 | {size} | {seq_len} | "
-                         f"{bf16 / theirs:.2f}x | {'yes' if bf16 / theirs >= 1.5 else 'no'} |")
-    for size, seq_len in sorted({(k[1], k[2]) for k in med if k[0] == "train"}):
-        ours = _best(med, "train", size, seq_len, "float32", "albert_tf")
-        theirs = _best(med, "train", size, seq_len, "float32", "keras_hub")
-        if ours and theirs:
-            lines.append(f"| float32 training step >= 1.1x keras-hub | {size} | {seq_len} | {ours / theirs:.2f}x | "
-                         f"{'yes' if ours / theirs >= 1.1 else 'no'} |")
+            line("mixed_bfloat16 inference >= 1.5x keras-hub float32", size, batch, seq_len, f"{bf16 / theirs:.2f}x",
+                 bf16 / theirs >= 1.5)
     return lines
 
 
-def write_atomic(path, text):
-    # Imported here, not at the top: the tf-models-official worker runs this module under
-    # TF_USE_LEGACY_KERAS=1, where importing albert_tf (Keras 3 models) must not happen.
-    from albert_tf.fileio import write_text_atomic
+def render_details(results, setting, settings):
+    """One setting's full tables: medians per mode (wall and CPU time), the matmul-only ceiling, the targets."""
+    impls, batch = settings["impls"], settings["batch"]
+    med, cpu_med = median_table(results, setting), median_table(results, setting, "seq_per_cpu_s")
+    peaks = median_peaks(results, setting)
+    lines = [f"## Details: {setting_title(results, setting)}", "",
+             "Sequences per second (higher is better). `graph` = `tf.function`, `xla` = "
+             "`tf.function(jit_compile=True)`; GFLOP/s and % of peak are albert_tf's, from the analytic FLOP count "
+             "(training = 3x forward) against this setting's peak of the same precision (bfloat16 peak for "
+             "`mixed_bfloat16`).", ""]
+    lines += render_rows(med, impls, peaks["float32"], peaks["bfloat16"])
+    ceilings = median_ceilings(results, setting)
+    if ceilings:
+        lines += ["", "### Matmul-only ceiling (float32)", ""] + render_ceilings(med, ceilings, peaks["float32"], batch)
+    lines += ["", "Sequences per CPU-second of each implementation's own worker process (`time.process_time`): "
+              "less sensitive to the other jobs on a shared machine than wall time; GFLOP per CPU-second against "
+              "the matmul peak per CPU-second.", ""]
+    lines += render_rows(cpu_med, impls, peaks["float32_cpu"], peaks["bfloat16_cpu"], unit="GFLOP/cpu-s")
+    lines += ["", "### Targets of issue 11", ""] + render_targets(med, peaks["float32"], impls, "wall time", ceilings)
+    lines += [""] + render_targets(cpu_med, peaks["float32_cpu"], impls, "CPU time")
+    return lines
 
-    write_text_atomic(path, text)
+
+def _peak_line(peaks, tokens):
+    if not peaks["float32"]:
+        return "Matmul peak: not measured (the worker failed)."
+    shapes = ", ".join("x".join(map(str, (tokens,) + s[1:])) for s in PEAK_SHAPES)
+    return (f"Measured matmul peak (best of {shapes}, median over "
+            f"rounds): float32 **{peaks['float32']:.0f} GFLOP/s**, bfloat16 **{peaks['bfloat16']:.0f} GFLOP/s**; "
+            f"per CPU-second of the worker: float32 {peaks['float32_cpu']:.0f}, bfloat16 "
+            f"{peaks['bfloat16_cpu']:.0f} GFLOP/cpu-s.")
+
+
+def render_header(results, settings):
+    info = next(iter(results.get("info", {}).values()), {})
+    load = results["load"] or [0.0]
+    rounds = len({m["round"] for m in results["measurements"]})
+    return [
+        f"# Encoder benchmark ({settings['date']})", "",
+        f"Command: `{settings['command']}`", "",
+        f"Machine: {settings['machine']}; TensorFlow {info.get('tf_version', '?')}, Keras "
+        f"{info.get('keras_version', '?')}; intra-op threads {settings['intra']}, inter-op threads "
+        f"{settings['inter']}; {rounds} interleaved rounds, medians; oneDNN settings: "
+        + ", ".join(setting_title(results, s) for s in results["settings"])
+        + ", each implementation under each in its own worker process. Random weights, no dropout, v2 "
+        f"configurations (E=128, vocab 30000). Load average (1 min) during the rounds: min {min(load):.2f}, "
+        f"median {statistics.median(load):.2f}, max {max(load):.2f} (the machine is shared; numbers are noisy). "
+        f"Wall time {results.get('wall_s', 0) / 60:.1f} min.", ""]
+
+
+def render_markdown(results, settings):
+    """The RESULTS.md text: settings; per oneDNN setting the peak and the summary (ratio, % of peak); which
+    setting is faster; per setting the full tables; peak RSS; failures."""
+    impls = settings["impls"]
+    lines = render_header(results, settings)
+    lines += ["## Per oneDNN setting: albert_tf / keras-hub and % of the matmul peak", "",
+              "Best `tf.function` mode of each implementation (in brackets); % of this setting's matmul peak of the "
+              "same precision (float32; bfloat16 for `mixed_bfloat16` rows), from the analytic FLOP count "
+              "(training = 3x forward).", ""]
+    for setting in results["settings"]:
+        peaks = median_peaks(results, setting)
+        lines += [f"### {setting_title(results, setting)}", "", _peak_line(peaks, settings["peak_tokens"]), ""]
+        lines += render_summary(median_table(results, setting), impls, peaks) + [""]
+    if {"0", "1"} <= set(results["settings"]):
+        lines += ["## Which oneDNN setting is faster here", "",
+                  "Best mode of each implementation under each setting; on / off > 1 means oneDNN on is faster.",
+                  ""] + render_comparison(results, impls) + [""]
+    for setting in results["settings"]:
+        lines += render_details(results, setting, settings) + [""]
+    lines += render_rss(results, settings) + render_failures(results)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def render_rss(results, settings):
+    if not any(results["rss"].values()):
+        return []
+    impls = settings["impls"]
+    columns = [(impl, s) for s in results["settings"] for impl in impls]
+    lines = ["## Peak RSS", "",
+             "Each implementation alone in a fresh process: build, one float32 `graph` inference at "
+             f"batch {settings['batch']}, seq {max(settings['seq_lens'])}"
+             + (f", one training step at batch {settings['train_batch']}, seq {settings['train_seq_len']}"
+                if settings["train_seq_len"] else "") + ".", "",
+             "| size | " + " | ".join(f"{IMPL_TITLES[i]}, oneDNN {s}" for i, s in columns) + " |",
+             "|---|" + "---|" * len(columns)]
+    for size in settings["sizes"]:
+        lines.append(f"| {size} | " + " | ".join(
+            _fmt(results["rss"][s].get(f"{i}/{size}"), 0) + " MiB" for i, s in columns) + " |")
+    return lines + [""]
+
+
+def render_failures(results):
+    errors = sorted({(m["impl"], m["onednn"], m["task"], m["size"], m["batch"], m["seq_len"], m["precision"],
+                      m["mode"], m["error"]) for m in results["measurements"] if "error" in m})
+    if not errors:
+        return []
+    return ["## Failures", ""] + [f"- {e[0]} oneDNN {e[1]} {e[2]} {e[3]} batch {e[4]} seq {e[5]} {e[6]} {e[7]}: "
+                                  f"`{e[8]}`" for e in errors]
+
+
+def write_atomic(path, text):
+    """Writes `text` to `path` through a temporary file beside it, so a partial table never replaces a whole one."""
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+class FlagError(ValueError):
+    """A bad flag value: `main` prints it as one line and exits with status 2."""
 
 
 def _parse_list(value, allowed, name):
     items = [v.strip() for v in value.split(",") if v.strip()]
     for item in items:
         if item not in allowed:
-            raise ValueError(f"`--{name}` must be a comma-separated subset of {list(allowed)}. "
-                             f"Received: `{value}`.")
+            raise FlagError(f"--{name} must be a comma-separated subset of {', '.join(allowed)}; got {value!r}")
     return items
+
+
+def _parse_lengths(value, name):
+    try:
+        lengths = [int(s) for s in value.split(",") if s.strip()]
+    except ValueError:
+        raise FlagError(f"--{name} must be comma-separated integers; got {value!r}") from None
+    if any(s < 2 or s > COMMON["max_position_embeddings"] for s in lengths):
+        raise FlagError(f"--{name} must lie in [2, {COMMON['max_position_embeddings']}]; got {value!r}")
+    return lengths
+
+
+def config_from_flags(FLAGS):
+    """The run's settings (`run_benchmark`'s `cfg`) from the flags; a bad value raises `FlagError`."""
+    import types
+
+    if FLAGS.onednn not in ONEDNN_CHOICES:
+        raise FlagError(f"--onednn must be one of {', '.join(ONEDNN_CHOICES)}; got {FLAGS.onednn!r}")
+    for name in ("rounds", "batch_size", "iters"):
+        if FLAGS[name].value < 1:
+            raise FlagError(f"--{name} must be >= 1; got {FLAGS[name].value}")
+    if FLAGS.train_batch_size < 0 or FLAGS.peak_seconds <= 0 or FLAGS.peak_tokens < 1:
+        raise FlagError("--train_batch_size must be >= 0 (0: --batch_size), --peak_seconds > 0, --peak_tokens >= 1")
+    impls = _parse_list(FLAGS.impls, IMPLS, "impls")
+    if not impls:
+        raise FlagError("--impls must name at least one implementation")
+    seq_lens = _parse_lengths(FLAGS.seq_lens, "seq_lens")
+    train_seq_len = FLAGS.train_seq_len
+    if train_seq_len:
+        _parse_lengths(str(train_seq_len), "train_seq_len")
+    return types.SimpleNamespace(
+        sizes=_parse_list(FLAGS.sizes, SIZES, "sizes"), seq_lens=seq_lens,
+        batch1_seq_lens=_parse_lengths(FLAGS.batch1_seq_lens, "batch1_seq_lens"),
+        modes=_parse_list(FLAGS.modes, MODES, "modes"), precisions=_parse_list(FLAGS.precisions, PRECISIONS,
+                                                                               "precisions"),
+        mixed_modes=_parse_list(FLAGS.mixed_modes, MODES, "mixed_modes"), impls=impls,
+        settings=ONEDNN_CHOICES[FLAGS.onednn], rounds=FLAGS.rounds, batch_size=FLAGS.batch_size, iters=FLAGS.iters,
+        train_seq_len=train_seq_len, train_batch_size=FLAGS.train_batch_size or FLAGS.batch_size,
+        train_modes=_parse_list(FLAGS.train_modes, MODES, "train_modes"),
+        train_precisions=_parse_list(FLAGS.train_precisions, PRECISIONS, "train_precisions"),
+        intra=FLAGS.intra_op_threads, inter=FLAGS.inter_op_threads, rss=FLAGS.rss, ceilings=FLAGS.ceiling,
+        peak_seconds=FLAGS.peak_seconds, peak_tokens=FLAGS.peak_tokens)
 
 
 def main(argv):
@@ -758,33 +1032,20 @@ def main(argv):
 
     FLAGS = flags.FLAGS
     del argv
-    sizes = _parse_list(FLAGS.sizes, SIZES, "sizes")
-    modes = _parse_list(FLAGS.modes, MODES, "modes")
-    precisions = _parse_list(FLAGS.precisions, PRECISIONS, "precisions")
-    train_modes = _parse_list(FLAGS.train_modes, MODES, "train_modes")
-    train_precisions = _parse_list(FLAGS.train_precisions, PRECISIONS, "train_precisions")
-    impls = _parse_list(FLAGS.impls, IMPLS, "impls")
     try:
-        seq_lens = [int(s) for s in FLAGS.seq_lens.split(",") if s.strip()]
-    except ValueError:
-        raise ValueError(f"`--seq_lens` must be comma-separated integers. Received: `{FLAGS.seq_lens}`.")
-    if any(s < 2 or s > COMMON["max_position_embeddings"] for s in seq_lens):
-        raise ValueError(f"`--seq_lens` must lie in [2, 512]. Received: `{FLAGS.seq_lens}`.")
-    if FLAGS.rounds < 1:
-        raise ValueError(f"`--rounds` must be >= 1. Received: `{FLAGS.rounds}`.")
-    iters = {s: max(1, round(FLAGS.iters * 128 / s)) for s in set(seq_lens) | {FLAGS.train_seq_len} if s > 0}
-
-    import keras
-    import tensorflow as tf
-
+        cfg = config_from_flags(FLAGS)
+    except FlagError as e:
+        sys.stderr.write(f"bench_encoder.py: error: {e}\n")
+        sys.exit(2)
     settings = dict(
         date=datetime.date.today().isoformat(), command="python benchmarks/bench_encoder.py " + " ".join(
             sys.argv[1:]), machine=f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs",
-        tf_version=tf.__version__, keras_version=keras.__version__, intra=FLAGS.intra_op_threads,
-        inter=FLAGS.inter_op_threads, batch=FLAGS.batch_size, rounds=FLAGS.rounds, impls=impls,
-        seq_lens=seq_lens, sizes=sizes, train_seq_len=FLAGS.train_seq_len)
+        intra=cfg.intra, inter=cfg.inter, batch=cfg.batch_size, train_batch=cfg.train_batch_size,
+        rounds=cfg.rounds, impls=cfg.impls, seq_lens=cfg.seq_lens, sizes=cfg.sizes, train_seq_len=cfg.train_seq_len,
+        peak_tokens=cfg.peak_tokens)
 
     def write(results, final):
+        results["env_onednn"] = os.environ.get("TF_ENABLE_ONEDNN_OPTS")
         text = render_markdown(results, settings)
         if final:
             print(text)
@@ -794,35 +1055,42 @@ def main(argv):
             write_atomic(stem + ".json", json.dumps(results, indent=1))
             logging.info("wrote %s%s", FLAGS.output, "" if final else " (partial: rounds so far)")
 
-    results = run_benchmark(
-        sizes, seq_lens, modes, precisions, impls, FLAGS.rounds, FLAGS.batch_size, iters,
-        FLAGS.train_seq_len, train_modes, train_precisions, FLAGS.intra_op_threads, FLAGS.inter_op_threads,
-        FLAGS.rss, logging.info, mixed_modes=_parse_list(FLAGS.mixed_modes, MODES, "mixed_modes"),
-        on_round=lambda partial: write(partial, final=False), ceilings=FLAGS.ceiling)
+    results = run_benchmark(cfg, logging.info, on_round=lambda partial: write(partial, final=False))
     write(results, final=True)
 
 
 def define_flags():
     from absl import flags
 
-    flags.DEFINE_string("sizes", "base", "Comma-separated model sizes: base, large, xlarge.")
-    flags.DEFINE_string("seq_lens", "128,512", "Comma-separated inference sequence lengths.")
+    flags.DEFINE_string("sizes", "base", "Comma-separated model sizes: tiny (smoke runs), base, large, xlarge.")
+    flags.DEFINE_string("seq_lens", "128,512", "Comma-separated inference sequence lengths at --batch_size.")
+    flags.DEFINE_string("batch1_seq_lens", "128", "Comma-separated inference sequence lengths also run at batch 1 "
+                        "(empty: none).")
+    flags.DEFINE_string("onednn", "both", "TensorFlow CPU backends to measure, each in its own workers: both "
+                        "(TF_ENABLE_ONEDNN_OPTS=0 and =1, interleaved), 0, 1, or as_is (the variable as set here).")
     flags.DEFINE_string("modes", "graph,xla", "Inference modes: graph (tf.function), xla (jit_compile=True).")
     flags.DEFINE_string("precisions", "float32,mixed_bfloat16", "Inference dtype policies.")
     flags.DEFINE_string("mixed_modes", "graph", "Modes also run with mixed_bfloat16 (XLA on CPU does not use "
                         "the BF16/AMX matmul kernels, so `xla` there only measures a slow path).")
     flags.DEFINE_string("impls", ",".join(IMPLS), "Implementations: albert_tf, keras_hub, tfm.")
     flags.DEFINE_integer("rounds", 2, "Interleaved rounds; the table holds medians over them.")
-    flags.DEFINE_integer("batch_size", 8, "Batch size.")
-    flags.DEFINE_integer("iters", 4, "Timed calls per measurement at seq 128 (scaled by 128/seq).")
+    flags.DEFINE_integer("batch_size", 8, "Batch size of inference at --seq_lens (and of training by default).")
+    flags.DEFINE_integer("iters", 4, "Timed calls per measurement at batch 8, seq 128 (scaled by the tokens "
+                         "of a call: 32 at batch 1, 1 at batch 8, seq 512).")
     flags.DEFINE_integer("train_seq_len", 128, "Sequence length of the training step; 0 skips training.")
+    flags.DEFINE_integer("train_batch_size", 0, "Batch size of the training step (0: --batch_size); 1 with "
+                         "--sizes=large --train_seq_len=512 is the large batch-1 step.")
     flags.DEFINE_string("train_modes", "graph,xla", "Training-step modes.")
     flags.DEFINE_string("train_precisions", "float32", "Training-step dtype policies.")
-    flags.DEFINE_integer("intra_op_threads", os.cpu_count(), "TF intra-op threads in every process.")
-    flags.DEFINE_integer("inter_op_threads", 1, "TF inter-op threads in every process.")
-    flags.DEFINE_bool("rss", True, "Also measure each implementation's peak RSS in a fresh process.")
+    flags.DEFINE_integer("intra_op_threads", os.cpu_count(), "TF intra-op threads in every worker.")
+    flags.DEFINE_integer("inter_op_threads", 1, "TF inter-op threads in every worker.")
+    flags.DEFINE_bool("rss", True, "Also measure each implementation's peak RSS in a fresh process, per setting.")
     flags.DEFINE_bool("ceiling", True, "Also measure the float32 matmul-only ceiling of each size and sequence "
-                      "length every round (the model's matmul ops alone; see `matmul_ceiling`).")
+                      "length every round, per setting (the model's matmul ops alone; see `matmul_ceiling`).")
+    flags.DEFINE_float("peak_seconds", 0.5, "Seconds of timing per matmul shape of the peak (smaller for a smoke "
+                       "run).")
+    flags.DEFINE_integer("peak_tokens", 4096, "Rows of the peak's matmul shapes (the model's tokens per call: "
+                         "batch 8 x seq 512); fewer for a smoke run.")
     flags.DEFINE_string("output", os.path.join(os.path.dirname(os.path.abspath(__file__)), "RESULTS.md"),
                         "Markdown output (raw results go beside it as .json); empty to only print.")
 

@@ -34,3 +34,16 @@ def run_measurement(module, function, *args, env=None, timeout=600):
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, proc.stdout[-2000:] + proc.stderr[-2000:]
     return json.loads(lines[-1][len("RESULT "):])
+
+
+def same_cpu_backend():
+    """`{"TF_ENABLE_ONEDNN_OPTS": "0" or "1"}`: the oneDNN setting this process's TensorFlow runs with.
+
+    The commands pick oneDNN on x86-64 CPUs with AVX2 when the variable is unset (`albert_tf.cli.pick_cpu_backend`)
+    while this process keeps TensorFlow's own default (off on AMD CPUs): a test that compares a command's numbers
+    with this process's to a tight tolerance gives the command this environment, so both run the same kernels.
+    """
+    import tensorflow  # noqa: F401  (loads TensorFlow, which has then read the variable)
+    from tensorflow.python.util import _pywrap_util_port
+
+    return {"TF_ENABLE_ONEDNN_OPTS": "1" if _pywrap_util_port.IsMklEnabled() else "0"}

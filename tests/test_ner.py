@@ -20,6 +20,7 @@ from albert_tf.data import conll
 from albert_tf.models.token_classifier import AlbertTokenClassifier, token_classification_loss
 from albert_tf.tokenization import FullTokenizer
 from albert_tf.training import conlleval
+from fresh_process import same_cpu_backend
 from test_foreign_weights import CONFIGS, hf_state_dict, keras_hub_from_hf, make_inputs, write_hf_dir
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -255,8 +256,10 @@ def trained(workdir):
             f"--max_seq_length={MAX_SEQ}", "--train_batch_size=16", "--eval_batch_size=16", "--learning_rate=3e-3",
             "--train_step=150", "--warmup_step=15", "--save_checkpoints_steps=75", "--iterations_per_loop=25",
             "--random_seed=1", f"--export_dir={export}"]
+    # The export's tags are compared with the runner's predictions in this process: the same CPU kernels in both.
     proc = subprocess.run([sys.executable, os.path.join(REPO, "run_ner.py")] + args, cwd=REPO, capture_output=True,
-                          text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO), timeout=600)
+                          text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO,
+                                              **same_cpu_backend()), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return out, export
 

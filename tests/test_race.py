@@ -22,6 +22,7 @@ from albert_tf.models.race import AlbertRace, race_loss
 from albert_tf.training import race_task
 from albert_tf.training.race_task import run_race
 import original_checkpoints as oc
+from fresh_process import same_cpu_backend
 from recording import Built, recording
 
 MAX_SEQ = 32
@@ -448,8 +449,9 @@ def test_cli_predicts_from_a_checkpoint_and_exports(trained, workdir, tmp_path):
             f"--spm_model_file={workdir['spm']}", f"--output_dir={tmp_path / 'cli'}",
             f"--init_checkpoint={out}/model.ckpt-best", "--nodo_train", "--nodo_eval", "--do_predict",
             f"--max_seq_length={MAX_SEQ}", f"--max_qa_length={MAX_QA}", f"--export_dir={tmp_path / 'export'}"]
+    # The probabilities are compared with this process's to 1e-5: the runner gets this process's CPU kernels.
     proc = subprocess.run([sys.executable, "-c", CLI_SCRIPT] + args, cwd=repo, capture_output=True, text=True,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), timeout=300)
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **same_cpu_backend()), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     defaults = json.loads(proc.stdout.split("DEFAULTS=", 1)[1].splitlines()[0])
     assert defaults == {  # the original run_race.py's flags
