@@ -62,7 +62,9 @@ def test_the_rule_on_cpu_descriptions(text, machine, setting, words):
     assert choice.setting == setting and words in choice.reason, choice
 
 
-def test_pick_sets_the_variable_only_when_the_user_has_not():
+def test_pick_sets_the_variable_only_when_the_user_has_not(monkeypatch):
+    # As in a command before TensorFlow loads, whether or not an earlier test of this process loaded it.
+    monkeypatch.delitem(sys.modules, "tensorflow", raising=False)
     environ = {}
     assert cli.pick_cpu_backend(environ, AMD_AVX2, "x86_64").setting == "1"
     assert environ == {"TF_ENABLE_ONEDNN_OPTS": "1"}
