@@ -48,9 +48,10 @@ def test_quickstart_writes_every_artifact(quickstart_run):
             assert 0.0 <= summary[key][metric] < 100.0
     assert 0.0 < summary["chance"]["sop_majority_accuracy"] <= 1.0
     assert 0.0 < summary["chance"]["mlm_unigram_accuracy"] < 1.0
-    # The fresh-process raw-text query: one list of 5 guesses per [MASK] of each sentence.
+    # The fresh-process raw-text query: one list of 5 guesses per [MASK] of each of the 6 sentences.
     top = summary["queries"]["top_tokens"]
-    assert len(top) == 4 and all(len(sentence) == 1 and len(sentence[0]) == 5 for sentence in top)
+    assert len(top) == 6 and all(len(sentence) == 1 and len(sentence[0]) == 5 for sentence in top)
+    assert len(summary["queries"]["fitting"]) == 6
     # The report shows the table and the follow-up commands.
     out = proc.stdout
     assert "MLM accuracy (unigram base)" in out and "SOP accuracy (majority)" in out
