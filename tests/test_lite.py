@@ -4,8 +4,9 @@ Keras `quantize` pointing at the export.
 
 The trained model is the quickstart's (its library run with the default settings: the embedded corpus, a
 SentencePiece model, SOP / n-gram TFRecords, a 4-layer all-shared ALBERT pretrained with LAMB); the classifier
-is fine-tuned from it on sentence order (the SOP pairs of the corpus as a two-label task). The 12-layer
-all-shared base shape is checked on seeded weights (`test_base_...`).
+is fine-tuned from it on sentence order (the SOP pairs of the corpus as a two-label task); its trained block is
+also applied 12 times (`test_trained_block_...`). The 12-layer all-shared base shape is checked on seeded weights
+(`test_base_...`).
 References: masked-LM / SOP accuracy counted in NumPy from the records' labels and the float Keras model.
 """
 
@@ -128,7 +129,7 @@ def accuracy(trained):
 
 @pytest.mark.slow
 def test_trained_model_learned_something(trained, accuracy):
-    # The comparisons below mean something only on a model better than chance (quickstart: 0.159 vs 0.086).
+    # The comparisons below mean something only on a model better than chance (quickstart: 0.141 vs 0.049).
     assert accuracy["keras"]["mlm"] > trained["chance"]["mlm_unigram_accuracy"] + 0.03
 
 
@@ -149,12 +150,15 @@ def test_dynamic_int8_within_bounds(accuracy):
 
 
 @pytest.mark.slow
-def test_full_int8_loses_accuracy_as_measured(accuracy):
-    """Integer activations: measured 0.159 -> 0.135 masked-LM accuracy and 60% classifier agreement on this
-    model (README "Deploying small"): outside the 0.01 bound, which is why `dynamic` is the recommended int8.
-    The bounds here pin that measurement, so a converter that does better (or worse) shows up."""
-    assert 0.01 < accuracy["keras"]["mlm"] - accuracy["int8"]["mlm"] <= 0.04
-    assert accuracy["int8"]["cls_agree"] < 0.9
+def test_full_int8_keeps_mlm_accuracy_within_its_bound(accuracy):
+    """Integer activations on the quickstart's model (measured: MLM 0.1406 -> 0.1369, SOP 0.581 -> 0.575): within the
+    issue's 0.01 bound on masked-LM accuracy. The sentence-order classifier on top of the same encoder, whose
+    probabilities sit near 0.5 (accuracy 0.588 against a 0.518 majority), flips 21% of its decisions (README
+    "Deploying small"), which is why `dynamic` (99.9% agreement) is the int8 export to deploy. The agreement floor
+    pins that measurement, so a converter that does worse shows up."""
+    assert abs(accuracy["keras"]["mlm"] - accuracy["int8"]["mlm"]) <= 0.01
+    assert abs(accuracy["keras"]["sop"] - accuracy["int8"]["sop"]) <= 0.02
+    assert accuracy["int8"]["cls_agree"] >= 0.7
 
 
 @pytest.mark.slow
@@ -164,6 +168,40 @@ def test_quantized_files_are_smaller(accuracy):
     assert sizes["dynamic"] < 0.5 * sizes["none"]
     assert sizes["int8"] < 0.5 * sizes["none"]
 
+
+
+def _twelve_layer_agreement(pretrainer, heldout, limit=256):
+    """The trained shared block applied 12 times instead of 4 (the same variables: every layer is the one block)
+    through float Keras and LiteRT dynamic int8: held-out MLM accuracy of each and how often their argmax agree."""
+    config = AlbertConfig.from_dict(dict(pretrainer.config.to_dict(), num_hidden_layers=12))
+    deep = AlbertPretrainer(config)
+    assert len(deep.weights) == len(pretrainer.weights)
+    for target, source in zip(deep.weights, pretrainer.weights):
+        target.assign(source)
+    rows = {k: v[:limit] for k, v in heldout.items()}
+    feats = {"input_ids": rows["input_ids"], "input_mask": rows["input_mask"], "segment_ids": rows["segment_ids"],
+             "mlm_positions": rows["masked_lm_positions"]}
+    weights = rows["masked_lm_weights"] > 0
+    argmax = {"keras": np.argmax(_keras_pretrainer(deep)(feats)["mlm_logits"], -1)[weights]}
+    argmax["dynamic"] = np.argmax(lite.LiteModel(lite.convert(deep, SEQ, 4, "dynamic", max_predictions_per_seq=PRED))(
+        feats)["mlm_logits"], -1)[weights]
+    targets = rows["masked_lm_ids"][weights]
+    return {name: float(np.mean(a == targets)) for name, a in argmax.items()}, float(
+        np.mean(argmax["dynamic"] == argmax["keras"]))
+
+
+@pytest.mark.slow
+def test_trained_block_applied_twelve_times_keeps_its_accuracy_in_dynamic_int8(trained):
+    """The depth at which ONNX Runtime's int8 collapses ALBERT's shared block (onnxruntime #11701): the quickstart's
+    trained block applied 12 times. Dynamic int8 keeps float's masked-LM accuracy and nearly every argmax
+    (measured on 256 held-out rows: MLM accuracy 0.0804 float, 0.0807 dynamic; 97.6% of the argmax the same).
+    The block was trained for 4 applications, so 12 give a weaker model than 4 (still above the unigram guess);
+    what is tested is that quantization error does not grow with the applications until the block collapses."""
+    accuracy, agreement = _twelve_layer_agreement(trained["pretrainer"], trained["heldout"])
+    print("\n12 applications of the trained block: MLM accuracy", accuracy, "argmax agreement", agreement)
+    assert accuracy["keras"] > trained["chance"]["mlm_unigram_accuracy"]
+    assert abs(accuracy["dynamic"] - accuracy["keras"]) <= 0.005
+    assert agreement >= 0.95
 
 # --- Every model kind, on seeded tiny models (fast) ----------------------------------------------------------
 
