@@ -169,7 +169,6 @@ def test_quantized_files_are_smaller(accuracy):
     assert sizes["int8"] < 0.5 * sizes["none"]
 
 
-
 def _twelve_layer_agreement(pretrainer, heldout, limit=256):
     """The trained shared block applied 12 times instead of 4 (the same variables: every layer is the one block)
     through float Keras and LiteRT dynamic int8: held-out MLM accuracy of each and how often their argmax agree."""
@@ -202,6 +201,7 @@ def test_trained_block_applied_twelve_times_keeps_its_accuracy_in_dynamic_int8(t
     assert accuracy["keras"] > trained["chance"]["mlm_unigram_accuracy"]
     assert abs(accuracy["dynamic"] - accuracy["keras"]) <= 0.005
     assert agreement >= 0.95
+
 
 # --- Every model kind, on seeded tiny models (fast) ----------------------------------------------------------
 
