@@ -11,25 +11,19 @@ from albert_tf.layers.dropout import dropout
 from albert_tf.layers.embeddings import truncated_normal
 
 
-def dense_2d(layer, x, dtype, activation=None, scale=None):
-    """A Keras `Dense`'s kernel and bias applied to a 2-D `[rows, in]` input as `MatMul` + `BiasAdd`.
+def dense_2d(x, kernel, bias, activation=None):
+    """`activation(x @ kernel + bias)` on a 2-D `[rows, in]` input, as `MatMul` + `BiasAdd`.
 
     The plain 2-D form is what grappler's oneDNN remapper fuses into one `_FusedMatMul` (with `tanh`/`relu`
     and the tanh-approximation `gelu` of `tf.nn.gelu` fused in as well); a 3-D input would become a
     `BatchMatMulV2` that fuses nothing.
 
     Args:
-        layer: a built `keras.layers.Dense` (its own `activation` is not applied).
-        x: `[rows, in]` tensor of dtype `dtype`.
-        dtype: the compute dtype; the float32 variables are cast to it (mixed precision).
+        x: `[rows, in]` tensor.
+        kernel: `[in, out]` and bias `[out]`, in `x`'s dtype (a block's `prepare_weights()`).
         activation: None, `"gelu"` (tanh approximation), or a callable applied after the bias.
-        scale: optional Python float multiplying the output, folded into the float32 kernel and bias (a
-            `[in, out]` product instead of one over the `[rows, out]` output).
     """
-    kernel, bias = layer.kernel, layer.bias
-    if scale is not None:
-        kernel, bias = tf.cast(kernel, tf.float32) * scale, tf.cast(bias, tf.float32) * scale
-    y = tf.nn.bias_add(tf.matmul(x, tf.cast(kernel, dtype)), tf.cast(bias, dtype))
+    y = tf.nn.bias_add(tf.matmul(x, kernel), bias)
     if activation is None:
         return y
     if isinstance(activation, str) and activation == "gelu":
@@ -85,23 +79,47 @@ class AlbertAttention(keras.layers.Layer):
             layer.build((None, None, self.hidden_size))
         self.built = True
 
-    def call(self, x, attention_bias=None, training=None, dropout_seed=None):
+    def prepare_weights(self):
+        """This forward's dense weights in the compute dtype, made once per forward however often the block is
+        applied.
+
+        Returns a dict of `query_kernel`, `key_kernel`, `value_kernel`, `output_kernel` (`[H, H]`) and the four
+        biases (`query_bias`, ... `[H]`). In compute dtypes other than float32, `1/sqrt(D)` is folded into the
+        query kernel and bias in float32 before the cast (see `call`).
+        """
+        dtype = self.compute_dtype
+        weights = {}
+        for name, layer in (("query", self.query), ("key", self.key), ("value", self.value),
+                            ("output", self.output_dense)):
+            kernel, bias = layer.kernel, layer.bias
+            if name == "query" and dtype != "float32":
+                scale = 1.0 / math.sqrt(float(self.head_size))
+                kernel, bias = tf.cast(kernel, tf.float32) * scale, tf.cast(bias, tf.float32) * scale
+            weights[f"{name}_kernel"], weights[f"{name}_bias"] = tf.cast(kernel, dtype), tf.cast(bias, dtype)
+        return weights
+
+    def call(self, x, attention_bias=None, training=None, dropout_seed=None, prepared=None):
+        """`x` `[batch, seq, H]` -> `[batch, seq, H]`.
+
+        `prepared`: optional dict from `prepare_weights()` (the encoder makes it once per forward for every
+        application of the shared block); made here when None.
+        """
+        weights = self.prepare_weights() if prepared is None else prepared
         batch, seq = tf.shape(x)[0], tf.shape(x)[1]
         x2d = tf.reshape(x, [-1, self.hidden_size])                          # [batch*seq, H]
         # `1/sqrt(D)`: in float32, on the logits as the original does (`matmul * scale + mask`, the pattern
         # grappler's oneDNN remapper turns into one `_MklFusedBatchMatMulV2` with the scale and the mask as
         # post-ops, so neither is a pass of its own). In other compute dtypes the logits are cast to float32
-        # between the matmul and the mask, which that fusion does not match; there the scale is folded into the
+        # between the matmul and the mask, which that fusion does not match; there the scale is already in the
         # query kernel and bias (a power of two for D = 64, so bit-identical there).
-        scale = 1.0 / math.sqrt(float(self.head_size))
-        logit_scale = scale if self.compute_dtype == "float32" else None
-        query_scale = None if logit_scale is not None else scale
-        q = self._heads(dense_2d(self.query, x2d, self.compute_dtype, scale=query_scale), batch, seq)  # [b,N,f,D]
-        k = self._heads(dense_2d(self.key, x2d, self.compute_dtype), batch, seq)             # [b, N, t, D]
-        v = self._heads(dense_2d(self.value, x2d, self.compute_dtype), batch, seq)           # [b, N, t, D]
+        logit_scale = 1.0 / math.sqrt(float(self.head_size)) if self.compute_dtype == "float32" else None
+        # Query, key and value stay three `[H, H]` matmuls: one `[H, 3H]` matmul and a split measured no faster
+        # on CPU under either oneDNN setting (benchmarks/README.md, "Q/K/V in one matmul").
+        q, k, v = (self._heads(dense_2d(x2d, weights[f"{name}_kernel"], weights[f"{name}_bias"]), batch, seq)
+                   for name in ("query", "key", "value"))                                   # [b, N, s, D]
         context = self._attend(q, k, v, attention_bias, logit_scale, training, dropout_seed)  # [b,N,f,D]
         context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, self.hidden_size])   # [b*f, H]
-        out = dense_2d(self.output_dense, context, self.compute_dtype)      # [batch*from, H]
+        out = dense_2d(context, weights["output_kernel"], weights["output_bias"])           # [b*f, H]
         return tf.reshape(out, [batch, seq, self.hidden_size])
 
     def _attend(self, q, k, v, attention_bias, logit_scale, training, dropout_seed):

@@ -91,17 +91,35 @@ class AlbertTransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build((None, None, self.hidden_size))
         self.built = True
 
-    def call(self, x, attention_bias=None, training=None, dropout_seed=None):
+    def prepare_weights(self):
+        """The block's dense weights in the compute dtype for one forward (`AlbertAttention.prepare_weights`, and
+        `ffn_kernel`, `ffn_bias`, `ffn_output_kernel`, `ffn_output_bias`).
+
+        ALBERT applies one block many times; `AlbertModel` calls this once per forward and hands the result to
+        every application, so the casts (mixed precision), the query scale and the Q/K/V concatenation run once
+        per forward, not once per layer. The LayerNorm weights are read where they are used (float32 always).
+        """
+        dtype = self.compute_dtype
+        weights = self.attention.prepare_weights()
+        for name, layer in (("ffn", self.ffn), ("ffn_output", self.ffn_output)):
+            weights[f"{name}_kernel"] = tf.cast(layer.kernel, dtype)
+            weights[f"{name}_bias"] = tf.cast(layer.bias, dtype)
+        return weights
+
+    def call(self, x, attention_bias=None, training=None, dropout_seed=None, prepared=None):
         """`x` `[batch, seq, H]` -> `[batch, seq, H]` in the compute dtype.
 
         `dropout_seed`: optional int `[2]` tensor; with `training=True` the block's three dropouts are drawn
         statelessly from it (see `albert_tf.layers.dropout`), otherwise by the Keras `Dropout` layers.
+        `prepared`: optional dict from `prepare_weights()`, made here when None.
         """
+        weights = self.prepare_weights() if prepared is None else prepared
         batch, seq = tf.shape(x)[0], tf.shape(x)[1]
         seeds = [None] * 3
         if dropout_seed is not None:
             seeds = [tf.random.experimental.stateless_fold_in(dropout_seed, i) for i in range(3)]
-        a = self.attention(x, attention_bias, training=training, dropout_seed=seeds[0])  # [batch, seq, H]
+        a = self.attention(x, attention_bias, training=training, dropout_seed=seeds[0],
+                           prepared=weights)                                              # [batch, seq, H]
         if self.hidden_dropout_rate > 0:
             a = dropout(self.attention_dropout, a, training, seeds[1])
         x1, x1c = residual_layer_norm(self.attention_layer_norm, tf.reshape(a, [-1, self.hidden_size]),
@@ -111,8 +129,8 @@ class AlbertTransformerBlock(keras.layers.Layer):
         if activation is gelu:
             # Training: one fused XLA pass each way; inference: `tf.nn.gelu(approximate=True)`, the same formula.
             activation = activations.gelu_fused if training is True else "gelu"
-        h = dense_2d(self.ffn, x1c, self.compute_dtype, activation)              # [batch*seq, I]
-        f = dense_2d(self.ffn_output, h, self.compute_dtype)                     # [batch*seq, H]
+        h = dense_2d(x1c, weights["ffn_kernel"], weights["ffn_bias"], activation)           # [batch*seq, I]
+        f = dense_2d(h, weights["ffn_output_kernel"], weights["ffn_output_bias"])           # [batch*seq, H]
         if self.hidden_dropout_rate > 0:
             f = dropout(self.ffn_dropout, f, training, seeds[2])
         _, out = residual_layer_norm(self.output_layer_norm, f, x1, self.compute_dtype, training)

@@ -145,14 +145,17 @@ class AlbertModel(keras.Model):
         if self.embedding_projection is not None:
             x = self.embedding_projection(x)                                             # [batch, seq, H]
         bias = attention_bias(input_mask, tf.float32)                                    # [batch, 1, 1, seq]
-        layers = [self._layer_function(self.groups[g], bias, training, seeds[i + 1])
+        # Each block's weights in the compute dtype, Q/K/V side by side: made once per forward and shared by
+        # every application of the block.
+        prepared = [[block.prepare_weights() for block in group] for group in self.groups]
+        layers = [self._layer_function(self.groups[g], g, bias, training, seeds[i + 1])
                   for i, g in enumerate(self.layer_groups)]
         if training is True and (recompute or not tf.executing_eagerly()):
-            encoder_outputs = layer_stack(layers, x, recompute=recompute)
+            encoder_outputs = layer_stack(layers, x, prepared, recompute=recompute)
         else:
             encoder_outputs = []
             for layer in layers:
-                encoder_outputs.extend(layer(x))
+                encoder_outputs.extend(layer(x, prepared))
                 x = encoder_outputs[-1]
         x = encoder_outputs[-1]
         pooled_output = self.pooler(x[:, 0])                                             # [batch, H]
@@ -164,15 +167,16 @@ class AlbertModel(keras.Model):
         }
 
     @staticmethod
-    def _layer_function(blocks, bias, training, seed):
-        """One layer: `x -> [output of each of the group's blocks]`, block `k` drawing its dropout from
-        `seed` folded with `k` (when `seed` is given)."""
+    def _layer_function(blocks, group, bias, training, seed):
+        """One layer: `(x, prepared) -> [output of each of the group's blocks]`, where `prepared[group][k]` is
+        block `k`'s `prepare_weights()`; block `k` draws its dropout from `seed` folded with `k` (when `seed`
+        is given)."""
 
-        def layer(x):
+        def layer(x, prepared):
             outputs = []
             for k, block in enumerate(blocks):
                 block_seed = None if seed is None else tf.random.experimental.stateless_fold_in(seed, k)
-                x = block(x, bias, training=training, dropout_seed=block_seed)
+                x = block(x, bias, training=training, dropout_seed=block_seed, prepared=prepared[group][k])
                 outputs.append(x)
             return outputs
 
@@ -225,19 +229,22 @@ def _after(x, deps):
     return x + tf.cast(zero, x.dtype)
 
 
-def layer_stack(layers, x, recompute=False):
-    """Applies `layers` (functions `x -> [outputs]`, the last output feeding the next layer) to `x` with a backward
-    pass that goes one layer at a time and sums the gradients of shared variables as it goes.
+def layer_stack(layers, x, params=(), recompute=False):
+    """Applies `layers` (functions `(x, params) -> [outputs]`, the last output feeding the next layer) to `x`
+    with a backward pass that goes one layer at a time and sums the gradients of shared weights as it goes.
 
     ALBERT applies its shared blocks many times. Plain autodiff makes one full-size gradient of the shared
     weights per application and sums them when all exist (an `AddN`); at xxlarge width those gradients weigh as
-    much as the activations. Here each layer's variable gradients are added into one running total before the
+    much as the activations. Here each layer's weight gradients are added into one running total before the
     layer below it starts its backward pass, so at most one application's gradients exist beside the total.
     The sum is the same.
 
     Args:
         layers: the layer functions, in order.
         x: the input of the first layer.
+        params: a nested structure of tensors every layer reads (the blocks' prepared weights, made once per
+            forward outside): inputs of the stack, so their gradients are summed like the variables' and
+            flow on to the variables they were made from.
         recompute: False keeps every layer's activations for the backward pass (each layer is recorded on its
             own tape in the forward pass); True keeps only each layer's input and runs the layer's forward again
             in the backward pass, one layer at a time.
@@ -245,58 +252,61 @@ def layer_stack(layers, x, recompute=False):
     Returns:
         the list of every layer's outputs, in order.
     """
+    flat_params = tf.nest.flatten(params)
 
     @tf.custom_gradient
-    def run(x):
+    def run(x, *flat):
+        structured = tf.nest.pack_sequence_as(params, list(flat))
         inputs, outputs, tapes = [], [], []
         for layer in layers:
             inputs.append(x)
             if recompute:
-                outputs.extend(layer(x))
+                outputs.extend(layer(x, structured))
             else:
                 with tf.GradientTape() as tape:
-                    tape.watch(x)
-                    outputs.extend(layer(x))
+                    tape.watch([x] + list(flat))
+                    outputs.extend(layer(x, structured))
                 tapes.append(tape)
             x = outputs[-1]
         per_layer = len(outputs) // len(layers)
 
         def grad(*output_grads, variables=None):
             variables = list(variables or [])
+            sources = list(flat) + variables
             output_grads = [tf.zeros_like(o) if d is None else d for o, d in zip(outputs, output_grads)]
-            totals = [None] * len(variables)
+            totals = [None] * len(sources)
             dx = None
             for i in reversed(range(len(layers))):
                 dys = output_grads[i * per_layer:(i + 1) * per_layer]
                 if dx is not None:
                     dys[-1] = dys[-1] + tf.cast(dx, dys[-1].dtype)
-                # Layer i's backward pass starts once the layer above has summed its variable gradients in.
+                # Layer i's backward pass starts once the layer above has summed its weight gradients in.
                 # Reading the running sums here also keeps grappler from merging the chain of sums into one
                 # `AddN` that would hold every layer's gradients at once.
                 running = [t for t in totals if t is not None]
                 if recompute:
                     with tf.GradientTape() as tape:
                         xi = _after(inputs[i], [dys[-1]] + running)
-                        tape.watch(xi)
-                        layer_outputs = layers[i](xi)
+                        tape.watch([xi] + list(flat))
+                        layer_outputs = layers[i](xi, structured)
                 else:
                     tape, xi = tapes[i], inputs[i]
                     layer_outputs = outputs[i * per_layer:(i + 1) * per_layer]
                     if running:
                         dys[-1] = _after(dys[-1], running)
-                grads = tape.gradient(layer_outputs, [xi] + variables, output_gradients=dys)
+                grads = tape.gradient(layer_outputs, [xi] + sources, output_gradients=dys)
                 dx = grads[0]
                 for j, g in enumerate(grads[1:]):
                     if g is not None:
                         g = tf.convert_to_tensor(g)
                         totals[j] = g if totals[j] is None else totals[j] + g
-            totals = [tf.zeros_like(v) if t is None and v.dtype.is_floating else t
-                      for v, t in zip(variables, totals)]
-            return dx, totals
+            totals = [tf.zeros_like(s) if t is None and s.dtype.is_floating else t
+                      for s, t in zip(sources, totals)]
+            return [dx] + totals[:len(flat)], totals[len(flat):]
 
         return outputs, grad
 
-    return run(x)
+    return run(x, *flat_params)
 
 
 def compile_forward(model, jit_compile=None, training=False):
