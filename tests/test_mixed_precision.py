@@ -121,6 +121,39 @@ def test_compiled_forward_matches_eager(pair):
     assert relative_error(got16["sequence_output"], want["sequence_output"]) < 4e-2
 
 
+def weight_casts(model, features, training):
+    """The `Cast` nodes of a traced forward (or training step) whose input is a variable read."""
+    variables = model.trainable_variables
+
+    @tf.function
+    def step(features):
+        if not training:
+            return model(features, training=False)["sequence_output"]
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.cast(model(features, training=True)["sequence_output"], tf.float32))
+        return tape.gradient(loss, variables)
+
+    graph = step.get_concrete_function(features).graph.as_graph_def()
+    nodes = list(graph.node) + [n for f in graph.library.function for n in f.node_def]
+    ops = {n.name: n.op for n in nodes}
+    return [n.name for n in nodes
+            if n.op == "Cast" and n.input and ops.get(n.input[0].split(":")[0].lstrip("^")) == "ReadVariableOp"]
+
+
+@pytest.mark.parametrize("training", [False, True], ids=["inference", "training"])
+def test_shared_weights_cast_once_per_forward(training):
+    """A shared block's kernels are cast to bfloat16 once per forward, however many layers apply it (the block's
+    `prepare_weights`), not once per layer: 12 layers make as many weight casts as 2."""
+    features = {k: tf.constant(v) for k, v in make_features().items()
+                if k in ("input_ids", "input_mask", "segment_ids")}
+    counts = {}
+    for layers in (2, 12):
+        model = AlbertModel(AlbertConfig.from_dict(dict(TINY, num_hidden_layers=layers)), dtype="mixed_bfloat16")
+        counts[layers] = len(weight_casts(model, features, training))
+    assert counts[2] >= 12, counts     # the block's 6 kernels and 6 biases, at least
+    assert counts[12] == counts[2], counts
+
+
 def test_global_policy_path():
     """`keras.mixed_precision.set_dtype_policy("mixed_bfloat16")` reaches every layer, heads included."""
     previous = keras.mixed_precision.dtype_policy()
