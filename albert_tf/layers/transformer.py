@@ -96,8 +96,8 @@ class AlbertTransformerBlock(keras.layers.Layer):
         `ffn_kernel`, `ffn_bias`, `ffn_output_kernel`, `ffn_output_bias`).
 
         ALBERT applies one block many times; `AlbertModel` calls this once per forward and hands the result to
-        every application, so the casts (mixed precision), the query scale and the Q/K/V concatenation run once
-        per forward, not once per layer. The LayerNorm weights are read where they are used (float32 always).
+        every application, so the casts (mixed precision) and the query scale run once per forward, not once
+        per layer. The LayerNorm weights are read where they are used (float32 always).
         """
         dtype = self.compute_dtype
         weights = self.attention.prepare_weights()

@@ -145,8 +145,8 @@ class AlbertModel(keras.Model):
         if self.embedding_projection is not None:
             x = self.embedding_projection(x)                                             # [batch, seq, H]
         bias = attention_bias(input_mask, tf.float32)                                    # [batch, 1, 1, seq]
-        # Each block's weights in the compute dtype, Q/K/V side by side: made once per forward and shared by
-        # every application of the block.
+        # Each block's dense weights in the compute dtype: made once per forward and shared by every application
+        # of the block.
         prepared = [[block.prepare_weights() for block in group] for group in self.groups]
         layers = [self._layer_function(self.groups[g], g, bias, training, seeds[i + 1])
                   for i, g in enumerate(self.layer_groups)]
