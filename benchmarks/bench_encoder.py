@@ -12,8 +12,9 @@ thread settings:
 * the peak RSS of each implementation, each in a fresh process (build, one inference, one training step);
 * the achieved GFLOP/s from the analytic FLOP count, beside the float32 and bfloat16 matmul peaks measured
   under each oneDNN setting in the same rounds;
-* the float32 matmul-only ceiling of each size and length: one forward's matmul ops, each timed alone the way
-  the peak is (`matmul_ceiling`).
+* the float32 matmul-only ceiling of each float32 row (inference at both batch sizes, the training step): the
+  call's matmul ops (for training, also their two backward forms), each timed alone the way the peak is
+  (`matmul_ceiling`), which bounds what an implementation built from these ops can reach.
 
 TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it loads, so every (implementation, oneDNN setting) runs
 in its own persistent worker subprocess (`--onednn=both`: `TF_ENABLE_ONEDNN_OPTS=0` and `=1`; `0` or `1`: one
@@ -346,18 +347,21 @@ def _rate(tf, fn, args, flops, min_seconds, repeats=8, with_cpu=False):
     return (best, best_cpu) if with_cpu else best
 
 
-def matmul_ceiling(tf, size, seq_len, batch_size, min_seconds=0.6):
-    """The float32 GFLOP/s an encoder forward would reach if it were only its matmuls, each at the rate oneDNN
-    reaches on it alone here: `sum(flops) / sum(flops_i / rate_i)` over one forward's matmul ops.
+def matmul_ceiling(tf, size, seq_len, batch_size, min_seconds=0.6, training=False):
+    """The float32 GFLOP/s an encoder forward (with `training`, forward and backward) would reach if it were
+    only its matmuls, each at the rate it reaches alone here: `sum(flops) / sum(flops_i / rate_i)` over the
+    matmul ops of one call.
 
     The ops and shapes are the model's (batch x seq tokens): the embedding projection, Q/K/V/output
     projections with bias, FFN-in with bias and tanh-GELU (fused into the matmul by oneDNN), FFN-out with
-    bias, and the attention score and context batch matmuls, these in whole-batch and in the 32 MiB slices
-    albert_tf uses at long sequences (the faster of the two). LayerNorm, softmax, the mask, transposes and
-    gathers count for nothing: an estimate of the best an implementation built from these ops can do (in a
-    whole model the same ops can run a few percent faster or slower than alone: cache state, buffer reuse).
+    bias, and the attention score and context batch matmuls (the faster of whole-batch and 32 MiB slices).
+    With `training`, each matmul also runs in the two forms of its backward pass (`dX = dY W^T`,
+    `dW = X^T dY`, and likewise for the batch matmuls), each at its own rate: the bound of a training step
+    built from these ops. LayerNorm, softmax, the mask, transposes, gathers and the optimizer count for
+    nothing: an estimate of the best an implementation built from these ops can do (in a whole model the
+    same ops can run a few percent faster or slower than alone: cache state, buffer reuse).
 
-    Returns `{"gflops": ceiling, "ops": {name: GFLOP/s}}`.
+    Returns `{"gflops": ceiling, "ops": {name: GFLOP/s}}` (with `training`, an op's rate covers its three forms).
     """
     s = SIZES[size]
     h, i, e, n = s["hidden_size"], s["intermediate_size"], COMMON["embedding_size"], s["num_attention_heads"]
@@ -373,28 +377,47 @@ def matmul_ceiling(tf, size, seq_len, batch_size, min_seconds=0.6):
             return tf.nn.gelu(y, approximate=True) if activation == "gelu" else y
         return fn
 
-    ops = {   # name: (GFLOP/s, FLOPs per forward)
-        "embedding projection": (_rate(tf, dense(), (rand(t, e), rand(h), rand(e, h)), 2 * t * e * h, min_seconds),
-                                 2 * t * e * h),
-        "Q/K/V/output projection": (_rate(tf, dense(), (rand(t, h), rand(h), rand(h, h)), 2 * t * h * h,
-                                          min_seconds), 4 * layers * 2 * t * h * h),
-        "FFN in + GELU": (_rate(tf, dense("gelu"), (rand(t, h), rand(i), rand(h, i)), 2 * t * h * i, min_seconds),
-                          layers * 2 * t * h * i),
-        "FFN out": (_rate(tf, dense(), (rand(t, i), rand(h), rand(i, h)), 2 * t * h * i, min_seconds),
-                    layers * 2 * t * h * i),
-    }
+    def seconds_of(forms):
+        """Seconds of one application of an op: the sum over its forms `(fn, args, flops)`."""
+        return sum(flops / (_rate(tf, fn, args, flops, min_seconds) * 1e9) for fn, args, flops in forms)
+
+    def dense_forms(rows, k, m, activation=None):
+        forms = [(dense(activation), (rand(rows, k), rand(m), rand(k, m)), 2 * rows * k * m)]
+        if training:
+            forms += [(lambda dy, w: tf.matmul(dy, w, transpose_b=True), (rand(rows, m), rand(k, m)), 2 * rows * k * m),
+                      (lambda x, dy: tf.matmul(x, dy, transpose_a=True), (rand(rows, k), rand(rows, m)),
+                       2 * rows * k * m)]
+        return forms
+
+    ops = {}   # name: (seconds of one application, FLOPs of one application, applications per call)
+    for name, (k, m, activation, count) in {
+            "embedding projection": (e, h, None, 1), "Q/K/V/output projection": (h, h, None, 4 * layers),
+            "FFN in + GELU": (h, i, "gelu", layers), "FFN out": (i, h, None, layers)}.items():
+        forms = dense_forms(t, k, m, activation)
+        ops[name] = (seconds_of(forms), sum(f for _, _, f in forms), count)
     per_example = n * seq_len * seq_len * 4
     chunk = max(1, min(batch_size, (32 * 1024 * 1024) // per_example))
-    for name, make in (("attention scores", lambda b: (rand(b, n, seq_len, d), rand(b, n, seq_len, d))),
-                       ("attention context", lambda b: (rand(b, n, seq_len, seq_len), rand(b, n, seq_len, d)))):
-        scores = name == "attention scores"
-        fn = lambda x, y, scores=scores: tf.matmul(x, y, transpose_b=scores)  # noqa: E731
-        rate = max(_rate(tf, fn, make(b), 2 * b * n * seq_len * seq_len * d, min_seconds)
-                   for b in sorted({batch_size, chunk}))
-        ops[name] = (rate, layers * 2 * batch_size * n * seq_len * seq_len * d)
-    total = sum(flops for _, flops in ops.values())
-    seconds = sum(flops / (rate * 1e9) for rate, flops in ops.values())
-    return {"gflops": total / seconds / 1e9, "ops": {name: rate for name, (rate, _) in ops.items()}}
+    for name in ("attention scores", "attention context"):
+        best = None
+        for b in sorted({batch_size, chunk}):
+            flops = 2 * b * n * seq_len * seq_len * d
+            small, big = (lambda: rand(b, n, seq_len, d)), (lambda: rand(b, n, seq_len, seq_len))
+            if name == "attention scores":        # S = Q K^T; dQ = dS K, dK = dS^T Q
+                forms = [(lambda x, y: tf.matmul(x, y, transpose_b=True), (small(), small()), flops)]
+                back = [(tf.matmul, (big(), small()), flops),
+                        (lambda x, y: tf.matmul(x, y, transpose_a=True), (big(), small()), flops)]
+            else:                                  # C = P V; dP = dC V^T, dV = P^T dC
+                forms = [(tf.matmul, (big(), small()), flops)]
+                back = [(lambda x, y: tf.matmul(x, y, transpose_b=True), (small(), small()), flops),
+                        (lambda x, y: tf.matmul(x, y, transpose_a=True), (big(), small()), flops)]
+            forms += back if training else []
+            per_batch = seconds_of(forms) * batch_size / b
+            best = per_batch if best is None else min(best, per_batch)
+        work = (3 if training else 1) * 2 * batch_size * n * seq_len * seq_len * d
+        ops[name] = (best, work, layers)
+    total = sum(flops * count for _, flops, count in ops.values())
+    seconds = sum(sec * count for sec, _, count in ops.values())
+    return {"gflops": total / seconds / 1e9, "ops": {name: flops / sec / 1e9 for name, (sec, flops, _) in ops.items()}}
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -433,7 +456,8 @@ def _answer(tf, runner, cmd):
     if cmd["cmd"] == "peaks":
         return matmul_peaks(tf, min_seconds=cmd["seconds"], tokens=cmd["tokens"])
     if cmd["cmd"] == "ceilings":
-        return {f"{size}/{seq_len}": matmul_ceiling(tf, size, seq_len, cmd["batch"]) for size, seq_len in cmd["keys"]}
+        return {f"{task}/{size}/{batch}/{seq_len}": matmul_ceiling(tf, size, seq_len, batch, training=task == "train")
+                for task, size, batch, seq_len in cmd["keys"]}
     if cmd["cmd"] == "rss":
         result = {}
         for seq_len in cmd["seq_lens"]:
@@ -568,8 +592,10 @@ def _measure_machine(pool, cfg, results, r, log):
         results["peaks"][setting].append(peaks)
         log(f"round {r + 1}/{cfg.rounds} oneDNN {setting}: matmul peaks {peaks} GFLOP/s")
         if cfg.ceilings and "float32" in cfg.precisions:
-            keys = [(size, seq_len) for size in cfg.sizes for seq_len in cfg.seq_lens]
-            ceilings = pool.call(cfg.impls[0], setting, cmd="ceilings", keys=keys, batch=cfg.batch_size)
+            # Every float32 row of the schedule: inference at --batch_size and at batch 1, and the training step.
+            keys = sorted({(m["task"], m["size"], m["batch"], m["seq_len"]) for m in build_schedule(cfg)
+                           if m["precision"] == "float32"}, key=_sort_key)
+            ceilings = pool.call(cfg.impls[0], setting, cmd="ceilings", keys=keys)
             results["ceilings"][setting].append(ceilings)
             log(f"round {r + 1}/{cfg.rounds} oneDNN {setting}: float32 matmul-only ceilings "
                 + ", ".join(f"{k} {v['gflops']:.0f}" for k, v in ceilings.items() if isinstance(v, dict))
@@ -797,7 +823,8 @@ def render_rows(med, impls, peak32, peak16, unit="GFLOP/s"):
 
 
 def median_ceilings(results, setting):
-    """(size, seq_len) -> {"gflops": median ceiling, "ops": {name: median GFLOP/s}} over rounds ({} if none)."""
+    """(task, size, batch, seq_len) -> {"gflops": median ceiling, "ops": {name: median GFLOP/s}} over rounds
+    ({} if none)."""
     per_key = {}
     for round_ceilings in results["ceilings"][setting]:
         for key, c in round_ceilings.items():
@@ -805,63 +832,69 @@ def median_ceilings(results, setting):
                 per_key.setdefault(key, []).append(c)
     out = {}
     for key, values in per_key.items():
-        size, seq_len = key.split("/")
-        out[(size, int(seq_len))] = {
+        task, size, batch, seq_len = key.split("/")
+        out[(task, size, int(batch), int(seq_len))] = {
             "gflops": statistics.median(v["gflops"] for v in values),
             "ops": {n: statistics.median(v["ops"][n] for v in values) for n in values[0]["ops"]}}
     return out
 
 
-def render_ceilings(med, ceilings, peak32, batch):
+def render_ceilings(med, ceilings, peak32):
     names = list(next(iter(ceilings.values()))["ops"])
-    lines = ["What a forward pass would reach if it were nothing but its matmuls, each at the rate it reaches alone "
-             "here (`matmul_ceiling`, timed like the peak; medians over rounds): an estimate of the best an "
-             "implementation built from these ops can do, since LayerNorm, softmax, the mask, transposes and "
-             f"gathers count for nothing in it. Batch {batch}; GFLOP/s per op, the ceiling, the ceiling as % of "
-             "the matmul peak, and albert_tf's best float32 inference as % of the ceiling.", "",
-             "| size | seq | " + " | ".join(names) + " | ceiling | ceiling / peak | albert_tf / ceiling |",
-             "|---|---|" + "---|" * (len(names) + 3)]
-    for (size, seq_len), c in sorted(ceilings.items(), key=lambda kv: (list(SIZES).index(kv[0][0]), kv[0][1])):
-        ours = _best(med, "infer", size, batch, seq_len, "float32", "albert_tf")
-        achieved = f"{100 * ours * encoder_flops(size, seq_len) / 1e9 / c['gflops']:.0f}%" if ours else "n/a"
+    lines = ["What a forward pass (training: forward and backward) would reach if it were nothing but its matmuls, "
+             "each at the rate it reaches alone here (`matmul_ceiling`, timed like the peak; medians over rounds): "
+             "an estimate of the best an implementation built from these ops can do, since LayerNorm, softmax, the "
+             "mask, transposes and gathers count for nothing in it. GFLOP/s per op (training: over its forward "
+             "and its two backward forms), the ceiling, the ceiling as % of the matmul peak, and albert_tf's best "
+             "float32 mode as % of the ceiling.", "",
+             "| task | size | batch | seq | " + " | ".join(names) + " | ceiling | ceiling / peak | albert_tf / ceiling |",
+             "|---|---|---|---|" + "---|" * (len(names) + 3)]
+    for (task, size, batch, seq_len), c in sorted(ceilings.items(), key=lambda kv: _sort_key(kv[0])):
+        ours = _best(med, task, size, batch, seq_len, "float32", "albert_tf")
+        flops = (train_flops if task == "train" else encoder_flops)(size, seq_len)
+        achieved = f"{100 * ours * flops / 1e9 / c['gflops']:.0f}%" if ours else "n/a"
         of_peak = f"{100 * c['gflops'] / peak32:.0f}%" if peak32 else "n/a"
-        lines.append(f"| {size} | {seq_len} | " + " | ".join(f"{c['ops'][n]:.0f}" for n in names)
+        lines.append(f"| {task} | {size} | {batch} | {seq_len} | " + " | ".join(f"{c['ops'][n]:.0f}" for n in names)
                      + f" | {c['gflops']:.0f} | {of_peak} | {achieved} |")
     return lines
 
 
-def render_targets(med, peak32, impls, basis, ceilings=None):
-    """Each target of issue 11 with the measured value (best mode of each implementation); with `ceilings`,
-    the peak target's row also gives the matmul-only ceiling as % of the peak."""
+# Issue #32's float32 targets, per oneDNN setting: (task, batch or None for --batch_size, seq or None for any,
+# least ratio to keras-hub, least fraction of the float32 matmul peak).
+TARGETS_32 = (
+    ("train", None, 128, 1.1, 0.85),
+    ("infer", 1, 128, 1.1, 0.85),
+    ("infer", None, 128, 1.0, 0.90),
+    ("infer", None, 512, 1.0, 0.90),
+)
+
+
+def render_targets(med, peak32, impls, basis, batch, ceilings=None):
+    """Each float32 target of issue #32 that this run measured, with the measured values (best mode of each
+    implementation): the ratio to keras-hub and albert_tf's fraction of the float32 matmul peak; with
+    `ceilings`, the matmul-only ceiling beside the fraction. (The large B=1 T=512 training target is
+    `bench_memory.py`'s.)"""
     if not {"albert_tf", "keras_hub"} <= set(impls):
         return ["(needs albert_tf and keras_hub in `--impls`)"]
     lines = [f"By {basis}; best `tf.function` mode of each implementation.", "",
-             "| target | size | batch | seq | measured | met |", "|---|---|---|---|---|---|"]
-
-    def line(target, size, batch, seq_len, value, met):
-        lines.append(f"| {target} | {size} | {batch} | {seq_len} | {value} | {'yes' if met else 'no'} |")
-
-    for task, size, batch, seq_len in sorted({k[:4] for k in med}, key=_sort_key):
-        ours = _best(med, task, size, batch, seq_len, "float32", "albert_tf")
-        theirs = _best(med, task, size, batch, seq_len, "float32", "keras_hub")
-        if task == "train":
-            if ours and theirs:
-                line("float32 training step >= 1.1x keras-hub", size, batch, seq_len, f"{ours / theirs:.2f}x",
-                     ours / theirs >= 1.1)
-            continue
-        if ours and theirs:
-            line("float32 inference >= 1.05x keras-hub", size, batch, seq_len, f"{ours / theirs:.2f}x",
-                 ours / theirs >= 1.05)
-        if ours and seq_len >= 512 and peak32:
-            frac = ours * encoder_flops(size, seq_len) / 1e9 / peak32
-            ceiling = (ceilings or {}).get((size, seq_len))
+             "| target | size | batch | seq | albert_tf / keras-hub | % of peak | met |", "|---|---|---|---|---|---|---|"]
+    for task, size, b, seq_len in sorted({k[:4] for k in med}, key=_sort_key):
+        for t_task, t_batch, t_seq, ratio, fraction in TARGETS_32:
+            if (t_task, t_batch or batch, t_seq) != (task, b, seq_len):
+                continue
+            ours = _best(med, task, size, b, seq_len, "float32", "albert_tf")
+            theirs = _best(med, task, size, b, seq_len, "float32", "keras_hub")
+            if not (ours and theirs and peak32):
+                continue
+            flops = (train_flops if task == "train" else encoder_flops)(size, seq_len)
+            frac = ours * flops / 1e9 / peak32
+            ceiling = (ceilings or {}).get((task, size, b, seq_len))
             note = f" (matmul-only ceiling {100 * ceiling['gflops'] / peak32:.0f}%)" if ceiling else ""
-            line("float32 inference >= 90% of fp32 matmul peak", size, batch, seq_len, f"{100 * frac:.0f}%{note}",
-                 frac >= 0.9)
-        bf16 = _best(med, task, size, batch, seq_len, "mixed_bfloat16", "albert_tf")
-        if bf16 and theirs:
-            line("mixed_bfloat16 inference >= 1.5x keras-hub float32", size, batch, seq_len, f"{bf16 / theirs:.2f}x",
-                 bf16 / theirs >= 1.5)
+            versus = "not below keras-hub" if ratio == 1.0 else f">= {ratio:g}x keras-hub"
+            name = f"{'training step' if task == 'train' else 'inference'} {versus}, >= {100 * fraction:.0f}% of peak"
+            met = ours / theirs >= ratio and frac >= fraction
+            lines.append(f"| {name} | {size} | {b} | {seq_len} | {ours / theirs:.2f}x | {100 * frac:.0f}%{note} | "
+                         f"{'yes' if met else 'no'} |")
     return lines
 
 
@@ -878,13 +911,14 @@ def render_details(results, setting, settings):
     lines += render_rows(med, impls, peaks["float32"], peaks["bfloat16"])
     ceilings = median_ceilings(results, setting)
     if ceilings:
-        lines += ["", "### Matmul-only ceiling (float32)", ""] + render_ceilings(med, ceilings, peaks["float32"], batch)
+        lines += ["", "### Matmul-only ceiling (float32)", ""] + render_ceilings(med, ceilings, peaks["float32"])
     lines += ["", "Sequences per CPU-second of each implementation's own worker process (`time.process_time`): "
               "less sensitive to the other jobs on a shared machine than wall time; GFLOP per CPU-second against "
               "the matmul peak per CPU-second.", ""]
     lines += render_rows(cpu_med, impls, peaks["float32_cpu"], peaks["bfloat16_cpu"], unit="GFLOP/cpu-s")
-    lines += ["", "### Targets of issue 11", ""] + render_targets(med, peaks["float32"], impls, "wall time", ceilings)
-    lines += [""] + render_targets(cpu_med, peaks["float32_cpu"], impls, "CPU time")
+    lines += ["", "### Targets of issue #32", ""] + render_targets(med, peaks["float32"], impls, "wall time", batch,
+                                                                   ceilings)
+    lines += [""] + render_targets(cpu_med, peaks["float32_cpu"], impls, "CPU time", batch)
     return lines
 
 
@@ -1085,8 +1119,8 @@ def define_flags():
     flags.DEFINE_integer("intra_op_threads", os.cpu_count(), "TF intra-op threads in every worker.")
     flags.DEFINE_integer("inter_op_threads", 1, "TF inter-op threads in every worker.")
     flags.DEFINE_bool("rss", True, "Also measure each implementation's peak RSS in a fresh process, per setting.")
-    flags.DEFINE_bool("ceiling", True, "Also measure the float32 matmul-only ceiling of each size and sequence "
-                      "length every round, per setting (the model's matmul ops alone; see `matmul_ceiling`).")
+    flags.DEFINE_bool("ceiling", True, "Also measure the float32 matmul-only ceiling of each float32 row (inference, "
+                      "training) every round, per setting (the matmul ops alone; see `matmul_ceiling`).")
     flags.DEFINE_float("peak_seconds", 0.5, "Seconds of timing per matmul shape of the peak (smaller for a smoke "
                        "run).")
     flags.DEFINE_integer("peak_tokens", 4096, "Rows of the peak's matmul shapes (the model's tokens per call: "
