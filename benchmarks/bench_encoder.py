@@ -14,7 +14,7 @@ thread settings:
   under each oneDNN setting in the same rounds;
 * the float32 matmul-only ceiling of each float32 row (inference at both batch sizes, the training step): the
   call's matmul ops (for training, also their two backward forms), each timed alone the way the peak is
-  (`matmul_ceiling`), which bounds what an implementation built from these ops can reach.
+  (`matmul_ceiling`): an estimate of the best an implementation built from these ops can reach.
 
 TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it loads, so every (implementation, oneDNN setting) runs
 in its own persistent worker subprocess (`--onednn=both`: `TF_ENABLE_ONEDNN_OPTS=0` and `=1`; `0` or `1`: one
@@ -847,7 +847,8 @@ def render_ceilings(med, ceilings, peak32):
              "mask, transposes and gathers count for nothing in it. GFLOP/s per op (training: over its forward "
              "and its two backward forms), the ceiling, the ceiling as % of the matmul peak, and albert_tf's best "
              "float32 mode as % of the ceiling.", "",
-             "| task | size | batch | seq | " + " | ".join(names) + " | ceiling | ceiling / peak | albert_tf / ceiling |",
+             "| task | size | batch | seq | " + " | ".join(names)
+             + " | ceiling | ceiling / peak | albert_tf / ceiling |",
              "|---|---|---|---|" + "---|" * (len(names) + 3)]
     for (task, size, batch, seq_len), c in sorted(ceilings.items(), key=lambda kv: _sort_key(kv[0])):
         ours = _best(med, task, size, batch, seq_len, "float32", "albert_tf")
@@ -877,7 +878,8 @@ def render_targets(med, peak32, impls, basis, batch, ceilings=None):
     if not {"albert_tf", "keras_hub"} <= set(impls):
         return ["(needs albert_tf and keras_hub in `--impls`)"]
     lines = [f"By {basis}; best `tf.function` mode of each implementation.", "",
-             "| target | size | batch | seq | albert_tf / keras-hub | % of peak | met |", "|---|---|---|---|---|---|---|"]
+             "| target | size | batch | seq | albert_tf / keras-hub | % of peak | met |",
+             "|---|---|---|---|---|---|---|"]
     for task, size, b, seq_len in sorted({k[:4] for k in med}, key=_sort_key):
         for t_task, t_batch, t_seq, ratio, fraction in TARGETS_32:
             if (t_task, t_batch or batch, t_seq) != (task, b, seq_len):
