@@ -17,6 +17,7 @@ which each run's accuracy reaches `--threshold`, and the last accuracy.
     .venv/bin/python benchmarks/learning_plateau.py --steps=1000 --seeds=1,2
 """
 
+import sys
 import time
 
 import numpy as np
@@ -120,10 +121,23 @@ def run(impl, seed):
     return curve
 
 
+def _fail(message):
+    """A bad flag: one line on stderr, exit status 2."""
+    sys.stderr.write(f"learning_plateau.py: error: {message}\n")
+    sys.exit(2)
+
+
 def main(argv):
     del argv
     if FLAGS.seq_length % 2 or FLAGS.predictions > FLAGS.seq_length // 2:
-        raise app.UsageError("--seq_length must be even and --predictions at most half of it")
+        _fail("--seq_length must be even and --predictions at most half of it")
+    unknown = [impl for impl in FLAGS.impls if impl not in ("albert_tf", "keras_hub")]
+    if unknown or not FLAGS.impls:
+        _fail(f"--impls must name albert_tf and/or keras_hub; got {','.join(FLAGS.impls)!r}")
+    if min(FLAGS.steps, FLAGS.log_every, FLAGS.batch_size, FLAGS.predictions) < 1 or FLAGS.vocab_size <= 10:
+        _fail("--steps, --log_every, --batch_size and --predictions must be >= 1, --vocab_size > 10")
+    if not all(seed.strip().isdigit() for seed in FLAGS.seeds):
+        _fail(f"--seeds must be comma-separated non-negative integers; got {','.join(FLAGS.seeds)!r}")
     results = {(impl, int(seed)): run(impl, int(seed)) for seed in FLAGS.seeds for impl in FLAGS.impls}
     print(f"\n| encoder | seed | first logged step with accuracy >= {FLAGS.threshold} | last accuracy | last loss |")
     print("|---|---|---|---|---|")
