@@ -27,9 +27,10 @@ raw-text inputs and packing, and its argument checks. Everything else is shared.
 Why `tf.Module` + `tf.saved_model.save` rather than `keras.export.ExportArchive`: the export needs string-input
 signatures backed by a tensorflow-text resource, named assets, and a `tokenization_info` function; a plain
 `tf.Module` holds all of these as attributes with no special casing, and `tf.saved_model.save` is what TF
-Serving reads. The model's variables are tracked the way `ExportArchive` does it (the list of the Keras
-model's variables on the module), because a Keras 3 model kept as an attribute of a `tf.Module` leaves the
-variables of nested layer lists untracked. Every signature is a `tf.function` with an explicit
+Serving reads. The module tracks the list of the `tf.Variable`s behind the Keras model's variables
+(`backing_variables`): a Keras 3 model kept as an attribute of a `tf.Module` leaves the variables of nested
+layer lists untracked, and tracking the Keras 3 wrappers saves each variable twice, which TF Serving's session
+loader cannot run. Every signature is a `tf.function` with an explicit
 `input_signature`, so int32 inputs stay int32 and a wrong dtype or rank is rejected by the signature.
 """
 
@@ -123,6 +124,11 @@ def _check_features(features, max_position_embeddings, vocab_size):
         return {name: tf.identity(t) for name, t in features.items()}
 
 
+def backing_variables(model):
+    """The `tf.Variable`s behind `model.variables` (Keras 3 wraps each in a `keras.Variable`)."""
+    return [getattr(v, "value", v) for v in model.variables]
+
+
 def _run_model(model, spec, features, threshold=None):
     """Calls `model` (inference mode) on int32 serving features and returns the named serving outputs."""
     return spec.outputs(model(spec.model_inputs(features), training=False), threshold)
@@ -137,8 +143,11 @@ class _ServingModule(tf.Module):
     def __init__(self, model, spec, config_asset, spm_asset, text_pipeline, do_lower_case, max_seq_length,
                  max_predictions_per_seq, threshold):
         super().__init__(name="albert_serving")
-        # Tracked like keras.export.ExportArchive does: the variable list, not the Keras model object.
-        self.model_variables = list(model.variables)
+        # The backing `tf.Variable`s, not the Keras 3 wrappers: a tracked wrapper saves a second copy of its
+        # variable, so the session loader of TF Serving restores one set while the signatures read the other,
+        # uninitialized ("Could not find variable ..."; keras-team/keras#20095). Not the Keras model object
+        # either: its nested layer lists leave variables untracked.
+        self.model_variables = backing_variables(model)
         self.config_file = config_asset
         self.vocab_file = spm_asset
         self.text_pipeline = text_pipeline

@@ -127,7 +127,7 @@ def convert(model, max_seq_length, batch_size=1, quantize="none", calibration=No
     serve.get_concrete_function()  # Builds an unbuilt model, so that its variables exist below.
     module = tf.Module()
     # The backing tf.Variables: a SavedModel that tracks only the Keras 3 wrappers converts without weights.
-    module.model_variables = [getattr(v, "value", v) for v in model.variables]
+    module.model_variables = export_lib.backing_variables(model)
     module.serve = serve
     staging = tempfile.mkdtemp(prefix="albert_lite_")
     try:
