@@ -24,7 +24,7 @@ _EXPORTS = {
     "pipeline": "albert_tf.pipelines",
 }
 _SUBMODULES = ("checkpoints", "config", "data", "export", "fileio", "layers", "models", "quickstart",
-               "registry", "serving", "text_ops", "tokenization", "training")
+               "registry", "serving", "session_model", "text_ops", "tokenization", "training")
 
 
 def _model_class_names():

@@ -1,0 +1,92 @@
+"""`SessionModel`: a SavedModel loaded and run the way TF Serving runs it.
+
+`tensorflow_model_server` loads a SavedModel with the C++ `LoadSavedModel`: the restore op and the init op of
+the MetaGraph tagged `serve` run in a TF1 session, then each request is one `Session::Run` that feeds the
+SignatureDef's input tensor names and fetches its output tensor names. `tf.compat.v1.saved_model.loader.load`
+into a `tf.compat.v1.Session` is that same path from Python. `tf.saved_model.load` (the TF2 loader) is not:
+it restores the objects and calls the traced functions, so a SavedModel can work there and fail in a server.
+
+    model = SessionModel("export/1")           # needs `import tensorflow_text` first when it has `serve_text`
+    model.run("serve_text", text_a=["a sentence"], text_b=[""])   # {output name: numpy array}
+
+A model with `serve_text` holds tensorflow-text ops (`SentencepieceOp`, ...) in its graph: the process must
+`import tensorflow_text` before loading it, as a model server must be built with those ops.
+"""
+
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.errors import InputError
+
+SERVE_TAG = "serve"
+
+
+class SessionModel:
+    """A SavedModel in a `tf.compat.v1.Session`, called by SignatureDef tensor names (TF Serving's path).
+
+    Args:
+        export_path: str, a SavedModel directory (a version directory of an export).
+        tags: the MetaGraph tags to load (TF Serving loads `serve`).
+
+    Attributes:
+        signature_defs: {name: `SignatureDef` proto} of the loaded MetaGraph.
+    """
+
+    def __init__(self, export_path, tags=(SERVE_TAG,)):
+        self.export_path = export_path
+        self.graph = tf.Graph()
+        self.session = tf.compat.v1.Session(graph=self.graph)
+        with self.graph.as_default():
+            meta_graph = tf.compat.v1.saved_model.loader.load(self.session, list(tags), export_path)
+        self.signature_defs = dict(meta_graph.signature_def)
+
+    def input_names(self, signature="serving_default"):
+        """The input keys of `signature`, sorted."""
+        return sorted(self._signature(signature).inputs)
+
+    def output_names(self, signature="serving_default"):
+        """The output keys of `signature`, sorted."""
+        return sorted(self._signature(signature).outputs)
+
+    def run(self, signature="serving_default", **inputs):
+        """One `Session::Run` of `signature`: feeds its input tensors, fetches every output.
+
+        Args:
+            signature: str, the SignatureDef key.
+            **inputs: {input key: array-like}; strings may be `str` or `bytes`.
+
+        Returns:
+            {output key: numpy array}.
+        """
+        signature_def = self._signature(signature)
+        expected = set(signature_def.inputs)
+        if set(inputs) != expected:
+            raise InputError(f"Signature `{signature}` of {self.export_path} takes the inputs "
+                             f"{sorted(expected)}. Received: {sorted(inputs)}.")
+        feeds = {signature_def.inputs[name].name: _as_array(value) for name, value in inputs.items()}
+        fetches = {name: info.name for name, info in signature_def.outputs.items()}
+        return self.session.run(fetches, feeds)
+
+    def _signature(self, signature):
+        if signature not in self.signature_defs:
+            raise InputError(f"{self.export_path} has no signature `{signature}`; it has "
+                             f"{', '.join(sorted(self.signature_defs))}.")
+        return self.signature_defs[signature]
+
+    def close(self):
+        self.session.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+
+def _as_array(value):
+    """A numpy array to feed: strings as an object array of bytes (what a string tensor takes)."""
+    array = np.asarray(value)
+    if array.dtype.kind == "U":
+        array = np.vectorize(lambda s: s.encode("utf-8"), otypes=[object])(array) if array.size else \
+            array.astype(object)
+    return array
