@@ -44,7 +44,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import registry, text_ops, tokenization
+from albert_tf import registry, text_ops, tokenization, warmup as warmup_lib
 from albert_tf.checkpoints import load_pretrained, resolve_source
 from albert_tf.config import check_max_seq_length
 from albert_tf.data.features import RACE_NUM_CHOICES  # noqa: F401  Public here too: clients build RACE inputs.
@@ -225,7 +225,7 @@ def next_version(export_dir):
 
 def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=True, max_seq_length=512,
                        version=None, config=None, threshold=None, max_predictions_per_seq=20,
-                       max_query_length=64, max_qa_length=128, text_signature=True):
+                       max_query_length=64, max_qa_length=128, text_signature=True, warmup=None):
     """Exports `model` as a TF Serving SavedModel in `<export_dir>/<version>/`.
 
     Args:
@@ -244,12 +244,17 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
         max_query_length: int, SQuAD `serve_text`: questions keep their first tokens.
         max_qa_length: int, RACE `serve_text`: question+option keep their last tokens.
         text_signature: bool; False leaves out `serve_text` (the SentencePiece model is still an asset), so the
-            export uses core TensorFlow ops only and loads in servers without the tensorflow-text ops.
+            export uses core TensorFlow ops only and loads in servers without the tensorflow-text ops (and in
+            `saved_model_cli run` or a C++/Java program linking plain TensorFlow): the token-ids-only export.
+        warmup: whether to write TF Serving's warm-up requests (`assets.extra/tf_serving_warmup_requests`, one
+            `PredictionLog` per signature; `albert_tf.warmup`). None: when tensorflow-serving-api is installed
+            (a warning otherwise); True: always (an error without the package); False: never.
 
     Returns:
         str, the path of the written version directory.
     """
     spec = serving_spec(model)
+    warmup = _check_warmup(warmup)
     final_dir, version = _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_length, version,
                                                  threshold, max_query_length, max_qa_length)
     config = as_config(config) if config is not None else model.config
@@ -278,7 +283,11 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
         module = _ServingModule(model, spec, tf.saved_model.Asset(config_path), spm_asset, pipeline,
                                 do_lower_case, int(max_seq_length), int(max_predictions_per_seq), threshold)
         logging.info("Exporting %s (%s) to %s", type(model).__name__, spec.kind, final_dir)
-        _save_then_rename(module, tmp_dir, final_dir)
+        requests = None
+        if warmup:
+            requests = _warmup_requests(spec, module.signatures(), int(max_seq_length),
+                                        int(max_predictions_per_seq))
+        _save_then_rename(module, tmp_dir, final_dir, os.path.basename(os.path.normpath(export_dir)), requests)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     logging.info("Exported signatures %s to %s", sorted(module.signatures()), final_dir)
@@ -304,12 +313,38 @@ def _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_len
     return final_dir, version
 
 
-def _save_then_rename(module, tmp_dir, final_dir):
-    """`tf.saved_model.save` into `tmp_dir`, then a rename to `final_dir` (nothing left behind on errors)."""
+def _check_warmup(warmup):
+    """The `warmup` argument resolved to a bool (None: whether tensorflow-serving-api is installed)."""
+    if warmup is None:
+        if warmup_lib.serving_apis() is None:
+            logging.warning("tensorflow-serving-api is not installed: exporting without TF Serving warm-up "
+                            "requests (pip install \"albert_tf[serving]\" writes them).")
+            return False
+        return True
+    if warmup:
+        warmup_lib.require_serving_apis()
+    return bool(warmup)
+
+
+def _warmup_requests(spec, signatures, max_seq_length, max_predictions_per_seq):
+    """`{signature: {input: value}}`: one warm-up request per signature (`albert_tf.warmup`)."""
+    examples = warmup_lib.example_bytes(spec.example_spec(max_seq_length, max_predictions_per_seq))
+    requests = {}
+    for name, fn in signatures.items():
+        specs = {arg.name: arg for arg in fn.input_signature}
+        requests[name] = warmup_lib.signature_inputs(specs, max_seq_length, examples)
+    return requests
+
+
+def _save_then_rename(module, tmp_dir, final_dir, model_name, warmup_requests=None):
+    """`tf.saved_model.save` (and the warm-up requests) into `tmp_dir`, then a rename to `final_dir` (nothing
+    left behind on errors)."""
     try:
         if tf.io.gfile.exists(tmp_dir):
             tf.io.gfile.rmtree(tmp_dir)
         tf.saved_model.save(module, tmp_dir, signatures=module.signatures())
+        if warmup_requests:
+            warmup_lib.write_warmup_requests(tmp_dir, model_name, warmup_requests)
         tf.io.gfile.rename(tmp_dir, final_dir)
     except BaseException:
         if tf.io.gfile.exists(tmp_dir):

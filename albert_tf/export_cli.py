@@ -13,8 +13,9 @@ CLI_HELP = (
     "writes <export_dir>/<version>/ (the next integer unless --version is given) with the signatures "
     "serving_default (token ids), serve_examples (serialized tf.Examples with the original TFRecord features), "
     "serve_text (raw text, tokenized in the graph; needs tensorflow-text, --noserve_text leaves it out) and "
-    "tokenization_info, and the SentencePiece model and albert_config.json as assets. Prints the written "
-    "directory. With --format=tflite it writes a LiteRT model instead: <export_dir>/model.tflite with fixed "
+    "tokenization_info, the SentencePiece model and albert_config.json as assets, and TF Serving's warm-up "
+    "requests in assets.extra/ (with tensorflow-serving-api installed). --noserve_text writes a token-ids-only "
+    "export (core TensorFlow ops only: it loads without tensorflow-text). Prints the written directory. With --format=tflite it writes a LiteRT model instead: <export_dir>/model.tflite with fixed "
     "[--batch_size, --max_seq_length] int32 inputs and the serving_default names, quantized by --quantize "
     "(none|float16|dynamic|int8; int8 calibrates on --calibration_file: raw text, one example per line, or the "
     "task's TFRecords), with albert_lite.json (model kind, labels, lengths), albert_config.json and the "
@@ -39,6 +40,9 @@ def _define_flags():
     flags.DEFINE_integer("max_qa_length", 128, "RACE serve_text: question+option tokens kept (the last).")
     flags.DEFINE_bool("serve_text", True, "Export the raw-text signature (needs the tensorflow-text ops in the "
                       "server); --noserve_text exports core ops only.")
+    flags.DEFINE_bool("warmup", None, "Write TF Serving's warm-up requests (assets.extra/tf_serving_warmup_requests, "
+                      "one per signature). Default: when tensorflow-serving-api is installed (the serving extra); "
+                      "--warmup requires it, --nowarmup leaves the file out.")
     flags.DEFINE_enum("format", "saved_model", ["saved_model", "tflite"], "saved_model (TF Serving) or tflite "
                       "(LiteRT: <export_dir>/model.tflite with albert_lite.json, config and tokenizer beside it).")
     flags.DEFINE_enum("quantize", "none", ["none", "float16", "dynamic", "int8"], "tflite only: float16 "
@@ -55,6 +59,8 @@ def _run(argv):
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
     f = flags.FLAGS
     if f.format == "tflite":
+        if f["warmup"].present:
+            raise app.UsageError("--warmup applies to --format=saved_model only.")
         from albert_tf import lite  # The LiteRT converter only when asked for.
 
         print(lite.export_tflite_from_checkpoint(
@@ -70,7 +76,8 @@ def _run(argv):
         f.input, f.export_dir, model=f.model, num_labels=f.num_labels, albert_config_file=f.albert_config_file,
         spm_model_file=f.spm_model_file, max_seq_length=f.max_seq_length, do_lower_case=f.do_lower_case,
         version=f.version, threshold=f.threshold, max_predictions_per_seq=f.max_predictions_per_seq,
-        max_query_length=f.max_query_length, max_qa_length=f.max_qa_length, text_signature=f.serve_text)
+        max_query_length=f.max_query_length, max_qa_length=f.max_qa_length, text_signature=f.serve_text,
+        warmup=f.warmup)
     print(path)
 
 

@@ -38,7 +38,9 @@ class SessionModel:
         self.session = tf.compat.v1.Session(graph=self.graph)
         with self.graph.as_default():
             meta_graph = tf.compat.v1.saved_model.loader.load(self.session, list(tags), export_path)
-        self.signature_defs = dict(meta_graph.signature_def)
+        # The map also holds the init op of a TF2 SavedModel (`__saved_model_init_op`), which is not served.
+        self.signature_defs = {name: signature for name, signature in meta_graph.signature_def.items()
+                               if not name.startswith("__")}
 
     def input_names(self, signature="serving_default"):
         """The input keys of `signature`, sorted."""
