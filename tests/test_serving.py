@@ -314,3 +314,141 @@ def test_token_ids_only_export_runs_in_saved_model_cli(served):
     printed = proc.stdout.split("Result for output key probabilities:")[1].split("Result")[0]
     values = np.array([float(x) for x in printed.replace("[", " ").replace("]", " ").split()])
     np.testing.assert_allclose(values, expected.ravel(), atol=1e-5)
+
+
+# --- docs/serving.md, as a user runs it --------------------------------------------------------------------
+
+SERVING_DOC = os.path.join(os.path.dirname(TESTS_DIR), "docs", "serving.md")
+
+
+def _doc_blocks():
+    """`[(marker or None, language, code)]` of the fenced blocks of docs/serving.md; the marker is the
+    `<!-- ... -->` text on the line before the fence."""
+    with open(SERVING_DOC, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    blocks, i = [], 0
+    while i < len(lines):
+        if lines[i].startswith("```"):
+            language, end = lines[i][3:].strip(), lines.index("```", i + 1)
+            previous = lines[i - 1].strip() if i else ""
+            marker = previous[4:-3].strip() if previous.startswith("<!--") and previous.endswith("-->") else None
+            blocks.append((marker, language, "\n".join(lines[i + 1:end])))
+            i = end
+        i += 1
+    return blocks
+
+
+def _rest_inputs(body, signature_def_inputs):
+    """TF Serving's REST row format (`instances`) -> `{input: numpy column}`; `{"b64": ...}` decoded."""
+    import base64
+
+    def decode(value):
+        if isinstance(value, dict) and set(value) == {"b64"}:
+            return base64.b64decode(value["b64"])
+        return [decode(v) for v in value] if isinstance(value, list) else value
+
+    rows = body["instances"]
+    if all(not isinstance(row, dict) or set(row) == {"b64"} for row in rows):   # one input: bare rows
+        (name,) = signature_def_inputs
+        rows = [{name: row} for row in rows]
+    columns = {name: [decode(row[name]) for row in rows] for name in rows[0]}
+    return {name: np.array(v, dtype=object) if isinstance(v[0], (str, bytes)) or (
+        isinstance(v[0], list) and v[0] and isinstance(v[0][0], (str, bytes))) else np.array(v)
+        for name, v in columns.items()}
+
+
+def test_doc_rest_bodies_run_in_the_session_loader(served):
+    blocks = _doc_blocks()
+    requests = [(marker.split()[1], json.loads(code)) for marker, language, code in blocks
+                if marker and marker.startswith("request:")]
+    responses = [(marker.split()[1:], json.loads(code)) for marker, language, code in blocks
+                 if marker and marker.startswith("response:")]
+    assert {kind for kind, _ in requests} == {"classifier", "pretrainer", "squad_v1", "race", "token_classifier"}
+    # The serve_examples body comes from the page's Python block, run as written (for this export's length).
+    (example_code,) = [code for marker, language, code in blocks if language == "python" and "serve_examples" in code]
+    printed = subprocess.run([sys.executable, "-c", example_code.replace("max_seq_length = 128", f"max_seq_length = "
+                                                                         f"{MAX_SEQ}")],
+                             capture_output=True, text=True, env=_child_env(), timeout=300)
+    assert printed.returncode == 0, printed.stderr[-2000:]
+    requests.append(("classifier", json.loads(printed.stdout.strip().splitlines()[-1])))
+    import tensorflow_text  # noqa: F401  (the text signatures' ops)
+
+    ran = set()
+    for kind, body in requests:
+        signature = body.get("signature_name", "serving_default")
+        with SessionModel(served["paths"][kind]) as model:
+            out = model.run(signature, **_rest_inputs(body, model.input_names(signature)))
+            ran.add((kind, signature))
+            for (response_kind, response_signature), response in responses:
+                if (response_kind, response_signature) == (kind, signature):
+                    for row in response["predictions"]:
+                        assert set(row) <= set(out) and set(out) - set(row) <= {"threshold"}, (kind, sorted(out))
+                        for name, value in row.items():
+                            assert np.ndim(value) == np.ndim(out[name]) - 1, (kind, name)
+            assert all(len(v) == len(body["instances"]) for v in out.values()), (kind, signature)
+    assert {(k, s) for (k, s), _ in responses} <= ran
+    assert ("classifier", "serve_examples") in ran
+
+
+def test_doc_models_config_parses():
+    from tensorflow_serving.config import model_server_config_pb2
+
+    (code,) = [code for marker, _, code in _doc_blocks() if marker == "models.config"]
+    config = text_format.Parse(code, model_server_config_pb2.ModelServerConfig())
+    assert [c.name for c in config.model_config_list.config] == ["albert_mnli", "albert_squad", "albert_ner"]
+
+
+def test_doc_grpc_client_against_a_loopback_server(served):
+    """The page's gRPC client, unchanged but for the port, against a PredictionService on 127.0.0.1 that
+    answers through the session loader."""
+    from concurrent import futures
+
+    import grpc
+    import tensorflow_text  # noqa: F401
+    from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+    class Service(prediction_service_pb2_grpc.PredictionServiceServicer):
+        def __init__(self, model):
+            self.model, self.requests = model, []
+
+        def Predict(self, request, context):
+            self.requests.append(request)
+            inputs = {name: tf.make_ndarray(proto) for name, proto in request.inputs.items()}
+            outputs = self.model.run(request.model_spec.signature_name or "serving_default", **inputs)
+            response = predict_pb2.PredictResponse(model_spec=request.model_spec)
+            for name, value in outputs.items():
+                response.outputs[name].CopyFrom(tf.make_tensor_proto(value))
+            return response
+
+    (code,) = [code for marker, language, code in _doc_blocks() if language == "python" and "grpc" in code]
+    with SessionModel(served["paths"]["classifier"]) as model:
+        service = Service(model)
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=1))
+        prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(service, server)
+        port = server.add_insecure_port("127.0.0.1:0")
+        server.start()
+        try:
+            scope = {}
+            exec(compile(code.replace("localhost:8500", f"127.0.0.1:{port}"), SERVING_DOC, "exec"), scope)
+        finally:
+            server.stop(None)
+        expected = model.run("serve_text", text_a=["The cat sat on the mat.", "A single sentence."],
+                             text_b=["A cat was sitting.", ""])
+    assert [r.model_spec.signature_name for r in service.requests] == ["serve_text"]
+    np.testing.assert_allclose(scope["probabilities"], expected["probabilities"], atol=ATOL)
+    np.testing.assert_array_equal(scope["predictions"], expected["predictions"])
+
+
+@pytest.mark.e2e
+def test_doc_saved_model_cli_show_output(served):
+    (shown,) = [code for marker, _, code in _doc_blocks() if marker == "saved_model_cli: classifier"]
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    proc = subprocess.run([cli, "show", "--dir", served["paths"]["classifier_ids_only"], "--tag_set", "serve",
+                           "--signature_def", "serving_default"], capture_output=True, text=True,
+                          env=_child_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+
+    def without_names(text):     # tensor names depend on how the graph was traced
+        return [line.rstrip() for line in text.strip().splitlines() if not line.strip().startswith("name:")]
+
+    assert without_names(proc.stdout) == without_names(shown)
