@@ -19,6 +19,7 @@ from albert_tf.models.classifier import AlbertClassifier
 from albert_tf.models.pretrainer import AlbertPretrainer
 from albert_tf.models.race import AlbertRace
 from albert_tf.models.squad import AlbertSquadV2
+from albert_tf.models.token_classifier import AlbertTokenClassifier
 import original_checkpoints as oc
 import squad_fixtures as fx
 
@@ -100,5 +101,20 @@ def tiny_finetuned(root, out):
              config_file)
 
 
+def tiny_ner(root, out):
+    """`ner_out/` as `run_ner.py --export_dir=ner_out/export` leaves it: `model.ckpt-best` (our checkpoint of a
+    token classifier with the tags O, B-LOC, B-PER, I-PER) with `albert_config.json` and `30k-clean.model`
+    beside it, and `export/1/`."""
+    spm_file, config, config_file = _common(root)
+    tf.keras.utils.set_random_seed(5)
+    model = _built(AlbertTokenClassifier(config, num_labels=4, labels=["O", "B-LOC", "B-PER", "I-PER"]))
+    ner_out = os.path.join(out, "ner_out")
+    oc.save_our_checkpoint(model, os.path.join(ner_out, "model.ckpt-best"))
+    shutil.copy(config_file, os.path.join(ner_out, "albert_config.json"))
+    shutil.copy(spm_file, os.path.join(ner_out, "30k-clean.model"))
+    export_lib.export_saved_model(model, os.path.join(ner_out, "export"), spm_model_file=spm_file,
+                                  max_seq_length=SEQ)
+
+
 FIXTURES = {"tiny_release": tiny_release, "tiny_hf": tiny_hf, "tiny_run": tiny_run,
-            "tiny_finetuned": tiny_finetuned}
+            "tiny_finetuned": tiny_finetuned, "tiny_ner": tiny_ner}

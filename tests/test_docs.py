@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGUAGES = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
-KNOWN_FIXTURES = ("tiny_release", "tiny_hf", "tiny_run", "tiny_finetuned")
+KNOWN_FIXTURES = ("tiny_release", "tiny_hf", "tiny_run", "tiny_finetuned", "tiny_ner")
 README_MAX_LINES = 230
 FIRST_BLOCK = "bash scripts/quickstart.sh\nbash scripts/test.sh"
 
