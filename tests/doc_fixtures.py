@@ -58,14 +58,16 @@ def _release(model, directory, spm_file, config_file):
 
 
 def tiny_release(root, out):
-    """`albert_base_v2/` (a pretrainer, release layout) and `albert_base_v2.tar.gz`, which unpacks to
-    `albert_base/` as Google's tarball does."""
+    """A pretrainer in Google's release layout three ways: `albert_base_v2.tar.gz`, which unpacks to
+    `albert_base/` as Google's tarball does, that `albert_base/`, and `albert_base_v2/`, which stands in for
+    the release name (a path that exists wins over a name)."""
     spm_file, config, config_file = _common(root)
     tf.keras.utils.set_random_seed(1)
-    release = os.path.join(out, "albert_base_v2")
+    release = os.path.join(out, "albert_base")
     _release(_built(AlbertPretrainer(config), positions=True), release, spm_file, config_file)
     with tarfile.open(os.path.join(out, "albert_base_v2.tar.gz"), "w:gz") as archive:
         archive.add(release, arcname="albert_base")
+    shutil.copytree(release, os.path.join(out, "albert_base_v2"))
 
 
 def tiny_hf(root, out):

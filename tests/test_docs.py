@@ -150,6 +150,13 @@ def test_readme_is_a_front_door():
     assert (ROOT / "docs" / "index.md").exists()
 
 
+def test_index_lists_every_page():
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    unlisted = [page.name for page in sorted((ROOT / "docs").glob("*.md"))
+                if page.name != "index.md" and f"]({page.name})" not in index]
+    assert not unlisted, f"docs/index.md does not link {unlisted}"
+
+
 def test_relative_links_resolve():
     """Every relative link of README.md and docs/*.md names a file that exists (anchors are not checked)."""
     missing = []
