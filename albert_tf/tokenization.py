@@ -16,8 +16,10 @@
 # Adapted from google-research/ALBERT/tokenization.py. Changes: Python 3 only (the `six` branches and the
 # Python 2 byte-string conversions are gone); `encode_pieces` writes out what the original's digit-comma
 # branch does under Python 3 instead of its bytes comparisons; docstrings; `FullTokenizer.from_hub_module`
-# finds the SentencePiece asset on disk instead of running the TF1 hub signature; the fast preprocessing
-# helpers of the pretraining writer are added at the end.
+# finds the SentencePiece asset on disk instead of running the TF1 hub signature; errors are `InputError`
+# (a `ValueError`, as the original raises); `validate_case_matches_checkpoint` is BERT's function of the
+# same name (google-research/bert/tokenization.py), written for ALBERT's release names; the fast
+# preprocessing helpers of the pretraining writer are added at the end.
 """ALBERT tokenization, as the original `tokenization.py`.
 
 Two tokenizers live behind one `FullTokenizer`:
@@ -39,6 +41,7 @@ theirs wherever a digit-comma piece without `▁` occurs.
 
 import collections
 import functools
+import os
 import re
 import unicodedata
 
@@ -48,7 +51,15 @@ import tensorflow as tf
 from albert_tf.checkpoints.sources import resolve_source
 from albert_tf.errors import InputError
 
-SPIECE_UNDERLINE = "▁"
+# The original's constant is the UTF-8 bytes of "▁" (its callers write `SPIECE_UNDERLINE.decode("utf-8")`);
+# the str form is what this module compares pieces with.
+SPIECE_UNDERLINE = "▁".encode("utf-8")
+_UNDERLINE = "▁"
+
+# The directory or file names of Google's ALBERT releases and TF-Hub modules (`albert_base_v2.tar.gz`
+# unpacks to `albert_base/`): every one is an uncased model, whose `30k-clean.model` was trained on
+# lower-cased text (the Chinese releases' WordPiece vocabulary is lower-cased too).
+_UNCASED_RELEASE = re.compile(r"^albert_(?:en_)?(?:base|large|xlarge|xxlarge)(?:_v[12]|_zh)?(?:\.tar\.gz|\.tgz)?$")
 
 
 def check_spm_vocab_size(spm_model, vocab_size, spm_name, config_name):
@@ -133,7 +144,7 @@ def encode_pieces(sp_model, text, return_unicode=True, sample=False):
     for piece in pieces:
         piece = printable_text(piece)
         if is_digit_comma_piece(piece):
-            new_pieces.extend(sp_model.EncodeAsPieces(piece[:-1].replace(SPIECE_UNDERLINE, "")))
+            new_pieces.extend(sp_model.EncodeAsPieces(piece[:-1].replace(_UNDERLINE, "")))
             new_pieces.append(piece[-1])
         else:
             new_pieces.append(piece)
@@ -186,6 +197,47 @@ def load_vocab(vocab_file):
 def convert_by_vocab(vocab, items):
     """Looks every item up in `vocab` (a KeyError names an item that is not there)."""
     return [vocab[item] for item in items]
+
+
+def convert_tokens_to_ids(vocab, tokens):
+    """Ids of `tokens` in `vocab` ({token: id}), as the original's module-level function."""
+    return convert_by_vocab(vocab, tokens)
+
+
+def convert_ids_to_tokens(inv_vocab, ids):
+    """Tokens of `ids` in `inv_vocab` ({id: token}), as the original's module-level function."""
+    return convert_by_vocab(inv_vocab, ids)
+
+
+def _checkpoint_names(init_checkpoint):
+    """The names a checkpoint path can carry its release name in: itself, and its directory's."""
+    path = str(init_checkpoint).rstrip("/")
+    names = [os.path.basename(path)]
+    if os.path.basename(path).startswith("model.ckpt"):
+        names.append(os.path.basename(os.path.dirname(path)))
+    return names
+
+
+def validate_case_matches_checkpoint(do_lower_case, init_checkpoint):
+    """Raises an `InputError` when `do_lower_case` is False for a checkpoint of an uncased ALBERT release.
+
+    BERT's function of this name detects the casing from the checkpoint's name, because the config does not
+    store it; every ALBERT release (English and Chinese, v1 and v2, and the TF-Hub modules) is uncased, so a
+    checkpoint named after one (`albert_base/model.ckpt-best`, `albert_base_v2.tar.gz`, the name
+    `albert_xxlarge_v2`) needs `do_lower_case=True`. Any other name is not checked.
+
+    Args:
+        do_lower_case: bool, the `--do_lower_case` of the run.
+        init_checkpoint: str or None, the `--init_checkpoint` of the run (a path or a release name).
+    """
+    if not init_checkpoint or do_lower_case:
+        return
+    for name in _checkpoint_names(init_checkpoint):
+        if _UNCASED_RELEASE.match(name):
+            raise InputError(
+                f"You passed in `--do_lower_case=False` with `--init_checkpoint={init_checkpoint}`, but "
+                f"`{name}` is an uncased ALBERT release: its vocabulary was trained on lower-cased text. "
+                "Pass `--do_lower_case=True`.")
 
 
 class BasicTokenizer:
@@ -365,6 +417,11 @@ class FullTokenizer:
                 f"Received: `vocab_file={vocab_file!r}`, `spm_model_file={spm_model_file!r}`."
             )
         self.inv_vocab = {v: k for k, v in self.vocab.items()}
+
+    @classmethod
+    def from_scratch(cls, vocab_file, do_lower_case, spm_model_file):
+        """`FullTokenizer(vocab_file, do_lower_case, spm_model_file)`, the original's constructor for files."""
+        return cls(vocab_file, do_lower_case, spm_model_file)
 
     @classmethod
     def from_hub_module(cls, hub_module, use_spm=True, do_lower_case=True):

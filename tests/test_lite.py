@@ -95,7 +95,7 @@ def _keras_pretrainer(model):
 
 @pytest.fixture(scope="module")
 def accuracy(trained):
-    """Held-out accuracy of float Keras and of each LiteRT quantization (batch 4), printed for the README."""
+    """Held-out accuracy of float Keras and of each LiteRT quantization (batch 4), printed for benchmarks/README.md."""
     pre, cls, heldout = trained["pretrainer"], trained["classifier"], trained["heldout"]
     tokens = {k: heldout[k] for k in ("input_ids", "input_mask", "segment_ids")}
     calibration = lite.calibration_features(trained["records"]["train"], pre, SEQ, batch_size=4,
@@ -153,8 +153,8 @@ def test_dynamic_int8_within_bounds(accuracy):
 def test_full_int8_keeps_mlm_accuracy_within_its_bound(accuracy):
     """Integer activations on the quickstart's model (measured: MLM 0.1406 -> 0.1369, SOP 0.581 -> 0.575): within the
     issue's 0.01 bound on masked-LM accuracy. The sentence-order classifier on top of the same encoder, whose
-    probabilities sit near 0.5 (accuracy 0.588 against a 0.518 majority), flips 21% of its decisions (README
-    "Deploying small"), which is why `dynamic` (99.9% agreement) is the int8 export to deploy. The agreement floor
+    probabilities sit near 0.5 (accuracy 0.588 against a 0.518 majority), flips 21% of its decisions
+    (docs/deploying_small.md), which is why `dynamic` (99.9% agreement) is the int8 export to deploy. The agreement floor
     pins that measurement, so a converter that does worse shows up."""
     assert abs(accuracy["keras"]["mlm"] - accuracy["int8"]["mlm"]) <= 0.01
     assert abs(accuracy["keras"]["sop"] - accuracy["int8"]["sop"]) <= 0.02
