@@ -86,9 +86,12 @@ class SessionModel:
 
 
 def _as_array(value):
-    """A numpy array to feed: strings as an object array of bytes (what a string tensor takes)."""
+    """A numpy array to feed. Strings become an object array of bytes, built from `value` itself: numpy's
+    fixed-width bytes dtype would drop the trailing NUL bytes of a serialized `tf.Example`."""
     array = np.asarray(value)
-    if array.dtype.kind == "U":
-        array = np.vectorize(lambda s: s.encode("utf-8"), otypes=[object])(array) if array.size else \
-            array.astype(object)
-    return array
+    if array.dtype.kind not in "SUO":
+        return array
+    if array.dtype.kind != "O" or not isinstance(value, np.ndarray):
+        array = np.array(value, dtype=object)
+    encode = np.vectorize(lambda s: s.encode("utf-8") if isinstance(s, str) else s, otypes=[object])
+    return encode(array) if array.size else array

@@ -527,6 +527,13 @@ def test_sst2_learns_and_writes_every_output_file(glue_root, model_files, tmp_pa
     served = loaded.signatures["serve_examples"](examples=tf.constant(records))
     np.testing.assert_allclose(served["probabilities"].numpy(), probs, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(served["threshold"].numpy(), [0.25] * 10)
+    # And through TF Serving's session loader (the graph has serve_text: its ops must be registered first).
+    import tensorflow_text  # noqa: F401
+    from albert_tf.session_model import SessionModel
+
+    with SessionModel(result["export_path"]) as session:
+        np.testing.assert_allclose(session.run("serve_examples", examples=records)["probabilities"], probs,
+                                   rtol=1e-4, atol=1e-6)
 
 
 def test_stsb_regression_runs(glue_root, model_files, tmp_path):

@@ -240,6 +240,14 @@ def test_session_model_runs_warmup_requests(served):
             model.run("serving_default", input_ids=[[1, 2]])
         with pytest.raises(ValueError, match="has no signature `serve_text`"):
             model.run("serve_text", text_a=["a"], text_b=["b"])
+        # Serialized protos as a list of bytes keep their trailing NUL bytes (a numpy bytes array drops them).
+        example = tf.train.Example(features=tf.train.Features(feature={
+            name: tf.train.Feature(int64_list=tf.train.Int64List(value=[1] + [0] * (MAX_SEQ - 1)))
+            for name in ("input_ids", "input_mask", "segment_ids")})).SerializeToString()
+        assert example.endswith(b"\x00")
+        direct = model.run("serve_examples", examples=np.array([example], dtype=object))
+        np.testing.assert_array_equal(model.run("serve_examples", examples=[example])["probabilities"],
+                                      direct["probabilities"])
 
 
 def _graph_ops(path):
