@@ -94,7 +94,8 @@ RECIPES["race"] = Recipe("race", dict(_RACE_README), "README's run_race command 
 
 def model_name_of(init_checkpoint):
     """`base_v2`-style name of a release name or path (`albert_base_v2`, `.../albert_large_v1.tar.gz`), or None."""
-    match = re.search(r"(xxlarge|xlarge|large|base)_v([12])(?![0-9])", os.path.basename(str(init_checkpoint).rstrip("/")))
+    name = os.path.basename(str(init_checkpoint).rstrip("/"))
+    match = re.search(r"(xxlarge|xlarge|large|base)_v([12])(?![0-9])", name)
     return f"{match.group(1)}_v{match.group(2)}" if match else None
 
 

@@ -31,11 +31,11 @@ sentences/s at batch 8, seq 128, FP16, A100-80GB; BERT-large pretraining, 485.6 
 one A100-80GB. BERT-base and ALBERT-base do the same FLOPs per sequence (sharing parameters saves no
 compute), as do BERT-large and ALBERT-large.
 
-On one GPU (about 6-8 minutes, most of it XLA compilations)::
+On one GPU (expected 6-8 minutes, most of it XLA compilations: an estimate, not yet run on a GPU)::
 
     python benchmarks/device_check.py
 
-On the CPU, a tiny model in about a minute (what the test suite runs)::
+On the CPU, a tiny model in two to three minutes on a shared CPU (what the test suite runs)::
 
     python benchmarks/device_check.py --tiny
 """
