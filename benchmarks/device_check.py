@@ -42,6 +42,7 @@ On the CPU, a tiny model in two to three minutes on a shared CPU (what the test 
 
 import gc
 import os
+import re
 import sys
 import tempfile
 import time
@@ -65,10 +66,11 @@ MASKED = {128: 20, 512: 80, 16: 2, 32: 4}      # max_predictions_per_seq of the 
 PRETRAIN = [("base", 128, 64), ("base", 512, 16), ("large", 128, 32), ("large", 512, 8)]
 PRETRAIN_TINY = [("tiny", 16, 8), ("tiny", 32, 4)]
 
-# Dense tensor-core peak TFLOP/s (NVIDIA datasheets; bf16 and fp16 alike on these parts), by name fragment,
-# the more specific first.
+# Dense bfloat16/float16 tensor-core peak TFLOP/s (NVIDIA datasheets), by model name as a whole word of the
+# device's name, the more specific first. Other parts (and V100 or T4, which have no bfloat16 tensor cores):
+# a matmul measured in the run, or `--peak_tflops`.
 DEVICE_PEAKS = (("H100 PCIe", 756.0), ("H200", 989.0), ("H100", 989.0), ("A100", 312.0), ("L40S", 362.0),
-                ("L4", 121.0), ("A10", 125.0), ("V100", 125.0), ("T4", 65.0))
+                ("L40", 181.0), ("L4", 121.0), ("A10", 125.0))
 REFERENCES = [
     "NVIDIA DeepLearningExamples, TF2 BERT-base inference: 1,786 sentences/s at batch 8, seq 128, FP16, "
     "one A100-80GB.",
@@ -126,13 +128,21 @@ def measured_peak(tf, dtype, seconds=1.0, n=1024):
     return best
 
 
+def datasheet_peak(name, compute_dtype):
+    """`(TFLOP/s, model)` of a known device for a 16-bit compute dtype, else `(None, None)`."""
+    if compute_dtype in ("bfloat16", "float16"):
+        for model, value in DEVICE_PEAKS:
+            if re.search(rf"\b{model}\b", name):
+                return value, model
+    return None, None
+
+
 def peak_tflops(tf, name, compute_dtype):
     if FLAGS.peak_tflops:
         return FLAGS.peak_tflops, "--peak_tflops"
-    if name != "CPU" and compute_dtype != "float32":
-        for fragment, value in DEVICE_PEAKS:
-            if fragment in name:
-                return value, f"datasheet ({fragment}, dense)"
+    value, model = datasheet_peak(name, compute_dtype)
+    if value:
+        return value, f"datasheet ({model}, dense)"
     return measured_peak(tf, compute_dtype), f"measured {compute_dtype} matmul"
 
 
@@ -248,8 +258,7 @@ def rate_of(fn, inputs, seconds):
 
 
 def _sync(out):
-    first = out[sorted(out)[0]] if isinstance(out, dict) else out
-    np.asarray(first)
+    np.asarray(out["pooled_output"] if isinstance(out, dict) and "pooled_output" in out else out)
 
 
 def inference_rows(tf, keras, size, seq, batches, device, impl):
@@ -258,7 +267,9 @@ def inference_rows(tf, keras, size, seq, batches, device, impl):
     tracked = reset_memory(tf, device)
     with tf.device(device):
         model, to_inputs = build_encoder(size, impl)
-    forward = tf.function(lambda inputs: model(inputs, training=False), jit_compile=True)
+    # Both encoders return their last layer only, so that XLA keeps no other layer's output.
+    forward = tf.function(lambda inputs: {key: model(inputs, training=False)[key]
+                                          for key in ("sequence_output", "pooled_output")}, jit_compile=True)
     rows = {}
     for batch in batches:
         ids = rng.randint(5, SIZES[size]["vocab_size"], size=(batch, seq)).astype(np.int32)

@@ -25,6 +25,17 @@ def test_flop_counts_written_out():
     assert 20e9 < device_check.encoder_flops("base", 128) < 24e9
 
 
+def test_datasheet_peaks_by_whole_model_name():
+    assert device_check.datasheet_peak("NVIDIA A100-SXM4-80GB", "bfloat16") == (312.0, "A100")
+    assert device_check.datasheet_peak("NVIDIA H100 PCIe", "float16") == (756.0, "H100 PCIe")
+    assert device_check.datasheet_peak("NVIDIA H100 80GB HBM3", "bfloat16") == (989.0, "H100")
+    assert device_check.datasheet_peak("NVIDIA L40", "bfloat16") == (181.0, "L40")
+    # Unknown parts, and float32 (no tensor-core figure): measured instead.
+    assert device_check.datasheet_peak("NVIDIA A10G", "bfloat16") == (None, None)
+    assert device_check.datasheet_peak("NVIDIA A100-SXM4-80GB", "float32") == (None, None)
+    assert device_check.datasheet_peak("CPU", "bfloat16") == (None, None)
+
+
 @pytest.mark.e2e
 def test_tiny_run_prints_every_row(tmp_path):
     output = tmp_path / "table.md"
