@@ -266,13 +266,13 @@ def format_results(results, model_name, recipe, init_checkpoint, strategy):
              "| Task | Metric | Dev | Published | Difference | Best step | Hyper-parameters | Recipe source |",
              "|---|---|---|---|---|---|---|---|"]
     for task, result in results.items():
+        best_step = "—" if result.get("best_step") is None else result["best_step"]
         for metric, value in result["rows"]:
             published = _published(model_name, task, metric)
             difference = "—" if published is None else f"{value - published:+.2f}"
             lines.append(f"| {_display_name(task)} | {metric} | {value:.2f} | "
-                         f"{'—' if published is None else f'{published:.1f}'} | {difference} | "
-                         f"{result.get('best_step')} | {_recipe_text(result['arguments'])} | "
-                         f"{RECIPES[task].source} |")
+                         f"{'—' if published is None else f'{published:.1f}'} | {difference} | {best_step} | "
+                         f"{_recipe_text(result['arguments'])} | {RECIPES[task].source} |")
     lines += ["", f"Published scores: {PUBLISHED_SOURCE}. Dev scores are the best checkpoint's, chosen on the dev "
               "set as the original scripts do (MNLI: the matched dev set)."]
     return "\n".join(lines) + "\n"
