@@ -317,3 +317,8 @@ def quickstart():
 def download():
     """Console script `albert-download`."""
     _command("albert_tf.checkpoints.hub")
+
+
+def reproduce():
+    """Console script `albert-reproduce`."""
+    _command("albert_tf.reproduce")

@@ -18,6 +18,7 @@ CPU_KERNEL_MODULES = (
     "test_squad_models",        # SQuAD heads against NumPy
     "test_training_loop",       # replicas and accumulation against one device
     "test_lite",                # LiteRT float and integer kernels against the Keras model
+    "test_xla",                 # every task's steps under XLA against the same steps without it
 )
 
 

@@ -21,6 +21,7 @@ COMMANDS = [
     (["albert-convert"], "--format", ["checkpoint"]),
     (["albert-export"], "--export_dir", ["SavedModel"]),
     (["albert-quickstart"], "--num_train_steps", ["pydoc_data", "SentencePiece", "SavedModel", "quickstart_output"]),
+    (["albert-reproduce"], "--glue_dir", ["GLUE", "SQuAD", "RACE", "results.md"]),
 ]
 
 _CHATTER = ("cuInit", "oneDNN", "cpu_feature_guard", "cudart_stub", "rebuild TensorFlow")

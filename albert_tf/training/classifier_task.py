@@ -104,11 +104,12 @@ def compute_eval_metrics(task_name, label_ids, predictions, per_example_loss, we
     return result
 
 
-def make_inference_step(model):
-    """A `tf.function` computing a batch's outputs and per-example loss (traced once, reused per checkpoint)."""
+def make_inference_step(model, jit_compile=False):
+    """A `tf.function` computing a batch's outputs and per-example loss (traced once, reused per checkpoint);
+    `jit_compile` compiles it with XLA."""
     num_labels = model.num_labels
 
-    @tf.function
+    @tf.function(jit_compile=jit_compile)
     def step(features):
         outputs = model(features, training=False)
         loss = classifier_loss(outputs, features["label_ids"], num_labels)
@@ -210,7 +211,6 @@ class GlueTask(driver.Task):
         self.data_dir, self.output_dir = options.data_dir, options.output_dir
         self.cached_dir = options.cached_dir or options.output_dir
         self.tokenizer, self.max_seq_length = tokenizer, options.max_seq_length
-        self.on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
         self.eval_batch_size, self.predict_batch_size = options.eval_batch_size, options.predict_batch_size
         self.strategy, self.spm_model_file, self.do_lower_case = strategy, spm_model_file, options.do_lower_case
         self.threshold_to_export, self.seed = options.threshold_to_export, seed
@@ -295,8 +295,9 @@ class GlueTask(driver.Task):
 
     def _dataset(self, examples, what, batch_size, split):
         num_actual = len(examples)
-        if self.on_tpu:
-            # TPUs need fixed batches: pad with fake examples (is_real_example=0, weight 0 in every metric).
+        static = self.static_batches()
+        if static:
+            # TPUs and XLA take fixed batches: pad with fake examples (is_real_example=0, weight 0 in every metric).
             examples = glue.pad_examples(examples, batch_size)
         glue.ensure_cached_features(examples, self.label_list, self.max_seq_length, self.tokenizer,
                                     glue.cache_file(self.cached_dir, self.name, split), self.name,
@@ -306,7 +307,7 @@ class GlueTask(driver.Task):
                      len(examples) - num_actual)
         logging.info("  Batch size = %d", batch_size)
         return glue.file_based_dataset(glue.cache_file(self.cached_dir, self.name, split), self.max_seq_length,
-                                       False, self.on_tpu, self.name, batch_size)
+                                       False, static, self.name, batch_size)
 
     def prepare_evaluation(self):
         examples = self.processor.get_dev_examples(self.data_dir)
@@ -315,7 +316,7 @@ class GlueTask(driver.Task):
     def evaluate(self, model):
         examples, dataset = self._eval
         if getattr(self, "_eval_model", None) is not model:
-            self._eval_model, self._eval_step = model, make_inference_step(model)
+            self._eval_model, self._eval_step = model, make_inference_step(model, self.jit_compile)
         arrays = run_model_on_dataset(model, dataset, self.strategy, len(examples), "eval", step=self._eval_step)
         result = compute_eval_metrics(self.name, arrays["label_ids"], arrays["predictions"],
                                       arrays["per_example_loss"], arrays["is_real_example"], arrays["batch_loss"])
@@ -325,7 +326,8 @@ class GlueTask(driver.Task):
     def predict(self, model, checkpoint, step):
         examples = self.processor.get_test_examples(self.data_dir)
         dataset = self._dataset(examples, "prediction", self.predict_batch_size, "predict")
-        arrays = run_model_on_dataset(model, dataset, self.strategy, len(examples), "predict")
+        arrays = run_model_on_dataset(model, dataset, self.strategy, len(examples), "predict",
+                                      step=make_inference_step(model, self.jit_compile))
         n = len(examples)
         paths = write_predictions(self.output_dir, self.name, self.label_list, examples,
                                   arrays["probabilities"][:n], arrays["predictions"][:n],

@@ -35,11 +35,7 @@ def get_strategy(strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=N
     if strategy not in STRATEGIES:
         raise InputError(f"`strategy` must be one of {STRATEGIES}. Received: strategy={strategy!r}.")
     if strategy == "tpu":
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(
-            tpu=tpu_name or master or "", zone=tpu_zone, project=gcp_project)
-        tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
-        result = tf.distribute.TPUStrategy(resolver)
+        result = tpu_strategy(tpu_name, tpu_zone, gcp_project, master)
         if num_tpu_cores and result.num_replicas_in_sync != num_tpu_cores:
             logging.warning("`num_tpu_cores=%d` but the TPU has %d cores; using all of them.", num_tpu_cores,
                             result.num_replicas_in_sync)
@@ -56,6 +52,28 @@ def get_strategy(strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=N
         result = tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
     logging.info("Strategy %s with %d replica(s).", type(result).__name__, result.num_replicas_in_sync)
     return result
+
+
+def tpu_strategy(tpu_name=None, tpu_zone=None, gcp_project=None, master=None):
+    """A `TPUStrategy` on the TPU that `tpu_name` (`local` on a TPU VM), `master` or `TPU_NAME` names.
+
+    Raises:
+        InputError: naming the missing TPU when none is reachable (no name given, a name that does not
+            resolve, or a machine without TPU devices): what the TPU initialisation and the
+            `iterations_per_loop` host loop need cannot run elsewhere.
+    """
+    tpu = tpu_name or master or ""
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu, zone=tpu_zone, project=gcp_project)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    except (ValueError, RuntimeError, OSError, ImportError, tf.errors.OpError) as error:
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        where = f"`tpu_name`/`master` {tpu!r}" if tpu else "no `tpu_name`, `master` or TPU_NAME"
+        raise InputError(f"`strategy=tpu` (or `use_tpu`) needs a TPU, and none was found ({where}: {detail}). "
+                         "On a TPU VM pass `tpu_name=local`; on a GPU or the CPU use `strategy=one_device` or "
+                         "`mirrored`.") from error
 
 
 def set_mixed_precision(policy):

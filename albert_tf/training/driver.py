@@ -59,6 +59,9 @@ class Task(abc.ABC):
         seed: int or None, the run's `random_seed`. A seeded task reads a positional training input
             (`albert_tf.data.positional`): `train_dataset` then takes `start_batch`, so a resumed run goes on
             where the checkpoint was written under every strategy.
+        strategy: the `tf.distribute.Strategy` the task runs under (None: the default one).
+        jit_compile: bool, the eval/predict steps are compiled with XLA too (`RuntimeOptions.jit_compile`; `run`
+            sets it from the runtime before the model is built), on batches of one static shape.
     """
 
     name = "task"
@@ -66,6 +69,8 @@ class Task(abc.ABC):
     checkpoint_iterator = False
     delete_non_best = True
     seed = None
+    strategy = None
+    jit_compile = False
 
     @abc.abstractmethod
     def build_model(self, config, **model_kwargs):
@@ -137,6 +142,12 @@ class Task(abc.ABC):
         Optional: a task built by its own code and given to `run_stages` keeps this refusal.
         """
         raise InputError(f"The {cls.__name__} task is not built from options: build it and call `driver.run_stages`.")
+
+    def static_batches(self):
+        """Whether every eval/predict batch has the same static shape (the last one padded with examples that
+        weigh nothing): on a TPU, whose compiled programs take fixed shapes, and under XLA, which compiles once
+        per shape."""
+        return static_batches(self.strategy, self.jit_compile)
 
     def evaluation_stage(self, model, output_dir, init_path):
         """`do_eval`: every checkpoint scored and the best kept (`evaluate`)."""
@@ -273,6 +284,11 @@ def check_checkpoints(output_dir, do_eval, do_inference, init_path=None):
             prefixes.append(prefix)
     for prefix in prefixes:
         check_readable(prefix)
+
+
+def static_batches(strategy, jit_compile):
+    """Whether eval/predict batches must all have one static shape: under a `TPUStrategy` or with XLA."""
+    return bool(jit_compile) or isinstance(strategy, tf.distribute.TPUStrategy)
 
 
 def inference_batches(step, dataset, strategy, what, total=None, unit="examples"):
@@ -479,9 +495,11 @@ def run(task_class, options, runtime=None):
         task_class.check_inputs(options, config, spm_model_file)
         check_checkpoints(options.output_dir, options.evaluates_checkpoints, options.runs_inference,
                           init_path=options.checked_init_path)
-        tf.io.gfile.makedirs(options.output_dir)
+        # The strategy first: a missing TPU stops the run before `output_dir` is made.
         strategy = prepare_runtime(runtime)
+        tf.io.gfile.makedirs(options.output_dir)
         task = task_class.from_options(options, runtime, strategy, spm_model_file)
+        task.jit_compile = bool(runtime.jit_compile)
         with strategy.scope():
             model = task.build_model(config, **model_kwargs(runtime.recompute))
         stack.enter_context(removed_on_failure(task.feature_files()))

@@ -95,7 +95,8 @@ def define_runtime_flags(gradient_accumulation=False, flag_values=flags.FLAGS):
     define("enum", "mixed_precision", "float32",
            "Keras dtype policy: float32, mixed_bfloat16 (TPU/CPU) or mixed_float16 (GPU, with loss scaling).",
            enum_values=list(MIXED_PRECISION_POLICIES))
-    define("bool", "jit_compile", False, "Compile the forward and backward pass with XLA.")
+    define("bool", "jit_compile", False, "Compile the training step (forward and backward pass) and the "
+           "eval/predict steps with XLA; eval/predict batches are then padded to one static shape.")
     if gradient_accumulation:
         define("integer", "gradient_accumulation_steps", 1,
                "Split each training batch into this many micro-batches and sum their gradients before one "

@@ -96,10 +96,11 @@ def run_ner(data_dir, output_dir, albert_config_file=None, spm_model_file=None, 
     return driver.run(NerTask, *options_lib.split(NerOptions, locals()))
 
 
-def make_logits_fn(model, strategy):
-    """A function mapping a dataset of windows to NumPy `logits [n, seq, num_labels]` (one trace, reused)."""
+def make_logits_fn(model, strategy, jit_compile=False):
+    """A function mapping a dataset of windows to NumPy `logits [n, seq, num_labels]` (one trace, reused);
+    `jit_compile` compiles the step with XLA."""
 
-    @tf.function
+    @tf.function(jit_compile=jit_compile)
     def replica_step(batch):
         inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
         return {"logits": model(inputs, training=False)["logits"]}
@@ -181,10 +182,14 @@ class NerTask(driver.Task):
         return result
 
     def build_model(self, config, **model_kwargs):
-        model = AlbertTokenClassifier(config, num_labels=len(self.labels), labels=self.labels,
-                                      dropout_rate=self.dropout_prob, **model_kwargs)
-        self._logits_fn = make_logits_fn(model, self.strategy)
-        return model
+        return AlbertTokenClassifier(config, num_labels=len(self.labels), labels=self.labels,
+                                     dropout_rate=self.dropout_prob, **model_kwargs)
+
+    def _tagger(self, model):
+        # One trace of the tagging step per model, reused for every checkpoint.
+        if self._logits_fn is None or self._logits_fn[0] is not model:
+            self._logits_fn = (model, make_logits_fn(model, self.strategy, self.jit_compile))
+        return self._logits_fn[1]
 
     def _read(self, split):
         path = conll.split_path(self.data_dir, split)
@@ -212,17 +217,23 @@ class NerTask(driver.Task):
         correct = tf.logical_and(labelled, tf.equal(outputs["predictions"], features["label_ids"]))
         return loss, {"accuracy": tf.math.divide_no_nan(tf.reduce_sum(tf.cast(correct, tf.float32)), count)}
 
-    def tag(self, sentences, windows, batch_size):
+    def tag(self, model, sentences, windows, batch_size):
         """`(predicted tags per sentence, mean loss over labelled first pieces)` of the windows of `sentences`."""
         arrays = conll.window_arrays(windows, self.max_seq_length)
-        batches = tf.data.Dataset.from_tensor_slices(arrays).batch(batch_size)
-        logits = self._logits_fn(batches)
+        padded = arrays
+        if self.static_batches():
+            # One batch shape for a TPU or XLA: empty windows (no piece, no label) fill the last batch.
+            fill = (-len(windows)) % batch_size
+            padded = {key: np.concatenate([value, np.zeros((fill,) + value.shape[1:], value.dtype)])
+                      for key, value in arrays.items()}
+        batches = tf.data.Dataset.from_tensor_slices(padded).batch(batch_size)
+        logits = self._tagger(model)(batches)[:len(windows)]
         loss, _ = token_classification_loss(logits, arrays["label_ids"]) if len(windows) else (0.0, 0)
         predicted = conll.word_predictions(sentences, windows, logits.argmax(-1), self.labels)
         return predicted, float(loss)
 
-    def score(self, sentences, windows, batch_size):
-        predicted, loss = self.tag(sentences, windows, batch_size)
+    def score(self, model, sentences, windows, batch_size):
+        predicted, loss = self.tag(model, sentences, windows, batch_size)
         metrics = conlleval.conll_metrics([s.tags for s in sentences], predicted)
         return dict(conlleval.flat_metrics(metrics), eval_loss=loss, num_sentences=len(sentences)), predicted
 
@@ -232,7 +243,7 @@ class NerTask(driver.Task):
                      len(self.eval_sentences), len(self.eval_windows))
 
     def evaluate(self, model):
-        metrics, _ = self.score(self.eval_sentences, self.eval_windows, self.eval_batch_size)
+        metrics, _ = self.score(model, self.eval_sentences, self.eval_windows, self.eval_batch_size)
         logging.info("NER dev: %s", metrics)
         value = metrics[METRIC_KEY]
         self.best_value = value if self.best_value is None else max(self.best_value, value)
@@ -240,7 +251,7 @@ class NerTask(driver.Task):
 
     def predict(self, model, checkpoint, step):
         sentences, windows = self._read("test")
-        metrics, predicted = self.score(sentences, windows, self.predict_batch_size)
+        metrics, predicted = self.score(model, sentences, windows, self.predict_batch_size)
         write_text_atomic(os.path.join(self.output_dir, PREDICTIONS_FILE),
                           conll.format_predictions(sentences, predicted))
         if step is not None:

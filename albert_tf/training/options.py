@@ -23,7 +23,7 @@ class RuntimeOptions:
         strategy: `one_device`, `mirrored`, `multi_worker` or `tpu` (`distribution.get_strategy`).
         use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores: the original TPU flags.
         mixed_precision: Keras dtype policy name, or None to leave the global policy as it is.
-        jit_compile: bool, XLA for the training (and RACE scoring) step.
+        jit_compile: bool, XLA for the training step and every task's eval/predict step (static batches).
         random_seed: int or None (unseeded, as the original).
         recompute: bool, recompute each transformer layer's activations in the backward pass.
         gradient_accumulation_steps: int, micro-batches summed into one optimizer step.

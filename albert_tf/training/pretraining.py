@@ -28,15 +28,16 @@ def pretraining_loss_fn(model, features, training, sentence_loss_weight=1.0):
     return total_loss, {"masked_lm_loss": masked_lm_loss, "sentence_order_loss": sentence_order_loss}
 
 
-def pretraining_metrics(model, dataset, num_steps, sentence_loss_weight=1.0):
-    """The original `metric_fn` over `num_steps` batches of `dataset` (streaming, as `tf.metrics`).
+def pretraining_metrics(model, dataset, num_steps, sentence_loss_weight=1.0, jit_compile=False):
+    """The original `metric_fn` over `num_steps` batches of `dataset` (streaming, as `tf.metrics`); `jit_compile`
+    compiles the step with XLA.
 
     Returns a dict of floats: `masked_lm_accuracy` and `masked_lm_loss` (weighted by `masked_lm_weights`),
     `sentence_order_accuracy`, `sentence_order_loss` (per-example means) and `loss` (mean of the batches'
     total loss, as the Estimator's `loss`, with `sentence_loss_weight` as `pretraining_loss`).
     """
 
-    @tf.function
+    @tf.function(jit_compile=jit_compile)
     def batch_sums(features):
         outputs = model(features, training=False)
         terms = pretraining_terms(outputs, features)
@@ -154,7 +155,8 @@ class PretrainingTask(driver.Task):
                                                 masked_lm_budget=self.masked_lm_budget)
 
     def evaluate(self, model):
-        return pretraining_metrics(model, self.eval_dataset, self.max_eval_steps, self.sentence_loss_weight)
+        return pretraining_metrics(model, self.eval_dataset, self.max_eval_steps, self.sentence_loss_weight,
+                                   jit_compile=self.jit_compile)
 
     def evaluation_stage(self, model, output_dir, init_path):
         """Every checkpoint of `output_dir` scored; without one, a warning and no metrics (as the original, the

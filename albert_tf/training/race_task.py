@@ -198,7 +198,6 @@ class RaceTask(driver.Task):
         self.delete_non_best, self.jit_compile, self.spm_model_file = options.delete_non_best, jit_compile, \
             spm_model_file
         self.seed = seed
-        self.on_tpu = isinstance(strategy, tf.distribute.TPUStrategy)
         self.best_value = None
         self._logits_fn = None
 
@@ -238,9 +237,13 @@ class RaceTask(driver.Task):
         return result
 
     def build_model(self, config, **model_kwargs):
-        model = AlbertRace(config, dropout_prob=self.options.dropout_prob, **model_kwargs)
-        self._logits_fn = make_logits_fn(model, self.strategy, self.jit_compile)
-        return model
+        return AlbertRace(config, dropout_prob=self.options.dropout_prob, **model_kwargs)
+
+    def _scorer(self, model):
+        # One trace of the scoring step per model, reused for every checkpoint.
+        if self._logits_fn is None or self._logits_fn[0] is not model:
+            self._logits_fn = (model, make_logits_fn(model, self.strategy, self.jit_compile))
+        return self._logits_fn[1]
 
     def feature_files(self):
         return [self.train_file, self.eval_file, self.predict_file]
@@ -267,15 +270,15 @@ class RaceTask(driver.Task):
 
     def prepare_evaluation(self):
         self.eval_examples = race_data.read_race_examples(self.data_dir, "dev", **self.read)
-        padding = (-len(self.eval_examples)) % self.eval_batch_size if self.on_tpu else 0
+        padding = (-len(self.eval_examples)) % self.eval_batch_size if self.static_batches() else 0
         prepare_tfrecord(self.eval_examples, self.tokenizer, self.eval_file, self.max_seq_length,
                          self.max_qa_length, padding)
         logging.info("***** Running evaluation *****\n  Num examples = %d (%d padding)\n  Batch size = %d",
                      len(self.eval_examples), padding, self.eval_batch_size)
 
     def evaluate(self, model):
-        metrics, _ = score_examples(self._logits_fn, self.eval_examples, self.eval_file, self.max_seq_length,
-                                    self.eval_batch_size, drop_remainder=self.on_tpu)
+        metrics, _ = score_examples(self._scorer(model), self.eval_examples, self.eval_file, self.max_seq_length,
+                                    self.eval_batch_size, drop_remainder=self.static_batches())
         logging.info("RACE dev: %s", metrics)
         value = metrics[METRIC_KEY]
         self.best_value = value if self.best_value is None else max(self.best_value, value)
@@ -284,13 +287,13 @@ class RaceTask(driver.Task):
     def predict(self, model, checkpoint, step):
         examples = race_data.read_race_examples(self.data_dir, "test", require_answers=False, **self.read)
         batch_size = self.predict_batch_size
-        padding = (-len(examples)) % batch_size if self.on_tpu else 0
+        padding = (-len(examples)) % batch_size if self.static_batches() else 0
         prepare_tfrecord(examples, self.tokenizer, self.predict_file, self.max_seq_length, self.max_qa_length,
                          padding)
         logging.info("***** Running prediction *****\n  Num examples = %d (%d padding)\n  Batch size = %d",
                      len(examples), padding, batch_size)
-        metrics, logits = score_examples(self._logits_fn, examples, self.predict_file, self.max_seq_length,
-                                         batch_size, drop_remainder=self.on_tpu)
+        metrics, logits = score_examples(self._scorer(model), examples, self.predict_file, self.max_seq_length,
+                                         batch_size, drop_remainder=self.static_batches())
         write_predictions(os.path.join(self.output_dir, PREDICTIONS_FILE), examples, logits)
         if metrics["num_examples"] == 0:  # No answers in the test data: no accuracy to report.
             metrics = {"num_questions": len(examples)}

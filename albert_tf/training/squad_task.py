@@ -84,10 +84,11 @@ def predict_dataset(predict_feature_file, max_seq_length, batch_size, is_v2, num
     return records.batch(batch_size, drop_remainder=True)
 
 
-def predict_raw_results(model, dataset, strategy, version_2_with_negative, num_features=None):
-    """Runs `model(training=False)` over the predict dataset; returns `RawResult`s (v1) or `RawResultV2`s."""
+def predict_raw_results(model, dataset, strategy, version_2_with_negative, num_features=None, jit_compile=False):
+    """Runs `model(training=False)` over the predict dataset; returns `RawResult`s (v1) or `RawResultV2`s.
+    `jit_compile` compiles the step with XLA."""
 
-    @tf.function(reduce_retracing=True)
+    @tf.function(reduce_retracing=True, jit_compile=jit_compile)
     def step(features):
         inputs = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids", "p_mask") if k in features}
         outputs = model(inputs, training=False)
@@ -260,8 +261,9 @@ class SquadTask(driver.Task):
         """Predictions files of `model` on the predict file, and the official metrics when it has answers."""
         dataset = predict_dataset(self.predict_feature_file, self.max_seq_length, self.options.predict_batch_size,
                                   self.v2, len(self.features),
-                                  pad_to_full_batches=isinstance(self.strategy, tf.distribute.TPUStrategy))
-        results = predict_raw_results(model, dataset, self.strategy, self.v2, len(self.features))
+                                  pad_to_full_batches=self.static_batches())
+        results = predict_raw_results(model, dataset, self.strategy, self.v2, len(self.features),
+                                      jit_compile=self.jit_compile)
         o = self.options
         return postprocess_and_score(results, self.examples, self.features, self.dataset_json, self.output_dir,
                                      self.v2, o.n_best_size, o.max_answer_length, o.start_n_top, o.end_n_top,

@@ -1,0 +1,165 @@
+"""`albert-reproduce`: the recipes are the original release's values, `results.md` puts each dev score beside the
+published one, and a run over every task on tiny fixtures (two steps each) writes every row and resumes."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from albert_tf import reproduce
+from albert_tf.checkpoints.writer import save_tf1_checkpoint
+from albert_tf.errors import InputError
+from albert_tf.models.albert_model import AlbertModel
+import task_fixtures as tfx
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Transcribed from the original run_glue.sh (run_task TASK WARMUP LR STEPS SAVE_STEPS BSZ) and README commands.
+RUN_GLUE_SH = {"cola": (320, 1e-5, 5336, 100, 16), "sts-b": (214, 2e-5, 3598, 100, 16),
+               "sst-2": (1256, 1e-5, 20935, 100, 32), "mnli": (1000, 3e-5, 10000, 100, 128),
+               "qnli": (1986, 1e-5, 33112, 200, 32), "qqp": (1000, 5e-5, 14000, 100, 128),
+               "rte": (200, 3e-5, 800, 100, 32), "mrpc": (200, 2e-5, 800, 100, 32)}
+
+
+def test_recipes_are_run_glue_sh_and_the_readme_commands():
+    for task, (warmup, lr, steps, save, batch) in RUN_GLUE_SH.items():
+        args = reproduce.task_arguments(task)
+        assert (args["warmup_step"], args["learning_rate"], args["train_step"], args["save_checkpoints_steps"],
+                args["train_batch_size"], args["max_seq_length"], args["optimizer"]) == (
+                    warmup, lr, steps, save, batch, 512, "adamw"), task
+    squad = reproduce.task_arguments("squad2.0")
+    assert {k: squad[k] for k in ("max_seq_length", "doc_stride", "max_query_length", "train_batch_size",
+                                  "learning_rate", "num_train_epochs", "warmup_proportion", "n_best_size",
+                                  "max_answer_length", "version_2_with_negative")} == dict(
+        max_seq_length=384, doc_stride=128, max_query_length=64, train_batch_size=48, learning_rate=5e-5,
+        num_train_epochs=2.0, warmup_proportion=0.1, n_best_size=20, max_answer_length=30,
+        version_2_with_negative=True)
+    assert reproduce.task_arguments("squad1.1")["version_2_with_negative"] is False
+    paper = reproduce.task_arguments("squad2.0", recipe="paper")
+    assert (paper["learning_rate"], paper["max_seq_length"], paper["num_train_epochs"]) == (3e-5, 512, 3.0)
+    race = reproduce.task_arguments("race")
+    assert (race["max_seq_length"], race["max_qa_length"], race["train_batch_size"], race["learning_rate"],
+            race["train_step"], race["warmup_step"]) == (512, 128, 32, 1e-5, 12000, 1000)
+    assert reproduce.task_arguments("race", recipe="paper", model_name="base_v1")["learning_rate"] == 2e-5
+    assert reproduce.task_arguments("race", recipe="paper", model_name="base_v2")["learning_rate"] == 1e-5
+    # Overrides: every task, then one task; keys a runner does not take are dropped.
+    args = reproduce.task_arguments("rte", overrides={"*": {"train_step": 2, "max_qa_length": 9},
+                                                      "rte": {"learning_rate": 1.0}})
+    assert args["train_step"] == 2 and args["learning_rate"] == 1.0 and "max_qa_length" not in args
+    with pytest.raises(InputError, match="recipe"):
+        reproduce.task_arguments("rte", recipe="mine")
+
+
+def test_published_table_and_model_names():
+    # The README's results table (dev; SQuAD F1/EM), transcribed.
+    assert reproduce.PUBLISHED["base_v2"]["mnli"] == 84.6 and reproduce.PUBLISHED["base_v2"]["race"] == 66.8
+    assert reproduce.PUBLISHED["large_v1"]["squad2.0"] == (82.3, 79.4)
+    assert reproduce.PUBLISHED["xxlarge_v1"]["rte"] == 89.2
+    assert reproduce.model_name_of("albert_base_v2") == "base_v2"
+    assert reproduce.model_name_of("/x/albert_xxlarge_v1.tar.gz") == "xxlarge_v1"
+    assert reproduce.model_name_of("/x/albert_xlarge_v2/") == "xlarge_v2"
+    assert reproduce.model_name_of("/x/model.ckpt-1000") is None
+
+
+def test_results_table_has_the_difference():
+    results = {"mnli": {"rows": [("Accuracy", 85.0)], "best_step": 9000, "arguments": {"learning_rate": 3e-5}},
+               "squad1.1": {"rows": [("F1", 90.0), ("EM", 83.0)], "best_step": 3000, "arguments": {}},
+               "rte": {"rows": [("Accuracy", 70.0)], "best_step": 800, "arguments": {}}}
+    text = reproduce.format_results(results, "base_v2", "release", "albert_base_v2", "one_device")
+    rows = {tuple(cell.strip() for cell in line.strip("|").split("|")[:5])
+            for line in text.splitlines() if line.startswith("| ") and "---" not in line}
+    assert ("MNLI-m", "Accuracy", "85.00", "84.6", "+0.40") in rows
+    assert ("SQuAD 1.1", "F1", "90.00", "90.2", "-0.20") in rows
+    assert ("SQuAD 1.1", "EM", "83.00", "83.2", "-0.20") in rows
+    assert ("RTE", "Accuracy", "70.00", "—", "—") in rows
+
+
+def test_bad_arguments_are_one_line_errors(tmp_path):
+    with pytest.raises(InputError, match="No task to run"):
+        reproduce.reproduce(str(tmp_path / "out"), "albert_base_v2")
+    with pytest.raises(InputError, match="No data directory for squad"):
+        reproduce.reproduce(str(tmp_path / "out"), "albert_base_v2", glue_dir=str(tmp_path), tasks=["squad1.1"])
+    with pytest.raises(InputError, match="Unknown task"):
+        reproduce.reproduce(str(tmp_path / "out"), "albert_base_v2", glue_dir=str(tmp_path), tasks=["wnli"])
+    with pytest.raises(InputError, match="model_name"):
+        reproduce.reproduce(str(tmp_path / "out"), "x", glue_dir=str(tmp_path), model_name="huge_v3")
+    assert not (tmp_path / "out").exists()
+
+
+# --- end to end on tiny fixtures ------------------------------------------------------------------------------
+
+TINY_OVERRIDES = {
+    "*": dict(max_seq_length=tfx.SQUAD_SEQ, train_step=2, warmup_step=1, train_batch_size=4, eval_batch_size=4,
+              predict_batch_size=4, save_checkpoints_steps=1, max_qa_length=6, doc_stride=8, max_query_length=8,
+              n_best_size=3, start_n_top=2, end_n_top=2),
+    # SQuAD's steps come from its epochs: int(10 examples / 4 * 0.8) = 2 (v1), int(15 / 4 * 0.6) = 2 (v2).
+    "squad1.1": dict(num_train_epochs=0.8),
+    "squad2.0": dict(num_train_epochs=0.6),
+}
+
+
+def _release_dir(root, config, spm_model):
+    """A release directory as Google's tarballs unpack (`albert_base_v2/`: config, SentencePiece model, weights)."""
+    release = os.path.join(root, "albert_base_v2")
+    os.makedirs(release)
+    config.to_json_file(os.path.join(release, "albert_config.json"))
+    shutil.copy(spm_model, os.path.join(release, "30k-clean.model"))
+    save_tf1_checkpoint(AlbertModel(config), os.path.join(release, "model.ckpt-best"))
+    return release
+
+
+@pytest.mark.e2e
+def test_every_task_on_tiny_fixtures_writes_results_md_and_resumes(tmp_path):
+    data = tfx.write_all(tmp_path / "data")
+    release = _release_dir(str(tmp_path), data["config"], data["spm"])
+    out = tmp_path / "out"
+    results = reproduce.reproduce(str(out), release, glue_dir=data["glue"], squad_dir=data["squad"],
+                                  race_dir=data["race"], overrides=TINY_OVERRIDES)
+    assert list(results) == list(reproduce.TASKS)
+    text = (out / reproduce.RESULTS_FILE).read_text()
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("| ") and "---" not in line][1:]
+    names = ["CoLA", "STS-B", "SST-2", "MNLI-m", "QNLI", "QQP", "RTE", "MRPC", "SQuAD 1.1", "SQuAD 1.1",
+             "SQuAD 2.0", "SQuAD 2.0", "RACE"]
+    assert [row[0] for row in rows] == names
+    published = {"MNLI-m": "84.6", "SST-2": "92.9", "RACE": "66.8"}
+    for row in rows:
+        name, metric, dev, pub, diff = row[:5]
+        value = float(dev)
+        if name == "SQuAD 2.0":
+            pub_expected = {"F1": "82.1", "EM": "79.3"}[metric]
+        elif name == "SQuAD 1.1":
+            pub_expected = {"F1": "90.2", "EM": "83.2"}[metric]
+        else:
+            pub_expected = published.get(name, "—")
+        assert pub == pub_expected, row
+        if pub != "—":
+            assert diff == f"{value - float(pub):+.2f}", row
+        assert (-100.0 <= value <= 100.0) if metric in ("MCC", "Pearson") else (0.0 <= value <= 100.0), row
+        assert row[5] in ("1", "2"), row      # two steps, a checkpoint after each: the better one
+    assert "published scores of: base_v2" in text and "run_glue.sh" in text
+    # Each task trained its two steps.
+    for task in reproduce.TASKS:
+        assert os.path.exists(out / task / reproduce.TASK_RESULT_FILE)
+        assert os.path.exists(out / task / "model.ckpt-best.index") or task.startswith("squad")
+    # Resumable: the finished tasks are read back, not run again (no new file anywhere), through the command.
+    before = {os.path.join(d, f): os.stat(os.path.join(d, f)).st_mtime_ns
+              for d, _, files in os.walk(out / "mnli") for f in files}
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    code = ("import sys; from albert_tf import cli; sys.argv = ['albert-reproduce'] + sys.argv[1:]; "
+            "cli.reproduce()")
+    proc = subprocess.run([sys.executable, "-c", code, f"--output_dir={out}", f"--init_checkpoint={release}",
+                           f"--glue_dir={data['glue']}", f"--squad_dir={data['squad']}", f"--race_dir={data['race']}"],
+                          capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout == text
+    after = {os.path.join(d, f): os.stat(os.path.join(d, f)).st_mtime_ns
+             for d, _, files in os.walk(out / "mnli") for f in files}
+    assert after == before
+    proc = subprocess.run([sys.executable, "-c", code, f"--output_dir={out}"], capture_output=True, text=True,
+                          env=env, timeout=600)
+    assert proc.returncode == 2 and re.fullmatch(r"albert-reproduce: error: `--init_checkpoint` is required\.\n",
+                                                 proc.stderr.splitlines(True)[-1]), proc.stderr
