@@ -183,7 +183,7 @@ def test_question_option_joining_and_labels():
 
 @pytest.mark.parametrize("change, message", [
     ({"answers": ["E"]}, r"bad\.txt`, question 0: the answer must be one of A, B, C, D\. Received: 'E'"),
-    ({"options": [["a", "b", "c"]]}, r"bad\.txt`, question 0: expected exactly 4 options"),
+    ({"options": [["a", "b", "c"]]}, r"bad\.txt`, question 0: expected exactly 4 string options"),
     ({"answers": ["A", "B"]}, r"bad\.txt`: `answers` must be a list with one letter per question"),
     ({"article": None}, None),
 ])
