@@ -23,8 +23,8 @@ _EXPORTS = {
     "AlbertPreprocessor": "albert_tf.preprocessing",
     "pipeline": "albert_tf.pipelines",
 }
-_SUBMODULES = ("checkpoints", "config", "data", "export", "fileio", "layers", "models", "quickstart",
-               "registry", "serving", "session_model", "text_ops", "tokenization", "training")
+_SUBMODULES = ("checkpoints", "config", "data", "errors", "export", "fileio", "layers", "lite", "models",
+               "quickstart", "registry", "serving", "session_model", "text_ops", "tokenization", "training")
 
 
 def _model_class_names():
