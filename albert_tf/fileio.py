@@ -11,6 +11,7 @@ import os
 import uuid
 
 import tensorflow as tf
+from absl import logging
 
 from albert_tf.errors import InputError
 
@@ -87,8 +88,11 @@ def utf8_error(path, data, error):
                       f"{data[error.start:error.start + 4]!r} (is the file in another encoding?)")
 
 
-def read_text(path):
+def read_text(path, lines=False):
     """The whole text of a UTF-8 file; bytes that are not UTF-8 are an `InputError` naming `path:line`.
+
+    With `lines` (a file of lines), a last line without its line end is read as it is, with a warning: a file
+    cut inside its last line cannot be told from a complete one otherwise.
 
     The original readers (`tokenization.convert_to_unicode`) decode with `errors="ignore"`, which drops such
     bytes without a word; a file in another encoding (Latin-1, UTF-16) is refused here instead.
@@ -96,6 +100,10 @@ def read_text(path):
     with tf.io.gfile.GFile(path, "rb") as f:
         data = f.read()
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise utf8_error(path, data, e) from None
+    if lines and text and not text.endswith("\n"):
+        logging.warning("%s:%d: the last line has no line end (a cut file?); it is read as it is.", path,
+                        text.count("\n") + 1)
+    return text

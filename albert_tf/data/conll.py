@@ -72,7 +72,7 @@ def read_sentences(path):
     """
     sentences, words, tags, lines = [], [], [], []
     width = None
-    for number, line in enumerate(fileio.read_text(path).split("\n"), start=1):
+    for number, line in enumerate(fileio.read_text(path, lines=True).split("\n"), start=1):
         line = line.rstrip("\r")
         columns = line.split()
         if not columns or columns[0] == DOCSTART:

@@ -142,6 +142,8 @@ def examples_from_object(obj, source, level, process_text, require_answers=True)
     if not isinstance(obj["article"], str) or not all(isinstance(q, str) for q in questions):
         raise InputError(f"RACE file `{source}`: expected a string `article` and string `questions`, got "
                          f"{type(obj['article']).__name__} and {sorted({type(q).__name__ for q in questions})}.")
+    if "id" in obj and (not isinstance(obj["id"], (str, int)) or isinstance(obj["id"], bool)):
+        raise InputError(f"RACE file `{source}`: expected a string `id`, got {obj['id']!r}.")
     article_id = str(obj.get("id", os.path.basename(source)))  # e.g. `all.txt:7` when there is no `id`
     context = process_text(obj["article"])
     examples = []

@@ -135,6 +135,9 @@ def load_squad_json(input_file):
                 if not isinstance(qa, dict) or "id" not in qa or not isinstance(qa.get("question"), str):
                     raise InputError(f"SQuAD file `{input_file}`: {where} must have an `id` and a string "
                                      "`question`.")
+                if not isinstance(qa.get("is_impossible", False), bool):
+                    raise InputError(f"SQuAD file `{input_file}`: {where} (id {qa['id']}) `is_impossible` must be "
+                                     f"true or false, got {qa['is_impossible']!r}.")
                 answers = qa.get("answers", [])
                 if not isinstance(answers, list) or not all(isinstance(answer, dict) for answer in answers):
                     raise InputError(f"SQuAD file `{input_file}`: {where} (id {qa['id']}) `answers` must be a "
