@@ -12,8 +12,8 @@ defines itself, which for a console script is none), and an error in what the us
 config, a checkpoint, data: `albert_tf.errors.InputError` and the exceptions of `user_errors()`) ends the
 command with one line, `<command>: error: <message>`, and exit status 2. Any other exception is a bug and
 keeps its traceback. A SIGINT or SIGTERM ends it with `interrupted at step N; the same command resumes` and exit
-status 130 or 143 (`albert_tf.training.interrupt`). `--verbosity=1` (or more), or `ALBERT_TF_TRACEBACK=1` in the environment, prints the
-traceback of a user error too.
+status 130 or 143 (`albert_tf.training.interrupt`). `--verbosity=1` (or more), or `ALBERT_TF_TRACEBACK=1` in the
+environment, prints the traceback of a user error too.
 
 `quiet_tensorflow_start()` also picks TensorFlow's CPU backend (`pick_cpu_backend()`: oneDNN or Eigen) when
 the user has not, for the same reason: TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it loads. Only the

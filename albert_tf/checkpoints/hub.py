@@ -553,7 +553,8 @@ CLI_HELP = f"""Downloads ALBERT weights by name into the cache and prints the lo
 that train offline later (then set {OFFLINE_ENV}=1 and pass the same name, or the printed path).
 
 Usage: albert-download [--force] NAME [NAME ...]. A name already in the cache is checked against the size and
-SHA-256 of each file recorded when it was downloaded; --force downloads it again. Names: {', '.join(names.RELEASES)} (Google's tarballs, into
+SHA-256 of each file recorded when it was downloaded; --force downloads it again.
+Names: {', '.join(names.RELEASES)} (Google's tarballs, into
 {CACHE_ENV}, default ~/.cache/albert_tf); hf:<org>/<repo>[@revision] (into the Hugging Face cache, HF_HOME);
 kaggle:<owner>/<model>/<framework>/<variation>[/<version>] (into the kagglehub cache, KAGGLEHUB_CACHE);
 https://... (an archive or a file; #sha256=<hex> pins its checksum)."""

@@ -245,7 +245,8 @@ def read_tsv(path, quotechar=None):
     Bytes that are not UTF-8 and rows the `csv` module refuses are `InputError`s naming `path:line`.
     """
     # Lines end at "\n" only, as the original's `GFile` iteration.
-    reader = csv.reader(io.StringIO(fileio.read_text(path, lines=True), newline="\n"), delimiter="\t", quotechar=quotechar)
+    text = fileio.read_text(path, lines=True)
+    reader = csv.reader(io.StringIO(text, newline="\n"), delimiter="\t", quotechar=quotechar)
     rows = []
     try:
         for row in reader:

@@ -139,9 +139,8 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
         gradient_accumulation_steps: int, micro-batches summed per optimizer step.
         jit_compile: bool, compile the forward/backward pass with XLA.
         checkpoint_iterator: bool, save the input position in the checkpoints (where the strategy allows).
-        loop_callback: optional `fn(stats)` called after each loop with a dict: `global_step`, `loss`,
-            `learning_rate`, `gradient_norm`, `step_time` (s), `examples_per_second`, `seconds`, and the
-            `loss_fn` scalars.
+        loop_callback: optional `fn(stats)` called after each loop with a dict: `global_step`, `loss`, `learning_rate`,
+            `gradient_norm`, `step_time` (s), `examples_per_second`, `seconds`, and the `loss_fn` scalars.
         positional_input: bool, `train_dataset_fn` can start at a batch (a seeded positional input): a
             resumed run whose checkpoint holds no iterator state starts each input pipeline at batch
             `step * gradient_accumulation_steps * replicas per pipeline`, so it reads what an uninterrupted
@@ -183,13 +182,12 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
                                strategy.num_replicas_in_sync * accumulation, accumulation, jit_compile)
     # The metric names are known after one trace of the loss on a replica's element spec.
     metric_names = _metric_names(loss_fn, model, dataset_fn, strategy.num_replicas_in_sync, accumulation, strategy)
-    # Set by a SIGINT/SIGTERM (`interrupt`): the loop finishes its step in flight and starts no other.
-    stop = tf.Variable(False, trainable=False, name="interrupt_requested")
+    stop = tf.Variable(False, trainable=False, name="interrupt_requested")   # set by SIGINT/SIGTERM (`interrupt`)
     train_loop = _train_loop_fn(strategy, optimizer, gradient_fn, trainable_variables, metric_names, stop)
     logging.info("***** Running training: steps %d -> %d, %d replica(s), global batch %s *****", step,
                  num_train_steps, strategy.num_replicas_in_sync, global_batch)
     writer = tf.summary.create_file_writer(model_dir) if is_chief else tf.summary.create_noop_writer()
-    try:
+    try:   # a signal lets the step in flight finish and starts no other
         with interrupt.listening(lambda signum: stop.assign(True)):
             return _train_loops(train_loop, iterator, optimizer, manager, writer, num_train_steps,
                                 iterations_per_loop, int(save_checkpoints_steps or 0), global_batch, model_dir,
