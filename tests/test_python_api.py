@@ -101,3 +101,31 @@ def test_keras_names_lists_every_registered_class():
                   if key.startswith("albert_tf>")}
     assert set(registered) == set(keras_names.NAMES)
     assert all(kind is type for kind in registered.values())   # the classes replaced their stand-ins
+
+
+def test_without_import_albert_tf_the_keras_error_is_short(model_files, tmp_path):  # noqa: F811
+    """The config of a `.keras` file names the SentencePiece model by its SHA-256 (the model is an asset), so
+    Keras's error without `import albert_tf`, which prints the whole config, stays short."""
+    pre = AlbertPreprocessor(model_files["spm"], max_seq_length=16)
+    model = AlbertClassifier(model_files["config"], num_labels=2, preprocessor=pre)
+    model(["a good film ."], training=False)
+    path = str(tmp_path / "sst2.keras")
+    model.save(path)
+    script = "import sys, keras\ntry:\n    keras.models.load_model(sys.argv[1])\nexcept TypeError as e:\n" \
+             "    print(len(str(e)), str(e)[:120])\n"
+    proc = subprocess.run([sys.executable, "-c", script, path], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    length, message = proc.stdout.split(" ", 1)
+    assert "Could not locate class 'AlbertClassifier'" in message, proc.stdout + proc.stderr[-2000:]
+    assert int(length) < 5000, length
+    # A config alone (no asset) in a process that never saw the model: a clear error when it is used.
+    from albert_tf import preprocessing
+    config = pre.get_config()
+    assert "spm_model_base64" not in config and len(str(config)) < 1000
+    saved = preprocessing._PROTOS.pop(config["spm_model_sha256"])
+    try:
+        orphan = AlbertPreprocessor.from_config(config)
+        with pytest.raises(InputError, match="names its SentencePiece model only by SHA-256"):
+            orphan(["a good film ."])
+    finally:
+        preprocessing._PROTOS[config["spm_model_sha256"]] = saved
