@@ -51,6 +51,7 @@ def _text_inputs(kind):
     return ["the film was good ."]
 
 
+@pytest.mark.e2e
 def test_keras_files_of_every_task_model_load_in_a_fresh_process(model_files, tmp_path):  # noqa: F811
     """`keras.models.load_model` in a new process after only `import albert_tf` (before or after `import
     keras`), for every registered model kind, with the same outputs; `import albert_tf` loads no TensorFlow."""
