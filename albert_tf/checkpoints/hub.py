@@ -20,7 +20,9 @@ after a cut connection, and on the next call), a file lock per entry so two proc
 SHA-256 and size check (a mismatch removes the file and names it), a safe extraction into the cache, and a
 progress bar (size, speed, ETA) for files over `PROGRESS_MIN_BYTES`; for Kaggle, a file lock around
 `kagglehub` (it takes none) and the look-up of its cache when offline (it has no offline mode). Our cache is
-`ALBERT_TF_CACHE` (default `~/.cache/albert_tf`).
+`ALBERT_TF_CACHE` (default `~/.cache/albert_tf`); each entry's `complete.json` records the size and SHA-256 of
+every file it holds, checked on every use: a damaged entry is an error naming the file and
+`albert-download --force NAME`, which downloads it again.
 
 Offline: `ALBERT_TF_OFFLINE=1` (or `HF_HUB_OFFLINE=1` for `hf:` names) reads only the caches and says what is
 missing. Every failure (no network, a 404, a timeout, an unknown name, a checksum mismatch) is one
