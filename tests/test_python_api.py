@@ -12,6 +12,7 @@ import pytest
 
 from albert_tf import AlbertClassifier, AlbertPreprocessor, AlbertTokenClassifier
 from albert_tf.errors import InputError
+from fresh_process import same_cpu_backend
 from test_glue import model_files  # noqa: F401  (a fixture)
 
 
@@ -87,7 +88,8 @@ def test_keras_files_of_every_task_model_load_in_a_fresh_process(model_files, tm
     tests_dir = os.path.dirname(os.path.abspath(__file__))
     for first in ("albert_tf", "keras"):
         proc = subprocess.run([sys.executable, "-c", script, first, keys, tests_dir], capture_output=True, text=True,
-                              cwd=str(tmp_path), env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), timeout=300)
+                              cwd=str(tmp_path), env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **same_cpu_backend()),
+                              timeout=300)
         assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
 
 
