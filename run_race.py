@@ -71,7 +71,5 @@ def main(argv):
 
 if __name__ == "__main__":
     flags.mark_flag_as_required("data_dir")
-    flags.mark_flag_as_required("spm_model_file")
-    flags.mark_flag_as_required("albert_config_file")
     flags.mark_flag_as_required("output_dir")
     cli.run_app(main, __doc__, ["albert_tf.training.flags"])

@@ -1,6 +1,7 @@
 """Fine-tunes and predicts SQuAD 1.1 or, with `--version_2_with_negative`, SQuAD 2.0 with ALBERT, as the original
 `run_squad_v1.py` / `run_squad_v2.py`: it reads the SQuAD JSON `--train_file` and `--predict_file`, the
-model's `--albert_config_file` and `--spm_model_file`, and the initial weights of `--init_checkpoint`; it
+model's `--albert_config_file` and `--spm_model_file` (default: those that come with `--init_checkpoint`, as
+for the other runners), and the initial weights of `--init_checkpoint`; it
 writes the feature files (`--train_feature_file`, `--predict_feature_file`, `--predict_feature_left_file`,
 default in `--output_dir`), `model.ckpt-<step>` checkpoints in `--output_dir`, and with `--do_predict` scores
 every checkpoint (`eval_results.txt`, `best_trial.txt`, `model.ckpt-best`) and writes `predictions.json`,
@@ -99,7 +100,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    flags.mark_flag_as_required("spm_model_file")
-    flags.mark_flag_as_required("albert_config_file")
     flags.mark_flag_as_required("output_dir")
     cli.run_app(main, __doc__, ["albert_tf.training.flags"])

@@ -5,14 +5,18 @@ a command can configure TensorFlow's logging before it starts. It does check tha
 single TensorFlow distribution (`albert_tf.install_check`).
 
 The model classes (`AlbertModel`, `AlbertClassifier`, ...) are those of the registered model kinds
-(`albert_tf.registry`): a kind added in `albert_tf/models/` is a public name here without an edit.
+(`albert_tf.registry`): a kind added in `albert_tf/models/` is a public name here without an edit. After
+`import albert_tf`, `keras.models.load_model` reads the `.keras` files of every albert_tf model
+(`albert_tf.keras_names`).
 """
 
 import importlib
 
-from albert_tf import install_check
+from albert_tf import install_check, keras_names
 
 install_check.check_single_tensorflow()
+# `keras.models.load_model` finds `albert_tf>AlbertClassifier`, ... without TensorFlow imported here.
+keras_names.install()
 
 __version__ = "0.1.0"
 
@@ -23,8 +27,8 @@ _EXPORTS = {
     "AlbertPreprocessor": "albert_tf.preprocessing",
     "pipeline": "albert_tf.pipelines",
 }
-_SUBMODULES = ("checkpoints", "config", "data", "export", "fileio", "layers", "models", "quickstart",
-               "registry", "serving", "session_model", "text_ops", "tokenization", "training")
+_SUBMODULES = ("checkpoints", "config", "data", "errors", "export", "fileio", "layers", "lite", "models",
+               "quickstart", "registry", "serving", "session_model", "text_ops", "tokenization", "training")
 
 
 def _model_class_names():

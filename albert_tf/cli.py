@@ -11,8 +11,9 @@ with the command's paragraph and lists its own flags (absl lists only the flags 
 defines itself, which for a console script is none), and an error in what the user gave (a flag, a file, a
 config, a checkpoint, data: `albert_tf.errors.InputError` and the exceptions of `user_errors()`) ends the
 command with one line, `<command>: error: <message>`, and exit status 2. Any other exception is a bug and
-keeps its traceback. `--verbosity=1` (or more), or `ALBERT_TF_TRACEBACK=1` in the environment, prints the
-traceback of a user error too.
+keeps its traceback. A SIGINT or SIGTERM ends it with `interrupted at step N; the same command resumes` and exit
+status 130 or 143 (`albert_tf.training.interrupt`). `--verbosity=1` (or more), or `ALBERT_TF_TRACEBACK=1` in the
+environment, prints the traceback of a user error too.
 
 `quiet_tensorflow_start()` also picks TensorFlow's CPU backend (`pick_cpu_backend()`: oneDNN or Eigen) when
 the user has not, for the same reason: TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it loads. Only the
@@ -33,6 +34,7 @@ from absl import flags
 from absl import logging
 
 from albert_tf.errors import InputError, MissingPackageError, tf_error_text
+from albert_tf.training import interrupt
 
 # Set to 1 to see the traceback of an error in what the user gave (as `--verbosity=1` does).
 TRACEBACK_ENV = "ALBERT_TF_TRACEBACK"
@@ -270,8 +272,24 @@ def run_app(main, help_text, flag_modules=(), flags_parser=None, **run_kwargs):
     if any(arg in ("-h", "-help", "--help", "--helpshort") for arg in sys.argv[1:]):
         # absl answers --help with exit status 1; asking for help is not an error.
         app.usage(shorthelp=True, writeto_stdout=True, exitcode=0)
-    app.run(guard_user_errors(_logging_cpu_backend(main)), flags_parser=_parse_flags(flags_parser or flags.FLAGS),
-            **run_kwargs)
+    app.run(guard_interrupts(guard_user_errors(_logging_cpu_backend(main))),
+            flags_parser=_parse_flags(flags_parser or flags.FLAGS), **run_kwargs)
+
+
+def guard_interrupts(main):
+    """`main` run under `interrupt.handling_signals()`: a SIGINT or SIGTERM ends it with one line on stderr,
+    `interrupted at step N; the same command resumes`, and exit status 130 or 143 (128 + the signal)."""
+
+    def guarded(*args, **kwargs):
+        try:
+            with interrupt.handling_signals():
+                return main(*args, **kwargs)
+        except interrupt.Interrupted as e:
+            logging.flush()
+            print(e.line(), file=sys.stderr, flush=True)
+            sys.exit(e.exit_code)
+
+    return guarded
 
 
 def _logging_cpu_backend(main):

@@ -11,6 +11,9 @@ import os
 import uuid
 
 import tensorflow as tf
+from absl import logging
+
+from albert_tf.errors import InputError
 
 
 def _temporary_name(path):
@@ -76,3 +79,31 @@ def copy_atomic(src, dst):
     """Copies the file `src` to `dst` atomically (overwriting `dst`)."""
     with atomic_path(dst) as tmp:
         tf.io.gfile.copy(src, tmp, overwrite=True)
+
+
+def utf8_error(path, data, error):
+    """The `InputError` for bytes of `path` that are not UTF-8, naming the line and the bytes."""
+    line = data.count(b"\n", 0, error.start) + 1
+    return InputError(f"{path}:{line}: expected UTF-8 text, got the bytes "
+                      f"{data[error.start:error.start + 4]!r} (is the file in another encoding?)")
+
+
+def read_text(path, lines=False):
+    """The whole text of a UTF-8 file; bytes that are not UTF-8 are an `InputError` naming `path:line`.
+
+    With `lines` (a file of lines), a last line without its line end is read as it is, with a warning: a file
+    cut inside its last line cannot be told from a complete one otherwise.
+
+    The original readers (`tokenization.convert_to_unicode`) decode with `errors="ignore"`, which drops such
+    bytes without a word; a file in another encoding (Latin-1, UTF-16) is refused here instead.
+    """
+    with tf.io.gfile.GFile(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise utf8_error(path, data, e) from None
+    if lines and text and not text.endswith("\n"):
+        logging.warning("%s:%d: the last line has no line end (a cut file?); it is read as it is.", path,
+                        text.count("\n") + 1)
+    return text

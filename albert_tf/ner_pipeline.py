@@ -138,6 +138,8 @@ def token_classification_pipeline(source, **options):
             raise InputError(f"The export `{export_dir}` does not serve a token classifier (per-token "
                              "`probabilities [batch, seq, labels]`).")
         options.setdefault("do_lower_case", runner.do_lower_case)
+        pipelines.default_lengths(TokenClassificationPipeline, options,
+                                  runner.max_seq_length or runner.config.max_position_embeddings)
         tokenizer, use_spm = pipelines._tokenizer(spm_model_file or runner.spm_model_file, vocab_file,
                                                   options["do_lower_case"], export_dir)
         return TokenClassificationPipeline(runner, tokenizer, use_spm, **options)
@@ -157,4 +159,5 @@ def token_classification_pipeline(source, **options):
             hf.labels_of(resolved.directory, kwargs.get("num_labels")) if resolved.layout == "hf_model" else None)
         model = AlbertTokenClassifier(as_config(config), labels=labels, **kwargs)
         restore_source(model, resolved, allow_missing_heads=False)
+    pipelines.default_lengths(TokenClassificationPipeline, options, model.config.max_position_embeddings)
     return TokenClassificationPipeline(pipelines._KerasRunner(model), tokenizer, use_spm, **options)

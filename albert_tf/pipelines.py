@@ -44,6 +44,7 @@ import re
 
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from albert_tf import lite, tokenization
 from albert_tf.checkpoints import open_reader, resolve_source, restore_source, source_num_labels, table
@@ -115,6 +116,19 @@ class _ExportRunner:
             self.do_lower_case = bool(info["do_lower_case"].numpy())
             vocab = info["vocab_file"].numpy().decode("utf-8")
             self.spm_model_file = vocab or None
+        self.max_seq_length = self._example_length()
+
+    def _example_length(self):
+        """The `max_seq_length` the export was written with: the longest `[L]` feature that its
+        `serve_examples` signature parses (None without that signature)."""
+        if "serve_examples" not in self.loaded.signatures:
+            return None
+        graph_def = self.loaded.signatures["serve_examples"].graph.as_graph_def()
+        nodes = list(graph_def.node) + [node for function in graph_def.library.function
+                                        for node in function.node_def]
+        lengths = [shape.dim[0].size for node in nodes if node.op in ("ParseExampleV2", "ParseExample")
+                   for shape in node.attr["dense_shapes"].list.shape if len(shape.dim) == 1]
+        return max(lengths) if lengths else None
 
     def _kind(self):
         names = set(self.output_specs)
@@ -531,6 +545,13 @@ class QuestionAnsweringPipeline(Pipeline):
                                   paragraph_text=item["context"])
 
     def _encode(self, examples):
+        for example in examples:
+            pieces = len(self.tokenizer.tokenize(tokenization.preprocess_text(example.question_text,
+                                                                              lower=self.do_lower_case)))
+            if pieces > self.max_query_length:
+                logging.warning("question-answering: question %s has %d tokens; only its first "
+                                "`max_query_length=%d` are used (as the original).", example.qas_id, pieces,
+                                self.max_query_length)
         features = []
         squad.convert_examples_to_features(examples, self.tokenizer, self.max_seq_length, self.doc_stride,
                                            self.max_query_length, False, features.append, self.do_lower_case)
@@ -714,6 +735,18 @@ def _keras_model(task, resolved, config, options):
     return model
 
 
+def default_lengths(cls, options, longest):
+    """Fills the length options not given (`max_seq_length`, and `max_query_length` / `max_qa_length`) with the
+    task's defaults capped at `longest`: the export's length, or the model's `max_position_embeddings`."""
+    if "max_seq_length" not in cls.defaults or not longest:
+        return
+    length = options.setdefault("max_seq_length", min(cls.defaults["max_seq_length"], int(longest)))
+    if "max_query_length" in cls.defaults:   # the original's rule: max_seq_length > max_query_length + 3
+        options.setdefault("max_query_length", min(cls.defaults["max_query_length"], length - 4))
+    if "max_qa_length" in cls.defaults:
+        options.setdefault("max_qa_length", min(cls.defaults["max_qa_length"], length - 3))
+
+
 def pipeline(task, source, **options):
     """A callable answering `task` on raw text with the model and tokenizer of `source`.
 
@@ -755,6 +788,7 @@ def pipeline(task, source, **options):
             raise InputError(f"The export `{export_dir}` serves a {runner.kind} model; {task!r} needs an export of "
                              f"{' or '.join(cls.export_kinds)}.")
         options.setdefault("do_lower_case", runner.do_lower_case)
+        default_lengths(cls, options, runner.max_seq_length or runner.config.max_position_embeddings)
         tokenizer, use_spm = _tokenizer(spm_model_file or runner.spm_model_file, vocab_file,
                                         options["do_lower_case"], export_dir)
         return cls(runner, tokenizer, use_spm, **options)
@@ -773,4 +807,5 @@ def pipeline(task, source, **options):
             tokenization.check_spm_vocab_size(tokenizer.sp_model_proto, config.vocab_size,
                                               spm_model_file or resolved.spm_model_file, "the source's config")
         model = _keras_model(task, resolved, config, options)
+    default_lengths(cls, options, config.max_position_embeddings)
     return cls(_KerasRunner(model), tokenizer, use_spm, **options)

@@ -11,6 +11,7 @@ holding the layer carries its tokenizer.
 """
 
 import base64
+import hashlib
 import os
 
 import keras
@@ -26,6 +27,14 @@ from albert_tf.errors import InputError
 # How `call` packs its inputs; None decides by their structure (see `AlbertPreprocessor.call`).
 MODES = ("text", "masked", "squad", "race")
 DEFAULT_MAX_SEQ_LENGTH = 512   # `--max_seq_length` of run_classifier.py and run_race.py.
+
+
+# SHA-256 -> bytes of the SentencePiece models of the preprocessors made in this process (for `from_config`).
+_PROTOS = {}
+# `spm_model` of a preprocessor whose SentencePiece model comes later, from a `.keras` file's assets.
+_PENDING = object()
+# The asset file of the SentencePiece model in a `.keras` file.
+ASSET = "spiece.model"
 
 
 def _proto_bytes(spm_model):
@@ -124,10 +133,23 @@ class AlbertPreprocessor(keras.layers.Layer):
         self.max_qa_length = _positive_int("max_qa_length", max_qa_length)
         self.max_predictions_per_seq = _positive_int("max_predictions_per_seq", max_predictions_per_seq)
         self.do_lower_case = bool(do_lower_case)
-        self._proto = _proto_bytes(spm_model)
+        self._proto = self.pipeline = self.vocab_size = self._spm_sha256 = None
+        if spm_model is not _PENDING:
+            self._set_proto(_proto_bytes(spm_model))
+        self.built = True
+
+    def _set_proto(self, proto):
+        self._proto = proto
+        self._spm_sha256 = hashlib.sha256(proto).hexdigest()
+        _PROTOS[self._spm_sha256] = proto
         self.pipeline = self._new_pipeline()
         self.vocab_size = self.pipeline.tokenizer.vocab_size
-        self.built = True
+
+    def _require_proto(self):
+        if self._proto is None:
+            raise InputError(f"This AlbertPreprocessor was rebuilt from a config that names its SentencePiece model "
+                             f"only by SHA-256 ({self._spm_sha256}): load the `.keras` file that holds the model, or "
+                             "create the preprocessor with `spm_model=`.")
 
     def _new_pipeline(self):
         return text_ops.TextPipeline(self._proto, self.do_lower_case, self.max_seq_length,
@@ -141,6 +163,7 @@ class AlbertPreprocessor(keras.layers.Layer):
         deletes the resource: graphs traced afterwards would fail with "Resource ... SentencepieceOp ... does not
         exist". A one-string probe finds that out and a new tokenizer replaces the dead one.
         """
+        self._require_proto()
         if not tf.executing_eagerly():
             return
         try:
@@ -156,7 +179,7 @@ class AlbertPreprocessor(keras.layers.Layer):
     def check_model(self, config, mode="text"):
         """Raises InputError when this preprocessor does not fit a model of `config` (an `AlbertConfig`) packed
         in `mode` (one of `MODES`)."""
-        if self.vocab_size > config.vocab_size:
+        if self.vocab_size is not None and self.vocab_size > config.vocab_size:
             raise InputError(f"The preprocessor's SentencePiece model has {self.vocab_size} pieces but the model's "
                              f"`vocab_size` is {config.vocab_size}: they must come from the same release.")
         check_max_seq_length(self.max_seq_length, config.max_position_embeddings)
@@ -208,6 +231,7 @@ class AlbertPreprocessor(keras.layers.Layer):
 
     def call(self, inputs, mode=None):
         """Packs `inputs` (see the class docstring); `mode` is one of `MODES` or None (by the inputs' structure)."""
+        self._require_proto()
         kind = self.validate(inputs, mode)
         if kind == "race":
             return self._race(inputs)
@@ -241,18 +265,43 @@ class AlbertPreprocessor(keras.layers.Layer):
                                              RACE_NUM_CHOICES)
 
     def get_config(self):
+        """The config, with the SentencePiece model named by its SHA-256 only (a `.keras` file holds the model as
+        the asset `spiece.model`; `from_config` in this process finds it by the SHA-256), so that a config stays
+        short: Keras prints it whole in its errors."""
         config = super().get_config()
-        config.update(spm_model_base64=base64.b64encode(self._proto).decode("ascii"),
-                      max_seq_length=self.max_seq_length, do_lower_case=self.do_lower_case,
-                      max_query_length=self.max_query_length, max_qa_length=self.max_qa_length,
-                      max_predictions_per_seq=self.max_predictions_per_seq)
+        config.update(spm_model_sha256=self._spm_sha256, max_seq_length=self.max_seq_length,
+                      do_lower_case=self.do_lower_case, max_query_length=self.max_query_length,
+                      max_qa_length=self.max_qa_length, max_predictions_per_seq=self.max_predictions_per_seq)
         return config
 
     @classmethod
     def from_config(cls, config):
+        """The preprocessor of `config`; its SentencePiece model comes from a preprocessor of this process with
+        the same SHA-256, the config itself (`spm_model_base64`, as older versions wrote), or the `.keras` file's
+        asset (`load_assets`, which Keras calls after `from_config`)."""
         config = dict(config)
-        proto = base64.b64decode(config.pop("spm_model_base64"))
-        return cls(proto, **config)
+        sha256 = config.pop("spm_model_sha256", None)
+        encoded = config.pop("spm_model_base64", None)
+        proto = base64.b64decode(encoded) if encoded else _PROTOS.get(sha256)
+        preprocessor = cls(_PENDING if proto is None else proto, **config)
+        if proto is None:
+            preprocessor._spm_sha256 = sha256   # pylint: disable=protected-access  (own class)
+        return preprocessor
+
+    def save_assets(self, dir_path):
+        """Writes the SentencePiece model to `dir_path/spiece.model` (Keras calls it when saving a `.keras` file)."""
+        with open(os.path.join(dir_path, ASSET), "wb") as f:
+            f.write(self._proto)
+
+    def load_assets(self, dir_path):
+        """Reads the SentencePiece model that `save_assets` wrote (Keras calls it when loading a `.keras` file)."""
+        with open(os.path.join(dir_path, ASSET), "rb") as f:
+            proto = f.read()
+        if self._spm_sha256 not in (None, hashlib.sha256(proto).hexdigest()):
+            raise InputError(f"The SentencePiece model in the `.keras` file is not the one its config names "
+                             f"(SHA-256 {self._spm_sha256}).")
+        if self._proto is None:
+            self._set_proto(proto)
 
     @classmethod
     def from_pretrained(cls, source, max_seq_length=None, spm_model=None, **kwargs):

@@ -381,6 +381,48 @@ def test_two_processes_fetching_one_name_end_with_one_copy(model_files, caches, 
     assert lines[-1].startswith("albert-download: error: Unknown model name `albert_nonexistent_v7`"), err3[-2000:]
 
 
+def test_a_damaged_cache_entry_is_named_with_the_command_that_refreshes_it(model_files, caches, monkeypatch):
+    """Issue row: the extracted `.data` file of a cached download truncated afterwards. Every use checks the
+    entry against the sizes and SHA-256 recorded at download; `albert-download NAME` refuses it with one line,
+    `albert-download --force NAME` downloads it again."""
+    tarball = model_files["tarball"]
+    path = "/albert_models/albert_large_zh.tar.gz"
+    with serving(files_app({path: tarball})) as server:
+        _release(monkeypatch, server, sha256=hashlib.sha256(tarball).hexdigest(), name="albert_large_zh")
+        directory = hub.fetch("albert_large_zh")
+        entry = caches / "albert_tf_cache" / "downloads" / "albert_large_zh"
+        files = json.loads((entry / "complete.json").read_text())["files"]
+        data = os.path.join(directory, "model.ckpt-best.data-00000-of-00001")
+        assert files[os.path.relpath(data, entry)][0] == os.path.getsize(data)
+        with open(data, "r+b") as f:
+            f.truncate(os.path.getsize(data) // 2)
+        expected = (rf"The cached download of `albert_large_zh` is damaged: `{re.escape(data)}` has \d+ bytes, "
+                    r"\d+ when it was downloaded\. Run `albert-download --force albert_large_zh` to download it "
+                    r"again\.$")
+        with pytest.raises(InputError, match=expected):
+            AlbertModel.from_pretrained("albert_large_zh")
+        env = _env(ALBERT_TF_RELEASES_URL=server.url + "/albert_models")
+        code = "import sys; from albert_tf import cli; sys.argv = ['albert-download'] + sys.argv[1:]; cli.download()"
+        proc = subprocess.run([sys.executable, "-c", code, "albert_large_zh"], capture_output=True, text=True,
+                              env=env, cwd=caches, timeout=240)
+        assert proc.returncode == 2 and proc.stdout == "", proc.stderr[-2000:]
+        assert re.match("albert-download: error: " + expected[:-1], proc.stderr.strip().splitlines()[-1])
+        assert len(server.requests("GET", path)) == 1
+        proc = subprocess.run([sys.executable, "-c", code, "--force", "albert_large_zh"], capture_output=True,
+                              text=True, env=env, cwd=caches, timeout=240)
+        assert proc.returncode == 0 and proc.stdout.strip() == directory, proc.stderr[-2000:]
+        assert len(server.requests("GET", path)) == 2
+    assert_same_model(AlbertModel.from_pretrained("albert_large_zh"), model_files)
+    # A flipped byte (same size) is found by the SHA-256.
+    with open(data, "r+b") as f:
+        f.seek(10)
+        byte = f.read(1)
+        f.seek(10)
+        f.write(bytes([byte[0] ^ 1]))
+    with pytest.raises(InputError, match=r"has other bytes than when it was downloaded .*--force albert_large_zh"):
+        hub.fetch("albert_large_zh")
+
+
 # --- Hugging Face -----------------------------------------------------------------------------------------------
 
 def hf_app(hf_files, cdn_url, sharded=None, cut_first=False):

@@ -18,6 +18,7 @@ from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import glue
 from albert_tf.data.vocab import train_sentencepiece
+from albert_tf.errors import InputError
 from albert_tf.models.albert_model import AlbertModel
 from albert_tf.models.classifier import AlbertClassifier, classifier_loss
 from albert_tf.models.squad import AlbertSquadV1
@@ -275,8 +276,8 @@ def test_bad_files_name_the_path_and_line(glue_root, tmp_path):
     _write(str(tmp_path / "RTE" / "train.tsv"), [["index", "sentence1", "sentence2", "label"],
                                                  ["0", "A .", "B .", "entailment"],
                                                  ["1", "only two columns"]])
-    with pytest.raises(ValueError, match=r"RTE/train\.tsv:3: row has 2 tab-separated column\(s\); expected at "
-                                         r"least 3"):
+    with pytest.raises(InputError, match=r"RTE/train\.tsv:3: expected 4 tab-separated columns \(as the header\), "
+                                         r"got 2: \['1', 'only two columns'\]$"):
         glue.get_processor("rte").get_train_examples(str(tmp_path))
     _write(str(tmp_path / "RTE" / "train.tsv"), [["index", "sentence1", "sentence2", "label"],
                                                  ["0", "A .", "B .", "maybe"]])
@@ -285,12 +286,33 @@ def test_bad_files_name_the_path_and_line(glue_root, tmp_path):
     os.makedirs(tmp_path / "MNLI")
     _write(str(tmp_path / "MNLI" / "train.tsv"), [MNLI_HEADER + ["label1", "gold_label"],
                                                   ["0", "1", "2", "g", "p", "p", "p", "p", "a ."]])
-    with pytest.raises(ValueError, match=r"MNLI/train\.tsv:2: row has 9 .* at least 10"):
+    with pytest.raises(InputError, match=r"MNLI/train\.tsv:2: expected 12 tab-separated columns .*, got 9"):
         glue.get_processor("mnli").get_train_examples(str(tmp_path))
     os.makedirs(tmp_path / "STS-B")
     _write(str(tmp_path / "STS-B" / "dev.tsv"), [["h"] * 10, ["0"] * 9 + ["high"]])
     with pytest.raises(ValueError, match=r"STS-B/dev\.tsv:2: the score .* float.*'high'"):
         glue.get_processor("sts-b").get_dev_examples(str(tmp_path))
+
+
+def test_a_row_with_a_merged_column_is_refused(tmp_path):
+    """Issue row: an MNLI dev row whose two sentences a stray tab merged has a column too few; the original
+    reads a label word as `text_b` and scores it. Here it is one line naming the file and line."""
+    header = MNLI_HEADER + ["label1", "label2", "label3", "label4", "label5", "gold_label"]
+    good = ["0", "1", "2", "g", "p", "p", "p", "p", "A man .", "A dog .", "neutral", "neutral", "neutral",
+            "neutral", "neutral", "neutral"]
+    merged = good[:8] + ["A man . A dog ."] + good[10:]
+    os.makedirs(tmp_path / "MNLI")
+    dev = str(tmp_path / "MNLI" / "dev_matched.tsv")
+    _write(dev, [header, good, merged])
+    with pytest.raises(InputError, match=r"dev_matched\.tsv:3: expected 16 tab-separated columns \(as the header\), "
+                                         r"got 15"):
+        glue.get_processor("mnli").get_dev_examples(str(tmp_path))
+    _write(dev, [header, good])
+    assert [e.text_b for e in glue.get_processor("mnli").get_dev_examples(str(tmp_path))] == ["a dog ."]
+    with open(dev, "ab") as f:
+        f.write(b"1\t\xff\xfe bad\n")
+    with pytest.raises(InputError, match=r"dev_matched\.tsv:3: expected UTF-8 text, got the bytes"):
+        glue.get_processor("mnli").get_dev_examples(str(tmp_path))
 
 
 # --- Features --------------------------------------------------------------------------------------------
@@ -742,7 +764,9 @@ def test_vocab_mismatch_and_damaged_checkpoint_stop_before_any_work(glue_root, m
     before = sorted(os.listdir(damaged))
     with pytest.raises(ValueError, match="is damaged") as error:
         _run("rte", glue_root, model_files, damaged, do_predict=True)
-    assert prefix in str(error.value) and "optimizer slots" in str(error.value)
+    # The message names the damaged file and says nothing of optimizer slots.
+    assert f"`{prefix}.data-00000-of-00001` holds" in str(error.value) and "truncated" in str(error.value)
+    assert "slots" not in str(error.value)
     assert sorted(os.listdir(damaged)) == before
 
 

@@ -17,6 +17,7 @@ from seqeval import metrics as seqeval_metrics
 from albert_tf.checkpoints.convert import convert
 from albert_tf.config import AlbertConfig
 from albert_tf.data import conll
+from albert_tf.errors import InputError
 from albert_tf.models.token_classifier import AlbertTokenClassifier, token_classification_loss
 from albert_tf.tokenization import FullTokenizer
 from albert_tf.training import conlleval
@@ -148,13 +149,30 @@ def test_reader_skips_docstart_and_reads_labels(tmp_path):
     with pytest.raises(ValueError, match="valid.txt or dev.txt"):
         conll.split_path(str(tmp_path / "none"), "dev")
     (tmp_path / "bad.txt").write_text("EU I-ORG\nlonely\n")
-    with pytest.raises(ValueError, match="bad.txt:2: expected `word POS chunk tag`"):
+    with pytest.raises(InputError, match=r"bad.txt:2: expected 2 columns \(as the first token line\), got 1: "
+                                         r"'lonely'$"):
         conll.read_sentences(str(tmp_path / "bad.txt"))
+    (tmp_path / "bad.txt").write_text("lonely\nEU I-ORG\n")
+    with pytest.raises(InputError, match="bad.txt:1: expected `word POS chunk tag`"):
+        conll.read_sentences(str(tmp_path / "bad.txt"))
+    (tmp_path / "empty.txt").write_text("-DOCSTART- -X- -X- O\n\n")
+    with pytest.raises(InputError, match="empty.txt:1: expected CoNLL token lines"):
+        conll.read_sentences(str(tmp_path / "empty.txt"))
     with pytest.raises(ValueError, match="tags B-MISC are not in the label list"):
         conll.check_tags([conll.Sentence(["x"], ["B-MISC"], None)], ["O"], "dev.txt")
     assert conll.parse_labels("O, B-PER ,I-PER") == ["O", "B-PER", "I-PER"]
     with pytest.raises(ValueError, match="distinct tags"):
         conll.parse_labels("O,O")
+
+
+def test_a_line_without_its_tag_is_refused(tmp_path):
+    """Issue row: `call NN I-NP` (the tag missing) in a 4-column train.txt; the original takes the chunk column
+    as the tag and the label set gains `I-NP`. Here it is one line naming the file and line."""
+    (tmp_path / "train.txt").write_text("EU NNP B-NP B-ORG\nrejects VBZ B-VP O\n\nPeter NNP B-NP B-PER\n"
+                                        "call NN I-NP\n")
+    with pytest.raises(InputError, match=r"train.txt:5: expected 4 columns \(as the first token line\), got 3: "
+                                         r"'call NN I-NP'$"):
+        conll.read_sentences(str(tmp_path / "train.txt"))
 
 
 # --- end to end: run_ner.py ---------------------------------------------------------------------------------------

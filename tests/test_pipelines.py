@@ -2,7 +2,9 @@
 model, input and options, on the fixtures the runner tests build; the source kinds; bad input."""
 
 import json
+import logging
 import os
+import re
 import shutil
 import tarfile
 
@@ -323,6 +325,31 @@ def test_feature_extraction_reads_every_source_kind(pretrainer_sources):
             np.testing.assert_allclose(result["sequence_output"], sequence, atol=1e-5, err_msg=kind)
 
 
+def test_lengths_come_from_the_export_or_the_config_and_long_questions_warn(squad_env, pretrainer_sources,
+                                                                            caplog):
+    """`pipeline(task, export_dir)` packs to the export's length (48 here), a checkpoint's pipeline to its
+    `max_position_embeddings` (64) where the default (512, 384) does not fit; a question cut to
+    `max_query_length` is said in a warning (the original cuts it too)."""
+    export = albert_tf.pipeline("fill-mask", pretrainer_sources["export"])
+    assert export.max_seq_length == SEQ
+    _assert_same(export(FILL_MASK_TEXTS, top_k=3),
+                 albert_tf.pipeline("fill-mask", pretrainer_sources["export"], max_seq_length=SEQ)(FILL_MASK_TEXTS,
+                                                                                                   top_k=3))
+    assert albert_tf.pipeline("fill-mask", pretrainer_sources["release"]).max_seq_length == 64
+    d, spm_file, config, config_file = squad_env
+    release = _release(_built(AlbertSquadV1(config)), d / "squad_lengths", config_file, spm_file)
+    qa = albert_tf.pipeline("question-answering", release)
+    assert (qa.max_seq_length, qa.max_query_length) == (64, 60)
+    qa = albert_tf.pipeline("question-answering", release, max_query_length=4)
+    with caplog.at_level(logging.WARNING):
+        qa(question="who built the tower in the city by the river ?", context="the tower was built by a man .")
+    assert re.search(r"question 0 has \d+ tokens; only its first `max_query_length=4` are used", caplog.text)
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        qa(question="who ?", context="the tower was built by a man .")
+    assert "max_query_length" not in caplog.text
+
+
 def test_bad_input_is_an_input_error(pretrainer_sources):
     release = pretrainer_sources["release"]
     with pytest.raises(InputError, match="Unknown task 'summarization'"):
@@ -336,7 +363,7 @@ def test_bad_input_is_an_input_error(pretrainer_sources):
     with pytest.raises(InputError, match="Unknown options .*'max_seq_len'"):
         albert_tf.pipeline("fill-mask", release, max_seq_len=SEQ)
     with pytest.raises(InputError, match="sequence length 512"):
-        albert_tf.pipeline("fill-mask", release)
+        albert_tf.pipeline("fill-mask", release, max_seq_length=512)
     pipe = albert_tf.pipeline("fill-mask", release, max_seq_length=SEQ)
     with pytest.raises(InputError, match=r"no `\[MASK\]`"):
         pipe("no mask here")

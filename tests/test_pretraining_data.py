@@ -22,6 +22,7 @@ from albert_tf.data import pretraining_records, pretraining_shuffle
 from albert_tf.data import pretraining_writer as pretraining
 from albert_tf.data.pretraining_instances import PretrainingOptions
 from albert_tf.data.vocab import train_sentencepiece
+from albert_tf.errors import InputError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -350,12 +351,15 @@ def test_bad_inputs(corpus, tmp_path):
     with pytest.raises(ValueError, match="max_seq_length"):
         PretrainingOptions(max_seq_length=4).validate()
 
-    # Undecodable bytes are replaced and counted, not fatal.
+    # Bytes that are not UTF-8 are refused with the file and line (the original drops them silently).
     broken = tmp_path / "broken.txt"
-    broken.write_bytes(open(corpus["text"], "rb").read() + b"bad \xff\xfe bytes here.\nmore \xc3 text.\n")
-    stats = pretraining.write_pretraining_examples(str(broken), str(tmp_path / "b.tfrecord"),
-                                                   spm_model_file=corpus["spm_model"], options=options)
-    assert stats.replaced_characters == 3 and stats.lines_with_replacements == 2
+    good = open(corpus["text"], "rb").read()
+    broken.write_bytes(good + b"bad \xff\xfe bytes here.\nmore \xc3 text.\n")
+    line = good.count(b"\n") + 1
+    with pytest.raises(InputError, match=rf"broken.txt:{line}: expected UTF-8 text, got the bytes b'\\xff"):
+        pretraining.write_pretraining_examples(str(broken), str(out_dir / "b.tfrecord"),
+                                               spm_model_file=corpus["spm_model"], options=options)
+    assert not os.listdir(out_dir)
 
 
 def test_command_line(corpus, tmp_path):

@@ -20,7 +20,9 @@ after a cut connection, and on the next call), a file lock per entry so two proc
 SHA-256 and size check (a mismatch removes the file and names it), a safe extraction into the cache, and a
 progress bar (size, speed, ETA) for files over `PROGRESS_MIN_BYTES`; for Kaggle, a file lock around
 `kagglehub` (it takes none) and the look-up of its cache when offline (it has no offline mode). Our cache is
-`ALBERT_TF_CACHE` (default `~/.cache/albert_tf`).
+`ALBERT_TF_CACHE` (default `~/.cache/albert_tf`); each entry's `complete.json` records the size and SHA-256 of
+every file it holds, checked on every use: a damaged entry is an error naming the file and
+`albert-download --force NAME`, which downloads it again.
 
 Offline: `ALBERT_TF_OFFLINE=1` (or `HF_HUB_OFFLINE=1` for `hf:` names) reads only the caches and says what is
 missing. Every failure (no network, a 404, a timeout, an unknown name, a checksum mismatch) is one
@@ -41,6 +43,7 @@ import time
 import urllib.parse
 import zipfile
 
+from absl import flags
 from absl import logging
 
 from albert_tf.checkpoints import names
@@ -103,11 +106,12 @@ def local_path(path):
     return local
 
 
-def fetch(name):
-    """Fetches `name` into its cache (or finds it there) and returns the local path to read.
+def fetch(name, force=False):
+    """Fetches `name` into its cache (or finds it there, checked) and returns the local path to read.
 
     Args:
         name: str, a release name, `hf:...`, `kaggle:...` or `http(s)://...` (module docstring).
+        force: bool, download again even when the cache holds it (`albert-download --force`).
 
     Returns:
         str, a directory (an extracted archive, a Hugging Face snapshot, a Kaggle model version) or a file.
@@ -118,9 +122,9 @@ def fetch(name):
         MissingPackageError: the client that the name needs is not installed.
     """
     if name.startswith("hf:"):
-        return _fetch_hf(name[len("hf:"):])
+        return _fetch_hf(name[len("hf:"):], force)
     if name.startswith("kaggle:"):
-        return _fetch_kaggle(name[len("kaggle:"):])
+        return _fetch_kaggle(name[len("kaggle:"):], force)
     if name.startswith(("http://", "https://")):
         url, _, fragment = name.partition("#")
         sha256 = None
@@ -130,12 +134,12 @@ def fetch(name):
                 raise InputError(f"`{name}`: the only URL fragment understood is `#sha256=<64 hex digits>`.")
             sha256 = value.lower()
         digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]
-        return fetch_url(url, key=f"url-{digest}", label=name, sha256=sha256)
+        return fetch_url(url, key=f"url-{digest}", label=name, sha256=sha256, force=force)
     release = names.RELEASES.get(name)
     if release is None:
         raise InputError(f"Unknown model name `{name}`. Known names: {', '.join(names.RELEASES)}.")
     return fetch_url(release.url, key=release.name, label=release.name, sha256=release.sha256,
-                     size=release.size)
+                     size=release.size, force=force)
 
 
 def _require(module, what):
@@ -153,19 +157,69 @@ def _read_marker(entry):
             marker = json.load(f)
     except (OSError, ValueError):
         return None
-    path = os.path.join(entry, marker.get("path", ""))
-    return marker if marker.get("path") and os.path.exists(path) else None
+    return marker if isinstance(marker, dict) and marker.get("path") else None
 
 
-def _cached(entry, sha256):
+def _file_sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _manifest(entry, relative):
+    """`{path relative to entry: [size, SHA-256]}` of every file of the download at `entry/relative`."""
+    root = os.path.join(entry, relative)
+    paths = [root] if os.path.isfile(root) else [
+        os.path.join(directory, name) for directory, _, files in os.walk(root) for name in files]
+    return {os.path.relpath(path, entry): [os.path.getsize(path), _file_sha256(path)] for path in sorted(paths)}
+
+
+def damaged_entry_error(label, path, what):
+    """The one-line `InputError` for a damaged cache entry: the file, what is wrong and the command that fixes it."""
+    return InputError(f"The cached download of `{label}` is damaged: `{path}` {what}. Run `albert-download --force "
+                      f"{label}` to download it again.")
+
+
+def _check_entry(entry, marker, label):
+    """Checks every file of a cache entry against the sizes and SHA-256 recorded when it was downloaded."""
+    files = marker.get("files")
+    if not isinstance(files, dict):
+        logging.warning("`%s`: the cache entry `%s` has no record of its files (an older albert_tf wrote it), so it "
+                        "cannot be checked; `albert-download --force %s` downloads it again with one.", label,
+                        entry, label)
+        return
+    for relative, (size, sha256) in sorted(files.items()):
+        path = os.path.join(entry, relative)
+        if not os.path.isfile(path):
+            raise damaged_entry_error(label, path, "is missing")
+        actual = os.path.getsize(path)
+        if actual != size:
+            raise damaged_entry_error(label, path, f"has {actual} bytes, {size} when it was downloaded")
+        if _file_sha256(path) != sha256:
+            raise damaged_entry_error(label, path, "has other bytes than when it was downloaded (its SHA-256 "
+                                                   "differs)")
+
+
+def _cached(entry, sha256, label):
+    """The path of a complete, undamaged cache entry; None when there is none (or another download's)."""
     marker = _read_marker(entry)
     if marker is None or (sha256 and marker.get("sha256") != sha256):
         return None
-    return os.path.join(entry, marker["path"])
+    path = os.path.join(entry, marker["path"])
+    if not os.path.exists(path):
+        raise damaged_entry_error(label, path, "is missing")
+    _check_entry(entry, marker, label)
+    return path
 
 
-def fetch_url(url, key, label, sha256=None, size=None):
+def fetch_url(url, key, label, sha256=None, size=None, force=False):
     """Downloads `url` into `<cache>/downloads/<key>/` (resumed, locked, checked, extracted) or finds it there.
+
+    A cached entry is checked on every use against the size and SHA-256 of each of its files, recorded in its
+    `complete.json` when it was downloaded; a damaged one is an `InputError` naming the file and
+    `albert-download --force <label>`.
 
     Args:
         url: str, http(s) URL of an archive or a file.
@@ -173,12 +227,13 @@ def fetch_url(url, key, label, sha256=None, size=None):
         label: str, what the user asked for (in messages).
         sha256: str or None, the expected SHA-256 (hex).
         size: int or None, the expected size in bytes.
+        force: bool, remove the cache entry and download it again.
 
     Returns:
         str, the extracted archive's directory (its one top-level folder when it has one) or the file.
     """
     entry = os.path.join(cache_dir(), "downloads", key)
-    found = _cached(entry, sha256)
+    found = None if force else _cached(entry, sha256, label)
     if found:
         return found
     if offline():
@@ -187,7 +242,9 @@ def fetch_url(url, key, label, sha256=None, size=None):
     filelock = _require("filelock", f"Downloading `{label}`")
     os.makedirs(entry, exist_ok=True)
     with filelock.FileLock(entry + ".lock"):
-        found = _cached(entry, sha256)   # Another process may have finished it while this one waited.
+        if force:
+            _clear_entry(entry)
+        found = _cached(entry, sha256, label)   # Another process may have finished it while this one waited.
         if found:
             return found
         filename = os.path.basename(urllib.parse.urlparse(url).path) or "download"
@@ -195,10 +252,25 @@ def fetch_url(url, key, label, sha256=None, size=None):
         _download(url, part, label)
         actual = _verify(part, url, label, sha256, size)
         relative = _unpack(part, filename, entry, label)
+        marker = {"url": url, "sha256": actual, "size": size, "path": relative,
+                  "files": _manifest(entry, relative)}
         with open(os.path.join(entry, MARKER + ".tmp"), "w") as f:
-            json.dump({"url": url, "sha256": actual, "size": size, "path": relative}, f)
+            json.dump(marker, f)
         os.replace(os.path.join(entry, MARKER + ".tmp"), os.path.join(entry, MARKER))
     return os.path.join(entry, relative)
+
+
+def _clear_entry(entry):
+    """Removes what a cache entry holds (the marker first, so no reader takes a half-removed entry)."""
+    marker = os.path.join(entry, MARKER)
+    if os.path.exists(marker):
+        os.remove(marker)
+    for name in os.listdir(entry):
+        path = os.path.join(entry, name)
+        if os.path.isdir(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
 
 
 @contextlib.contextmanager
@@ -275,11 +347,7 @@ def _verify(part, url, label, sha256, size):
         os.remove(part)
         raise InputError(f"Download of `{label}` from {url} has {actual_size} bytes, expected {size}; removed "
                          f"`{part}`.")
-    digest = hashlib.sha256()
-    with open(part, "rb") as f:
-        for block in iter(lambda: f.read(CHUNK), b""):
-            digest.update(block)
-    actual = digest.hexdigest()
+    actual = _file_sha256(part)
     if sha256 and actual != sha256:
         os.remove(part)
         raise InputError(f"Checksum mismatch for `{label}` from {url}: SHA-256 {actual}, expected {sha256}; "
@@ -349,7 +417,7 @@ def _transport_errors():
     return tuple(errors)
 
 
-def _fetch_hf(spec):
+def _fetch_hf(spec, force=False):
     label = "hf:" + spec
     repo, at, revision = spec.partition("@")
     if repo.count("/") != 1 or not all(repo.split("/")) or (at and not revision):
@@ -367,7 +435,7 @@ def _fetch_hf(spec):
     def get(filename, required):
         try:
             return hfh.hf_hub_download(repo, filename, revision=revision, endpoint=endpoint,
-                                       local_files_only=local_only)
+                                       local_files_only=local_only, force_download=force and not local_only)
         except hf_errors.RemoteEntryNotFoundError:
             if required:
                 raise InputError(f"`{label}` has no `{filename}` ({url(filename)} answered 404).") from None
@@ -444,7 +512,7 @@ def _kaggle_cached(parts):
     return None
 
 
-def _fetch_kaggle(spec):
+def _fetch_kaggle(spec, force=False):
     label = "kaggle:" + spec
     parts = spec.split("/")
     if len(parts) not in (4, 5) or not all(parts) or (len(parts) == 5 and not parts[4].isdigit()):
@@ -464,7 +532,7 @@ def _fetch_kaggle(spec):
     os.makedirs(locks, exist_ok=True)
     with filelock.FileLock(os.path.join(locks, "kaggle-" + "+".join(parts) + ".lock")):
         try:
-            return kagglehub.model_download(spec)
+            return kagglehub.model_download(spec, force_download=force)
         except (requests.ConnectionError, requests.Timeout) as e:
             found = _kaggle_cached(parts)
             if found:
@@ -486,7 +554,9 @@ def _fetch_kaggle(spec):
 CLI_HELP = f"""Downloads ALBERT weights by name into the cache and prints the local path of each, for machines
 that train offline later (then set {OFFLINE_ENV}=1 and pass the same name, or the printed path).
 
-Usage: albert-download NAME [NAME ...]. Names: {', '.join(names.RELEASES)} (Google's tarballs, into
+Usage: albert-download [--force] NAME [NAME ...]. A name already in the cache is checked against the size and
+SHA-256 of each file recorded when it was downloaded; --force downloads it again.
+Names: {', '.join(names.RELEASES)} (Google's tarballs, into
 {CACHE_ENV}, default ~/.cache/albert_tf); hf:<org>/<repo>[@revision] (into the Hugging Face cache, HF_HOME);
 kaggle:<owner>/<model>/<framework>/<variation>[/<version>] (into the kagglehub cache, KAGGLEHUB_CACHE);
 https://... (an archive or a file; #sha256=<hex> pins its checksum)."""
@@ -502,7 +572,7 @@ def _run(argv):
             raise InputError(f"Unknown model name `{name}`: it {what}. Known names: {', '.join(names.RELEASES)}; "
                              "or hf:<org>/<repo>[@revision], kaggle:<owner>/<model>/<framework>/<variation>"
                              "[/<version>], https://...")
-        print(fetch(name), flush=True)
+        print(fetch(name, force=flags.FLAGS.force), flush=True)
 
 
 def main():
@@ -510,7 +580,9 @@ def main():
     from albert_tf import cli  # pylint: disable=import-outside-toplevel
 
     std_logging.getLogger("filelock").setLevel(std_logging.WARNING)
-    cli.run_app(_run, CLI_HELP)
+    if "force" not in flags.FLAGS:
+        flags.DEFINE_boolean("force", False, "Download again even when the cache holds the name (a damaged entry).")
+    cli.run_app(_run, CLI_HELP, [__name__])
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ _DAMAGE_ERRORS = (tf.errors.OutOfRangeError, tf.errors.DataLossError)
 
 def _damaged(prefix, detail):
     return DamagedCheckpointError(
-        f"Checkpoint `{prefix}` is damaged: {detail}. Its optimizer slots are not needed here, but the model "
-        "weights in the same files cannot be read either; copy the checkpoint again or train it again.")
+        f"Checkpoint `{prefix}` is damaged: {detail}; copy or download it again (a run's own checkpoint: train "
+        "it again).")
 
 
 def _dtype_size(dtype):
@@ -58,13 +58,14 @@ def check_readable(prefix):
         for dim in shape:
             count *= int(dim)
         needed += count * _dtype_size(dtypes[name])
-    shards = tf.io.gfile.glob(prefix + ".data-*")
+    shards = sorted(tf.io.gfile.glob(prefix + ".data-*"))
     if not shards:
-        raise _damaged(prefix, "it has no `.data-*` file")
+        raise _damaged(prefix, f"`{prefix}.data-*` is missing (only the index is there)")
     present = sum(tf.io.gfile.stat(path).length for path in shards)
     if present < needed:
-        raise _damaged(prefix, f"its data files hold {present} bytes, its index lists {needed} bytes of tensors "
-                               "(truncated file?)")
+        files = ", ".join(f"`{path}`" for path in shards)
+        raise _damaged(prefix, f"{files} {'hold' if len(shards) > 1 else 'holds'} {present} bytes where its index "
+                               f"lists {needed} bytes of tensors (a truncated file)")
 
 
 def _listing(title, names):

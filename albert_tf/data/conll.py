@@ -2,7 +2,8 @@
 
 The layout is the CoNLL-2003 shared task's: `train.txt`, `valid.txt` (or `dev.txt`) and `test.txt` in one
 directory, one token per line as `word POS chunk tag` (the tag is the last column, so `word tag` lines read
-too), a blank line between sentences, `-DOCSTART-` lines skipped. The tags may be IOB1 (`I-` opens an entity,
+too; every token line has the first one's column count), a blank line between sentences, `-DOCSTART-` lines
+skipped. The tags may be IOB1 (`I-` opens an entity,
 `B-` only between two adjacent entities of one type) or IOB2/BIO (`B-` opens every entity); the label list is
 read from the training file (`O` first, then the others sorted) or given.
 
@@ -21,7 +22,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import tokenization
+from albert_tf import fileio, tokenization
 from albert_tf.data import features as features_lib
 from albert_tf.data.features import Feature
 from albert_tf.errors import InputError
@@ -61,27 +62,39 @@ def split_path(data_dir, split):
 def read_sentences(path):
     """The sentences of a CoNLL file: one `word ... tag` line per token, blank lines between sentences.
 
+    Every token line has the column count of the file's first token line (4 in CoNLL-2003, `word POS chunk
+    tag`; 2 for `word tag` files), so a line that lost its tag (`call NN I-NP` in a 4-column file) is refused
+    where the original reader takes its chunk column as the tag.
+
     Raises:
-        InputError: naming the file and line of a line with one column only.
+        InputError: `path:line` of a line with one column, a line whose column count differs from the first
+            token line's, bytes that are not UTF-8, or a file without a token line.
     """
     sentences, words, tags, lines = [], [], [], []
-    with tf.io.gfile.GFile(path) as f:
-        for number, line in enumerate(f, start=1):
-            line = line.rstrip("\n").rstrip("\r")
-            columns = line.split()
-            if not columns or columns[0] == DOCSTART:
-                if words:
-                    sentences.append(Sentence(words, tags, lines))
-                    words, tags, lines = [], [], []
-                continue
+    width = None
+    for number, line in enumerate(fileio.read_text(path, lines=True).split("\n"), start=1):
+        line = line.rstrip("\r")
+        columns = line.split()
+        if not columns or columns[0] == DOCSTART:
+            if words:
+                sentences.append(Sentence(words, tags, lines))
+                words, tags, lines = [], [], []
+            continue
+        if width is None:
             if len(columns) < 2:
-                raise InputError(f"{path}:{number}: expected `word POS chunk tag` (at least a word and a tag). "
-                                 f"Received: {line!r}.")
-            words.append(columns[0])
-            tags.append(columns[-1])
-            lines.append(line)
+                raise InputError(f"{path}:{number}: expected `word POS chunk tag` (at least a word and a tag), "
+                                 f"got {len(columns)} column: {line!r}")
+            width = len(columns)
+        elif len(columns) != width:
+            raise InputError(f"{path}:{number}: expected {width} columns (as the first token line), got "
+                             f"{len(columns)}: {line!r}")
+        words.append(columns[0])
+        tags.append(columns[-1])
+        lines.append(line)
     if words:
         sentences.append(Sentence(words, tags, lines))
+    if not sentences:
+        raise InputError(f"{path}:1: expected CoNLL token lines (`word POS chunk tag`), got none.")
     return sentences
 
 

@@ -6,9 +6,10 @@ processors. tf-models-official's `classifier_data_lib` processors were not reuse
 TFDS, number guids `"<set>-<i>"` where the original takes the file's index column (which the GLUE
 leaderboard files need), and give STS-B test labels 0.0 instead of 0.
 
-Where the original crashes with an `IndexError`/`KeyError` (a row with too few columns, an unknown label),
-this module raises a `ValueError` naming the file, the 1-based line and what was expected. QQP train/dev
-rows with missing columns are skipped, as the original does.
+Where the original crashes with an `IndexError`/`KeyError` (a row with too few columns, an unknown label)
+or silently reads the wrong columns (a row with a stray or a lost tab), this module raises an `InputError`
+naming the file, the 1-based line and what was expected: every row must have its header's number of columns.
+QQP train/dev rows with missing columns are skipped, as the original does.
 
 Feature conversion is `convert_single_example`: `[CLS] a [SEP] (b [SEP])`, pairs truncated from the longer
 sequence's end to `max_seq_length - 3`, single sentences to `max_seq_length - 2`, zero padding.
@@ -16,6 +17,7 @@ TFRecords use the original feature names (`label_ids` float32 for STS-B) and are
 """
 
 import csv
+import io
 import os
 import time
 from typing import NamedTuple
@@ -127,22 +129,48 @@ class DataProcessor:
     # --- helpers ---
 
     def _create_examples(self, lines, set_type, path):
-        """The `InputExample`s of the rows `lines` of file `path`, read with the split's `RowLayout`."""
+        """The `InputExample`s of the rows `lines` of file `path`, read with the split's `RowLayout`.
+
+        Every row must have the header's number of columns (`layout.width` for headerless files): a row with a
+        column too many or too few (a stray tab, a lost one) is an `InputError` naming `path:line`, where the
+        original reads the wrong columns without a word. QQP's short train/dev rows are skipped as the original.
+        """
         layout = self.TEST_LAYOUT if set_type == self.TEST_SET else self.LAYOUT
+        width = self._row_width(layout, lines, path)
         examples = []
         skipped = 0
         for i, line in enumerate(lines):
             if i == 0 and layout.header:
                 continue
+            if len(line) != width and not (layout.skip_short and len(line) < width):
+                raise InputError(f"{path}:{i + 1}: expected {width} tab-separated columns "
+                                 f"({'as the header' if layout.header else 'the task layout'}), got {len(line)}"
+                                 f": {_shorten(line)}")
             example = self._create_example(layout, line, set_type, i, path)
             if example is None:
                 skipped += 1
             else:
                 examples.append(example)
+        if not examples:
+            raise InputError(f"{path}:{len(lines) + 1}: expected at least one example row, got none.")
         if skipped:
             logging.info("%s: skipped %d row(s) with fewer than %d columns (as the original).", path, skipped,
                          layout.width)
         return examples
+
+    @staticmethod
+    def _row_width(layout, lines, path):
+        """The number of columns every row of the file must have: the header's, else the layout's."""
+        needed = layout.last_column_label[0] if layout.last_column_label else layout.width
+        if not layout.header:
+            return needed
+        if not lines:
+            raise InputError(f"{path}:1: expected a header row of at least {needed} tab-separated columns, got "
+                             "an empty file.")
+        if len(lines[0]) < needed:
+            raise InputError(f"{path}:1: expected a header row of at least {needed} tab-separated columns, got "
+                             f"{len(lines[0])}: {_shorten(lines[0])}")
+        return len(lines[0])
 
     def _create_example(self, layout, line, set_type, i, path):
         """Row `i` (0-based) as an `InputExample`, or None for a short row that `layout.skip_short` skips."""
@@ -212,9 +240,25 @@ def task_file(data_dir, dirname, filename):
 
 
 def read_tsv(path, quotechar=None):
-    """All rows of a tab-separated file, as the original `_read_tsv` (no quoting)."""
-    with tf.io.gfile.GFile(path, "r") as f:
-        return list(csv.reader(f, delimiter="\t", quotechar=quotechar))
+    """All rows of a tab-separated UTF-8 file, as the original `_read_tsv` (no quoting).
+
+    Bytes that are not UTF-8 and rows the `csv` module refuses are `InputError`s naming `path:line`.
+    """
+    # Lines end at "\n" only, as the original's `GFile` iteration.
+    text = fileio.read_text(path, lines=True)
+    reader = csv.reader(io.StringIO(text, newline="\n"), delimiter="\t", quotechar=quotechar)
+    rows = []
+    try:
+        for row in reader:
+            rows.append(row)
+    except csv.Error as e:
+        raise InputError(f"{path}:{reader.line_num}: expected a tab-separated row, got: {e}") from None
+    return rows
+
+
+def _shorten(row, limit=160):
+    text = repr(row)
+    return text if len(text) <= limit else text[:limit - 5] + " ...]"
 
 
 class RowLayout(NamedTuple):

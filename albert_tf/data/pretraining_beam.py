@@ -158,12 +158,24 @@ def read_shard_lines(ranges):
         if len(data) != end - start:
             raise InputError(f"The input file `{path}` changed while the pipeline ran (expected {end - start} "
                              f"bytes at offset {start}, read {len(data)}).")
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise _utf8_error(path, start, data, e) from None
         parts = data.split(b"\n")
         last = parts.pop()
         lines.extend(parts)
         if last:  # a file's last line without `\n`
             lines.append(last)
     return lines
+
+
+def _utf8_error(path, start, data, error):
+    """The `InputError` naming `path:line` for bytes at `data[error.start]` (file offset `start + ...`)."""
+    with FileSystems.open(path) as reader:
+        line = reader.read(start).count(b"\n") + data.count(b"\n", 0, error.start) + 1
+    return InputError(f"{path}:{line}: expected UTF-8 text, got the bytes "
+                      f"{data[error.start:error.start + 4]!r} (is the file in another encoding?)")
 
 
 # ---------------------------------------------------------------------------------------------------

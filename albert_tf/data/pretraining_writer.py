@@ -7,8 +7,9 @@ B segments and the instance shuffle happen within a shard). A shard's records go
 copied out in the shuffled order, so memory holds one shard of documents per worker, where the original holds
 the whole corpus and every instance. Shards run in `num_workers` processes and are written in shard order,
 round-robin over the output files as the original, so the bytes do not depend on the number of workers.
-Missing inputs are errors naming the pattern; undecodable bytes are replaced (U+FFFD) and counted; an empty
-corpus is an error; outputs are written to temporary names and renamed when complete.
+Missing inputs are errors naming the pattern; bytes that are not UTF-8 are an error naming the file and line
+(the original drops them silently); an empty corpus is an error; outputs are written to temporary names and
+renamed when complete.
 """
 
 import concurrent.futures
@@ -81,6 +82,7 @@ def iter_shards(input_files, shard_bytes):
     size = 0
     for path in input_files:
         carry = b""
+        number = 0   # lines of `path` read so far
         with tf.io.gfile.GFile(path, "rb") as reader:
             while True:
                 block = reader.read(1 << 20)
@@ -88,6 +90,8 @@ def iter_shards(input_files, shard_bytes):
                     break
                 parts = (carry + block).split(b"\n")
                 carry = parts.pop()
+                check_utf8(path, parts, number)
+                number += len(parts)
                 for line in parts:
                     if size >= shard_bytes and not line.strip():
                         yield lines, size
@@ -95,10 +99,26 @@ def iter_shards(input_files, shard_bytes):
                     lines.append(line)
                     size += len(line) + 1
         if carry:
+            check_utf8(path, [carry], number)
             lines.append(carry)
             size += len(carry)
     if lines:
         yield lines, size
+
+
+def check_utf8(path, raw_lines, first_line):
+    """Raises `InputError` naming `path:line` when one of `raw_lines` (lines `first_line + 1`, ...) is not UTF-8.
+
+    The original decodes with `errors="ignore"` and drops such bytes silently; a corpus in another encoding is
+    refused here, before its shard is processed (the outputs, written under temporary names, are removed).
+    """
+    data = b"\n".join(raw_lines)
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = first_line + data.count(b"\n", 0, e.start) + 1
+        raise InputError(f"{path}:{line}: expected UTF-8 text, got the bytes {data[e.start:e.start + 4]!r} "
+                         "(is the file in another encoding?)") from None
 
 
 def write_pretraining_examples(

@@ -86,8 +86,7 @@ def level_files(level_dir):
 
 def _load_objects(path):
     """Yields `(source, object)` for a file: a whole-file JSON object (or array of them), else JSON lines."""
-    with tf.io.gfile.GFile(path, "r") as f:
-        text = f.read()
+    text = fileio.read_text(path)
     stripped = text.strip()
     if not stripped:
         raise InputError(f"RACE file `{path}` is empty: expected JSON with `article`, `questions`, `options`, "
@@ -140,13 +139,19 @@ def examples_from_object(obj, source, level, process_text, require_answers=True)
     if answers is not None and (not isinstance(answers, list) or len(answers) != len(questions)):
         raise InputError(f"RACE file `{source}`: `answers` must be a list with one letter per question. "
                          f"Received {_length(answers)} answers for {len(questions)} questions.")
+    if not isinstance(obj["article"], str) or not all(isinstance(q, str) for q in questions):
+        raise InputError(f"RACE file `{source}`: expected a string `article` and string `questions`, got "
+                         f"{type(obj['article']).__name__} and {sorted({type(q).__name__ for q in questions})}.")
+    if "id" in obj and (not isinstance(obj["id"], (str, int)) or isinstance(obj["id"], bool)):
+        raise InputError(f"RACE file `{source}`: expected a string `id`, got {obj['id']!r}.")
     article_id = str(obj.get("id", os.path.basename(source)))  # e.g. `all.txt:7` when there is no `id`
     context = process_text(obj["article"])
     examples = []
     for i, question_text in enumerate(questions):
-        if not isinstance(options[i], list) or len(options[i]) != RACE_NUM_CHOICES:
-            raise InputError(f"RACE file `{source}`, question {i}: expected exactly {RACE_NUM_CHOICES} options. "
-                             f"Received: {options[i]!r}.")
+        if (not isinstance(options[i], list) or len(options[i]) != RACE_NUM_CHOICES
+                or not all(isinstance(option, str) for option in options[i])):
+            raise InputError(f"RACE file `{source}`, question {i}: expected exactly {RACE_NUM_CHOICES} string "
+                             f"options. Received: {options[i]!r}.")
         label = None
         if answers is not None:
             if answers[i] not in LABELS:

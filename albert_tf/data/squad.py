@@ -113,8 +113,7 @@ def load_squad_json(input_file):
     """
     if not tf.io.gfile.exists(input_file):
         raise InputError(f"SQuAD file `{input_file}` does not exist.")
-    with tf.io.gfile.GFile(input_file, "r") as reader:
-        text = reader.read()
+    text = fileio.read_text(input_file)
     try:
         dataset = json.loads(text)
     except json.JSONDecodeError as e:
@@ -136,9 +135,13 @@ def load_squad_json(input_file):
                 if not isinstance(qa, dict) or "id" not in qa or not isinstance(qa.get("question"), str):
                     raise InputError(f"SQuAD file `{input_file}`: {where} must have an `id` and a string "
                                      "`question`.")
-                if not isinstance(qa.get("answers", []), list):
+                if not isinstance(qa.get("is_impossible", False), bool):
+                    raise InputError(f"SQuAD file `{input_file}`: {where} (id {qa['id']}) `is_impossible` must be "
+                                     f"true or false, got {qa['is_impossible']!r}.")
+                answers = qa.get("answers", [])
+                if not isinstance(answers, list) or not all(isinstance(answer, dict) for answer in answers):
                     raise InputError(f"SQuAD file `{input_file}`: {where} (id {qa['id']}) `answers` must be a "
-                                     "list.")
+                                     "list of objects with `text` and `answer_start`.")
     return dataset["data"]
 
 

@@ -93,6 +93,8 @@ class PretrainedMixin:
     _TRAINING_DEFAULTS = dict(optimizer="adamw", learning_rate=3e-5, num_train_steps=10000, num_warmup_steps=1000)
     _uses_task_loss = False
     preprocessor = None
+    # The label that a task's loss ignores (the token classifier's -100), exempt from `check_labels`.
+    _IGNORED_LABEL = None
 
     # --- Config ------------------------------------------------------------------------------------------
 
@@ -234,9 +236,39 @@ class PretrainedMixin:
 
         return dataset.map(pack, num_parallel_calls=autotune).prefetch(autotune)
 
+    def check_labels(self, y, name="y"):
+        """Raises `InputError` naming the first entry of `y` outside `[0, num_labels)` (a model with
+        `num_labels` > 1; arrays and lists, not datasets), before Keras traces anything."""
+        num_labels = getattr(self, "num_labels", None)
+        if y is None or isinstance(y, (tf.data.Dataset, dict)) or not isinstance(num_labels, int) or num_labels < 2:
+            return
+        try:
+            values = np.asarray(y)
+        except (TypeError, ValueError):
+            return
+        if values.dtype.kind not in "iuf":
+            if values.dtype.kind in "USO":
+                raise InputError(f"`{name}` must hold integer class ids in [0, {num_labels}); got "
+                                 f"{values.reshape(-1)[:1].tolist()} ... ({values.dtype.name}).")
+            return
+        bad = (values < 0) | (values >= num_labels) | (values != np.floor(values))
+        if self._IGNORED_LABEL is not None:
+            bad &= values != self._IGNORED_LABEL
+        if bad.any():
+            index = tuple(int(i) for i in np.argwhere(bad)[0])
+            where = ", ".join(map(str, index))
+            ignored = f" (or {self._IGNORED_LABEL}, ignored)" if self._IGNORED_LABEL is not None else ""
+            raise InputError(f"`{name}[{where}]` is {values[index].item()!r}: labels must be integers in "
+                             f"[0, {num_labels}){ignored} for `num_labels={num_labels}`.")
+
     def fit(self, x=None, y=None, batch_size=None, validation_data=None, shuffle=True, sample_weight=None,
             validation_batch_size=None, **kwargs):
-        """`keras.Model.fit`; with a preprocessor, `x` may be raw text (see the class docstring)."""
+        """`keras.Model.fit`; with a preprocessor, `x` may be raw text (see the class docstring). Labels outside
+        `[0, num_labels)` are refused before anything is traced (`check_labels`)."""
+        self.check_labels(y)
+        if validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
+            self.check_labels(keras.utils.unpack_x_y_sample_weight(tuple(validation_data))[1],
+                              "validation_data y")
         dataset = self._text_dataset(x, y, sample_weight, batch_size, shuffle=shuffle)
         if validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
             val_x, val_y, val_w = keras.utils.unpack_x_y_sample_weight(tuple(validation_data))
@@ -255,6 +287,7 @@ class PretrainedMixin:
 
     def evaluate(self, x=None, y=None, batch_size=None, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`; with a preprocessor, `x` may be raw text (see the class docstring)."""
+        self.check_labels(y)
         dataset = self._text_dataset(x, y, sample_weight, batch_size)
         if dataset is not None:
             x, y, sample_weight, batch_size = dataset, None, None, None

@@ -49,6 +49,7 @@ class AlbertTokenClassifier(PretrainedMixin, keras.Model):
     """
 
     _CONFIG_ARGUMENTS = ("num_labels", "labels", "dropout_rate", "recompute")
+    _IGNORED_LABEL = -100
 
     def __init__(self, config=None, num_labels=2, labels=None, encoder=None, dropout_rate=0.1, recompute=False,
                  preprocessor=None, **kwargs):

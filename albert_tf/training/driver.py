@@ -54,7 +54,9 @@ class Task(abc.ABC):
     Attributes:
         name: str, shown in logs.
         metric_key: str, the evaluation metric that picks `model.ckpt-best` (higher is better).
-        checkpoint_iterator: bool, save the training input position in the checkpoints.
+        checkpoint_iterator: bool, save the training input position in the checkpoints (on one device, where
+            `tf.train.Checkpoint` can save a `tf.data` iterator: a resumed run, seeded or not, reads on from
+            the exact input position).
         delete_non_best: bool, after evaluation remove the checkpoints other than the best and the latest.
         seed: int or None, the run's `random_seed`. A seeded task reads a positional training input
             (`albert_tf.data.positional`): `train_dataset` then takes `start_batch`, so a resumed run goes on
@@ -66,7 +68,7 @@ class Task(abc.ABC):
 
     name = "task"
     metric_key = None
-    checkpoint_iterator = False
+    checkpoint_iterator = True
     delete_non_best = True
     seed = None
     strategy = None

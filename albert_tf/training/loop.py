@@ -16,6 +16,8 @@ original `TPUEstimator`:
   and the input position): on one device the checkpoint holds the input iterator; under the other
   strategies (whose iterators TF 2.20 cannot save) a seeded positional input (`positional_input`,
   `albert_tf.data.positional`) is rebuilt from the restored step's position, and an unseeded one restarts;
+* SIGINT / SIGTERM (`interrupt`): the step in flight finishes, a checkpoint of that step is written and
+  `interrupt.Interrupted(signal, step)` is raised (the commands exit 130 / 143 with one line);
 * TensorBoard scalars in `model_dir` and one log line per loop; a NaN/Inf loss or gradient stops the run
   with `FloatingPointError` before anything is saved, so the last good checkpoint is left as it was.
 """
@@ -32,6 +34,7 @@ from absl import logging
 from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
 from albert_tf.errors import InputError
 from albert_tf.fileio import copy_atomic, write_text_atomic
+from albert_tf.training import interrupt
 from albert_tf.training.distribution import worker_info
 from albert_tf.training.optimization import inner_optimizer
 
@@ -136,9 +139,8 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
         gradient_accumulation_steps: int, micro-batches summed per optimizer step.
         jit_compile: bool, compile the forward/backward pass with XLA.
         checkpoint_iterator: bool, save the input position in the checkpoints (where the strategy allows).
-        loop_callback: optional `fn(stats)` called after each loop with a dict: `global_step`, `loss`,
-            `learning_rate`, `gradient_norm`, `step_time` (s), `examples_per_second`, `seconds`, and the
-            `loss_fn` scalars.
+        loop_callback: optional `fn(stats)` called after each loop with a dict: `global_step`, `loss`, `learning_rate`,
+            `gradient_norm`, `step_time` (s), `examples_per_second`, `seconds`, and the `loss_fn` scalars.
         positional_input: bool, `train_dataset_fn` can start at a batch (a seeded positional input): a
             resumed run whose checkpoint holds no iterator state starts each input pipeline at batch
             `step * gradient_accumulation_steps * replicas per pipeline`, so it reads what an uninterrupted
@@ -180,14 +182,16 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
                                strategy.num_replicas_in_sync * accumulation, accumulation, jit_compile)
     # The metric names are known after one trace of the loss on a replica's element spec.
     metric_names = _metric_names(loss_fn, model, dataset_fn, strategy.num_replicas_in_sync, accumulation, strategy)
-    train_loop = _train_loop_fn(strategy, optimizer, gradient_fn, trainable_variables, metric_names)
+    stop = tf.Variable(False, trainable=False, name="interrupt_requested")   # set by SIGINT/SIGTERM (`interrupt`)
+    train_loop = _train_loop_fn(strategy, optimizer, gradient_fn, trainable_variables, metric_names, stop)
     logging.info("***** Running training: steps %d -> %d, %d replica(s), global batch %s *****", step,
                  num_train_steps, strategy.num_replicas_in_sync, global_batch)
     writer = tf.summary.create_file_writer(model_dir) if is_chief else tf.summary.create_noop_writer()
-    try:
-        return _train_loops(train_loop, iterator, optimizer, manager, writer, num_train_steps, iterations_per_loop,
-                            int(save_checkpoints_steps or 0), global_batch, model_dir,
-                            None if is_chief else checkpoint_dir, loop_callback)
+    try:   # a signal lets the step in flight finish and starts no other
+        with interrupt.listening(lambda signum: stop.assign(True)):
+            return _train_loops(train_loop, iterator, optimizer, manager, writer, num_train_steps,
+                                iterations_per_loop, int(save_checkpoints_steps or 0), global_batch, model_dir,
+                                None if is_chief else checkpoint_dir, loop_callback)
     finally:
         writer.close()
 
@@ -196,16 +200,18 @@ def _train_loops(train_loop, iterator, optimizer, manager, writer, num_train_ste
                  global_batch, model_dir, scratch_dir, loop_callback):
     """Calls `train_loop` until `num_train_steps`, logging each call and checkpointing every `every` steps
     (0: at the end only); a non-chief worker's checkpoint goes to `scratch_dir`, removed after each save."""
-    step = start_step = int(optimizer.iterations.numpy())
+    step = saved_step = start_step = int(optimizer.iterations.numpy())
     start_time = time.time()
     result = {"global_step": step}
-    while step < num_train_steps:
+    while step < num_train_steps and interrupt.requested() is None:
         loop_steps = min(iterations_per_loop, num_train_steps - step)
         if every > 0:
             loop_steps = min(loop_steps, (step // every + 1) * every - step)
         loop_start = time.time()
         outputs = train_loop(iterator, tf.constant(loop_steps, tf.int32))
         new_step = int(optimizer.iterations.numpy())
+        if new_step == step:   # interrupted before the loop's first step
+            break
         stats = _loop_stats(outputs, step, new_step, time.time() - loop_start, global_batch, model_dir)
         _report_loop(writer, stats, new_step, num_train_steps, (time.time() - start_time)
                      / max(new_step - start_step, 1) * (num_train_steps - new_step))
@@ -215,11 +221,16 @@ def _train_loops(train_loop, iterator, optimizer, manager, writer, num_train_ste
         if loop_callback is not None:
             loop_callback(dict(result, learning_rate=stats["learning_rate"], step_time=stats["step_time"],
                                examples_per_second=stats["examples_per_second"], seconds=stats["seconds"]))
-        if (every > 0 and step % every == 0) or step >= num_train_steps:
+        if ((every > 0 and step % every == 0) or step >= num_train_steps
+                or interrupt.requested() is not None):
             path = manager.save(checkpoint_number=step)
+            saved_step = step
             logging.info("Saved checkpoint %s.", path)
             if scratch_dir is not None:
                 tf.io.gfile.rmtree(scratch_dir)
+    signum = interrupt.requested()
+    if signum is not None:
+        raise interrupt.Interrupted(signum, saved_step)
     return result
 
 
@@ -318,9 +329,10 @@ def _gradient_fn(model, optimizer, loss_fn, trainable_variables, loss_divisor, a
     return tf.function(gradient_fn, jit_compile=True) if jit_compile else gradient_fn
 
 
-def _train_loop_fn(strategy, optimizer, gradient_fn, trainable_variables, metric_names):
+def _train_loop_fn(strategy, optimizer, gradient_fn, trainable_variables, metric_names, stop):
     """The `tf.function` `train_loop(iterator, num_steps)`: up to `num_steps` steps, stopping after a
-    non-finite one; returns `(loss_sum, metric_sums, steps, finite, last gradient norm, last learning rate)`."""
+    non-finite one and before a step when the variable `stop` is set; returns `(loss_sum, metric_sums, steps,
+    finite, last gradient norm, last learning rate)`."""
     albert_optimizer = inner_optimizer(optimizer)
     records_norm = hasattr(albert_optimizer, "gradient_norm")
     scale_loss = isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
@@ -352,6 +364,8 @@ def _train_loop_fn(strategy, optimizer, gradient_fn, trainable_variables, metric
         grad_norm = tf.constant(0.0)
         learning_rate = tf.constant(0.0)
         for _ in tf.range(num_steps):
+            if stop.read_value():
+                break
             loss, metrics, grad_norm, learning_rate = strategy.run(replica_step, args=(next(iterator),))
             loss = tf.cast(reduce_mean(loss), tf.float32)
             grad_norm = reduce_mean(grad_norm)

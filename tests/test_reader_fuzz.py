@@ -1,0 +1,288 @@
+"""Fuzzed readers: valid task files corrupted (a column dropped, added or merged; a row cut; another encoding;
+an empty file) either read as the same examples or raise `InputError` naming the file and line; never a raw
+exception, never a silent difference.
+
+Bounded (`max_examples`) and derandomized, so the fast suite runs the same cases every time. A file cut inside
+its last line is the one case a reader cannot tell from a complete file; there the examples must be a prefix of
+the complete file's, the last one possibly cut, and the reader warns that the last line has no line end.
+"""
+
+import json
+import logging
+import os
+import re
+import tempfile
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from albert_tf.data import conll, glue, race, squad
+from albert_tf.data import pretraining_writer
+from albert_tf.errors import InputError
+
+FUZZ = settings(max_examples=30, derandomize=True, deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+MNLI_HEADER = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse", "sentence2_binary_parse",
+               "sentence1_parse", "sentence2_parse", "sentence1", "sentence2", "label1", "gold_label"]
+
+
+def _mnli_rows():
+    labels = ["neutral", "entailment", "contradiction"]
+    return [MNLI_HEADER] + [[str(i), "1", "2", "fiction", "(a)", "(b)", "(A)", "(B)", f"Le café {i} était bon .",
+                             f"A dog ran {i} times .", labels[i % 3], labels[i % 3]] for i in range(5)]
+
+
+# task, file under data_dir, rows, split
+GLUE_FILES = {
+    "mnli": ("MNLI/train.tsv", _mnli_rows(), "train"),
+    "cola": ("CoLA/train.tsv", [["gj04", str(i % 2), "", f"Naïve sentence number {i} ."] for i in range(5)], "train"),
+    "sts-b": ("STS-B/dev.tsv", [["index", "genre", "filename", "year", "old_index", "source1", "source2",
+                                 "sentence1", "sentence2", "score"]]
+              + [[str(i), "main", "f", "2012", "0", "none", "none", f"Über {i} .", f"Over {i} .", f"{i}.5"]
+                 for i in range(5)], "dev"),
+    "sst-2": ("SST-2/dev.tsv", [["sentence", "label"]] + [[f"a fine film {i} à voir", str(i % 2)] for i in range(5)],
+              "dev"),
+}
+
+
+def _tsv(rows):
+    return ("".join("\t".join(row) + "\n" for row in rows)).encode("utf-8")
+
+
+def _lines(data):
+    return data.decode("utf-8").split("\n")
+
+
+def _corrupt_lines(data, draw, separator):
+    """One corruption of a line-based file: a column dropped, added or merged in one line, a cut at any byte, a
+    blank line inside, another encoding, or an empty file. Returns (kind, bytes)."""
+    kind = draw(st.sampled_from(["drop", "add", "merge", "cut", "latin-1", "utf-16", "empty"]))
+    lines = _lines(data)[:-1]
+    if kind in ("drop", "add", "merge"):
+        wide = [i for i, line in enumerate(lines) if len(line.split(separator)) >= 2]
+        index = draw(st.sampled_from(wide if kind == "merge" else range(len(lines))))
+        columns = lines[index].split(separator)
+        if kind == "drop":
+            del columns[draw(st.integers(0, len(columns) - 1))]
+        elif kind == "add":
+            columns.insert(draw(st.integers(0, len(columns))), "extra")
+        else:
+            at = draw(st.integers(0, len(columns) - 2))
+            columns[at:at + 2] = [columns[at] + " " + columns[at + 1]]
+        lines[index] = separator.join(columns)
+        return kind, ("\n".join(lines) + "\n").encode("utf-8")
+    if kind == "cut":
+        return kind, data[:draw(st.integers(0, len(data) - 1))]
+    if kind == "empty":
+        return kind, b""
+    return kind, data.decode("utf-8").encode(kind)
+
+
+def _assert_names_file_and_line(error, path):
+    assert re.search(re.escape(str(path)) + r":\d+: expected ", str(error)), str(error)
+    assert "\n" not in str(error)
+
+
+def _assert_prefix(got, expected, cut):
+    """`got` is a prefix of `expected`; the last one may be cut (each field a prefix), when the file was cut."""
+    assert len(got) <= len(expected)
+    assert got[:-1] == expected[:len(got) - 1]
+    if got:
+        if got[-1] != expected[len(got) - 1]:
+            assert cut
+            assert all(str(b).startswith(str(a)) or a == b for a, b in zip(got[-1], expected[len(got) - 1]))
+
+
+def _glue_examples(task, data_dir, split):
+    processor = glue.get_processor(task)
+    examples = processor.get_train_examples(data_dir) if split == "train" else processor.get_dev_examples(data_dir)
+    return [(e.guid, e.text_a, e.text_b, e.label) for e in examples]
+
+
+@pytest.mark.parametrize("task", sorted(GLUE_FILES))
+@FUZZ
+@given(data=st.data())
+def test_glue_readers(task, data, caplog):
+    name, rows, split = GLUE_FILES[task]
+    with tempfile.TemporaryDirectory() as root:
+        path = os.path.join(root, name)
+        os.makedirs(os.path.dirname(path))
+        valid = _tsv(rows)
+        with open(path, "wb") as f:
+            f.write(valid)
+        expected = _glue_examples(task, root, split)
+        kind, corrupted = _corrupt_lines(valid, data.draw, "\t")
+        with open(path, "wb") as f:
+            f.write(corrupted)
+        caplog.clear()
+        try:
+            with caplog.at_level(logging.WARNING):
+                got = _glue_examples(task, root, split)
+        except InputError as e:
+            _assert_names_file_and_line(e, path)
+            return
+        if kind == "cut":
+            cut = not corrupted.endswith(b"\n")
+            _assert_prefix(got, expected, cut)
+            assert ("the last line has no line end" in caplog.text) == cut
+        else:
+            assert got == expected, kind
+
+
+CONLL = ("-DOCSTART- -X- -X- O\n\nEU NNP B-NP B-ORG\nrejects VBZ B-VP O\nGerman JJ B-NP B-MISC\n\n"
+         "Peter NNP B-NP B-PER\nBlackburn NNP I-NP I-PER\n\nZürich NNP B-NP B-LOC\n").encode("utf-8")
+
+
+def _conll_sentences(path):
+    return [(s.words, s.tags) for s in conll.read_sentences(path)]
+
+
+@FUZZ
+@given(data=st.data())
+def test_conll_reader(data):
+    with tempfile.TemporaryDirectory() as root:
+        path = os.path.join(root, "train.txt")
+        with open(path, "wb") as f:
+            f.write(CONLL)
+        expected = _conll_sentences(path)
+        kind, corrupted = _corrupt_lines(CONLL, data.draw, " ")
+        with open(path, "wb") as f:
+            f.write(corrupted)
+        try:
+            got = _conll_sentences(path)
+        except InputError as e:
+            _assert_names_file_and_line(e, path)
+            return
+        if kind == "cut":
+            assert len(got) <= len(expected) and got[:-1] == expected[:len(got) - 1]
+            if got and got[-1] != expected[len(got) - 1]:
+                words, tags = got[-1]
+                full_words, full_tags = expected[len(got) - 1]
+                assert full_words[:len(words) - 1] == words[:-1] and full_words[len(words) - 1].startswith(words[-1])
+                assert full_tags[:len(tags) - 1] == tags[:-1] and full_tags[len(tags) - 1].startswith(tags[-1])
+        else:
+            # A blank line from a dropped/merged `-DOCSTART-` column reads the same; anything else is refused.
+            assert got == expected, kind
+
+
+SQUAD = {"version": "v2.0", "data": [{"title": "t", "paragraphs": [
+    {"context": "The café opened in 1889 in Paris .",
+     "qas": [{"id": "q1", "question": "When did it open?", "answers": [{"text": "1889", "answer_start": 19}],
+              "is_impossible": False},
+             {"id": "q2", "question": "Where?", "answers": [{"text": "Paris", "answer_start": 27}]}]}]}]}
+RACE = {"id": "a1.txt", "article": "The café opened in 1889 .", "questions": ["When did it open?"],
+        "options": [["1889", "1900", "1920", "never"]], "answers": ["A"]}
+
+
+def _corrupt_json(obj, draw):
+    """One corruption of a JSON object: a key removed or its value replaced by another type anywhere in the
+    tree, a cut, another encoding, or an empty file. Returns (kind, bytes)."""
+    kind = draw(st.sampled_from(["remove", "retype", "cut", "latin-1", "utf-16", "empty"]))
+    if kind in ("remove", "retype"):
+        obj = json.loads(json.dumps(obj))
+        nodes = []
+
+        def walk(node):
+            if isinstance(node, dict):
+                for key in node:
+                    nodes.append((node, key))
+                    walk(node[key])
+            elif isinstance(node, list):   # a list item may be retyped; removing one is a smaller valid file
+                for index, item in enumerate(node):
+                    nodes.append((node, index))
+                    walk(item)
+
+        walk(obj)
+        parent, key = draw(st.sampled_from([n for n in nodes if kind == "retype" or isinstance(n[0], dict)]))
+        if kind == "remove":
+            del parent[key]
+        else:
+            value = parent[key]
+            parent[key] = draw(st.sampled_from([v for v in (None, 7, "text", [1], {"x": 1}) if type(v) != type(value)]))
+        return kind, json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    text = json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    if kind == "cut":
+        return kind, text[:draw(st.integers(0, len(text) - 1))]
+    if kind == "empty":
+        return kind, b""
+    return kind, text.decode("utf-8").encode(kind)
+
+
+def _squad_examples(path):
+    examples = squad.read_squad_examples(path, is_training=True)
+    return [(e.qas_id, e.question_text, e.paragraph_text, e.orig_answer_text, e.start_position) for e in examples]
+
+
+@FUZZ
+@given(data=st.data())
+def test_squad_reader(data, caplog):
+    with tempfile.TemporaryDirectory() as root:
+        path = os.path.join(root, "train.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(SQUAD, f, ensure_ascii=False)
+        expected = _squad_examples(path)
+        kind, corrupted = _corrupt_json(SQUAD, data.draw)
+        with open(path, "wb") as f:
+            f.write(corrupted)
+        caplog.clear()
+        with caplog.at_level(logging.WARNING):
+            try:
+                got = _squad_examples(path)
+            except InputError as e:
+                assert path in str(e)
+                return
+        # What still reads is the same, or a training answer not found in the context, which is skipped with a
+        # warning naming the question (the original would train on a wrong span).
+        if got != expected:
+            assert kind in ("remove", "retype") and "Skipping question id" in caplog.text, (kind, got)
+            assert set(got) < set(expected)
+
+
+def _race_examples(data_dir):
+    return [(e.example_id, e.context, e.endings, e.label) for e in race.read_race_examples(data_dir, "train")
+            if e.level == "high"]
+
+
+@FUZZ
+@given(data=st.data())
+def test_race_reader(data):
+    with tempfile.TemporaryDirectory() as root:
+        for level in ("middle", "high"):
+            os.makedirs(os.path.join(root, "RACE", "train", level))
+        with open(os.path.join(root, "RACE", "train", "middle", "1.txt"), "w", encoding="utf-8") as f:
+            json.dump(RACE, f, ensure_ascii=False)
+        path = os.path.join(root, "RACE", "train", "high", "1.txt")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(RACE, f, ensure_ascii=False)
+        expected = _race_examples(root)
+        kind, corrupted = _corrupt_json(RACE, data.draw)
+        with open(path, "wb") as f:
+            f.write(corrupted)
+        try:
+            got = _race_examples(root)
+        except InputError as e:
+            assert path in str(e)
+            return
+        # The optional `id` may go (the file name stands in for it) or be another id; nothing else reads
+        # differently.
+        other_id = kind in ("remove", "retype") and json.loads(corrupted).get("id") != RACE["id"]
+        assert got == expected or (other_id and [g[1:] for g in got] == [e[1:] for e in expected]), (kind, got)
+
+
+@FUZZ
+@given(data=st.data())
+def test_pretraining_text_reader(data):
+    text = "Le café était bon .\nIt was .\n\nZürich is a city .\n".encode("utf-8")
+    with tempfile.TemporaryDirectory() as root:
+        path = os.path.join(root, "corpus.txt")
+        kind, corrupted = _corrupt_lines(text, data.draw, " ")
+        with open(path, "wb") as f:
+            f.write(corrupted)
+        try:
+            lines = [line for shard, _ in pretraining_writer.iter_shards([path], 1 << 20) for line in shard]
+        except InputError as e:
+            _assert_names_file_and_line(e, path)
+            return
+        assert [line.decode("utf-8") for line in lines] == corrupted.decode("utf-8").split("\n")[:len(lines)]
