@@ -88,13 +88,19 @@ def corpus_documents():
     return topic_documents() + docstring_documents()
 
 
-def write_corpus(output_dir, heldout_every=10, heldout_offset=3):
+def write_corpus(output_dir, heldout_every=10, heldout_offset=3, documents=None, exclude=()):
     """Writes `corpus_train.txt` and `corpus_heldout.txt` (every `heldout_every`-th document held out).
+
+    Args:
+        output_dir: str, where the two files go.
+        heldout_every, heldout_offset: int, document `i` is held out when `i % heldout_every == heldout_offset`.
+        documents: optional `[(name, [sentence, ...]), ...]`; default `corpus_documents()`.
+        exclude: names of documents left out of both files (the quickstart task's dev and test documents).
 
     Returns `(train_path, heldout_path, stats)` where stats holds documents, sentences and characters per
     split.
     """
-    documents = corpus_documents()
+    documents = [doc for doc in (documents or corpus_documents()) if doc[0] not in set(exclude)]
     splits = {"train": [], "heldout": []}
     for i, doc in enumerate(documents):
         splits["heldout" if i % heldout_every == heldout_offset else "train"].append(doc)
