@@ -133,28 +133,27 @@ def run_quickstart(output_dir="quickstart_output", overwrite=False, init=None, v
     os.makedirs(output_dir, exist_ok=True)
     summary = {"output_dir": output_dir, "init": init or None}
     timer = _Timer()
-    with timer.step("corpus", "1 corpus and the labelled task"):
-        corpus = _corpus_step(output_dir, random_seed, summary)
-    if init:
-        weights = _init_weights(init, finetune_max_seq_length)
-    else:
-        pretrain_args = dict(vocab_size=vocab_size, max_seq_length=max_seq_length,
-                             max_predictions_per_seq=max_predictions_per_seq, dupe_factor=dupe_factor,
-                             heldout_dupe_factor=heldout_dupe_factor, train_batch_size=train_batch_size,
-                             num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps,
-                             learning_rate=learning_rate, iterations_per_loop=iterations_per_loop,
-                             save_checkpoints_steps=save_checkpoints_steps, num_workers=num_workers,
-                             random_seed=random_seed, jit_compile=jit_compile)
-        config = model_config(vocab_size, max_seq_length, hidden_size, num_hidden_layers, num_attention_heads,
-                              embedding_size, intermediate_size)
-        weights = _pretrain_steps(output_dir, corpus, config, timer, summary, **pretrain_args)
-    finetune_args = dict(max_seq_length=finetune_max_seq_length, train_batch_size=finetune_batch_size,
-                         learning_rate=finetune_learning_rate, train_step=finetune_steps,
-                         warmup_step=max(1, finetune_steps // 10), save_checkpoints_steps=max(1, finetune_steps // 4),
-                         iterations_per_loop=max(1, min(20, finetune_steps // 10)), random_seed=random_seed)
-    with weights as (config_file, spm_model, init_checkpoint):
-        _finetune_steps(output_dir, corpus, config_file, spm_model, init_checkpoint, compare_random_init, timer,
-                        summary, finetune_args)
+    with contextlib.ExitStack() as stack:
+        # A source to fine-tune from is fetched (or refused) before any work.
+        weights = stack.enter_context(_init_weights(init)) if init else None
+        with timer.step("corpus", "1 corpus and the labelled task"):
+            corpus = _corpus_step(output_dir, random_seed, summary)
+        if not init:
+            config = model_config(vocab_size, max_seq_length, hidden_size, num_hidden_layers, num_attention_heads,
+                                  embedding_size, intermediate_size)
+            weights = _pretrain_steps(
+                output_dir, corpus, config, timer, summary, max_seq_length=max_seq_length,
+                max_predictions_per_seq=max_predictions_per_seq, dupe_factor=dupe_factor,
+                heldout_dupe_factor=heldout_dupe_factor, train_batch_size=train_batch_size,
+                num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps, learning_rate=learning_rate,
+                iterations_per_loop=iterations_per_loop, save_checkpoints_steps=save_checkpoints_steps,
+                num_workers=num_workers, random_seed=random_seed, jit_compile=jit_compile)
+        finetune_args = dict(max_seq_length=finetune_max_seq_length, train_batch_size=finetune_batch_size,
+                             learning_rate=finetune_learning_rate, train_step=finetune_steps,
+                             warmup_step=max(1, finetune_steps // 10),
+                             save_checkpoints_steps=max(1, finetune_steps // 4),
+                             iterations_per_loop=max(1, min(20, finetune_steps // 10)), random_seed=random_seed)
+        _finetune_steps(output_dir, corpus, *weights, compare_random_init, timer, summary, finetune_args)
     with timer.step("serve", "7 the export served from a fresh process"):
         answers, signatures = quickstart_finetune.serve(
             summary["finetune"]["export_path"], [s for s, _ in quickstart_task.SERVE_QUERIES])
@@ -196,7 +195,7 @@ def _corpus_step(output_dir, random_seed, summary):
 
 
 @contextlib.contextmanager
-def _init_weights(init, max_seq_length):
+def _init_weights(init):
     """`--init`: `(config file, SentencePiece model, init_checkpoint)` of a `from_pretrained` source or name."""
     with resolve_source(init) as source:
         if not source.config_file or not source.spm_model_file:
@@ -206,18 +205,13 @@ def _init_weights(init, max_seq_length):
         yield source.config_file, source.spm_model_file, init
 
 
-@contextlib.contextmanager
-def _pretrained(config_file, spm_model, prefix):
-    yield config_file, spm_model, prefix
-
-
-def _pretrain_steps(output_dir, corpus, config, timer, summary, vocab_size, max_seq_length, max_predictions_per_seq,
+def _pretrain_steps(output_dir, corpus, config, timer, summary, max_seq_length, max_predictions_per_seq,
                     dupe_factor, heldout_dupe_factor, train_batch_size, num_train_steps, num_warmup_steps,
                     learning_rate, iterations_per_loop, save_checkpoints_steps, num_workers, random_seed,
                     jit_compile):
-    """2-5: vocabulary, records, pretraining, evaluation; returns a `_pretrained` context of the checkpoint."""
+    """2-5: vocabulary, records, pretraining, evaluation; returns `(config file, SentencePiece model, checkpoint)`."""
     with timer.step("vocab", "2 SentencePiece vocabulary"):
-        spm_model = _vocab_step(output_dir, corpus["train"], vocab_size)
+        spm_model = _vocab_step(output_dir, corpus["train"], config.vocab_size)
     with timer.step("data", "3 SOP + n-gram masked TFRecords"):
         train_rec, heldout_rec = _records_step(output_dir, corpus["train"], corpus["heldout"], spm_model,
                                                max_seq_length, max_predictions_per_seq, random_seed, dupe_factor,
@@ -236,7 +230,7 @@ def _pretrain_steps(output_dir, corpus, config, timer, summary, vocab_size, max_
     with timer.step("evaluate", "5 held-out evaluation and fill-mask ranks"):
         prefix = _evaluate_step(config, pretrain_dir, spm_model, train_rec, heldout_rec, max_seq_length,
                                 max_predictions_per_seq, random_seed, summary)
-    return _pretrained(config_file, spm_model, prefix)
+    return config_file, spm_model, prefix
 
 
 def _finetune_steps(output_dir, corpus, config_file, spm_model, init_checkpoint, compare_random_init, timer, summary,
@@ -250,9 +244,11 @@ def _finetune_steps(output_dir, corpus, config_file, spm_model, init_checkpoint,
         run_dir = os.path.join(output_dir, "finetune", name)
         export_dir = os.path.join(output_dir, "export") if key == "finetune" else None
         with timer.step(key, f"6 fine-tuning {'from ' + str(init) if init else 'from random initialisation'}"):
-            if os.path.exists(run_dir + ".done"):
-                summary[key] = _read_done(run_dir)
-                continue
+            if _done(run_dir):
+                done = _read_done(run_dir)
+                if done.get("init") == init and done.get("settings") == finetune_args:
+                    summary[key] = done
+                    continue
             for stale in (run_dir, export_dir):
                 if stale and os.path.exists(stale):
                     shutil.rmtree(stale)

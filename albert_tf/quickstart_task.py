@@ -11,7 +11,8 @@ Four classes, each a group of standard-library packages and modules whose docstr
 An example is a passage of two consecutive sentences of one module (a corpus document; training passages
 overlap by a sentence, dev and test passages do not). In each class, whole
 modules holding about `HELDOUT_FRACTION` of its sentences are set aside for the dev and test sets, and the
-quickstart leaves them out of its pretraining corpus: dev and test are text the model never saw. The training
+quickstart leaves them out of its pretraining corpus: dev and test are text the model never saw (a passage with
+a sentence that another module repeats is dropped). The training
 examples come from the class's other modules. Every split has the same number of examples in each class, so
 always answering one class scores 1/4.
 
@@ -85,11 +86,11 @@ def heldout_documents(documents, heldout_fraction=HELDOUT_FRACTION):
     return heldout
 
 
-def _passages(sentences, stride=SENTENCES_PER_EXAMPLE):
+def _groups(sentences, stride=SENTENCES_PER_EXAMPLE):
     """Groups of `SENTENCES_PER_EXAMPLE` consecutive sentences starting every `stride` sentences (training
     passages overlap with `stride=1`; dev and test passages do not)."""
     k = SENTENCES_PER_EXAMPLE
-    return [" ".join(sentences[i:i + k]) for i in range(0, len(sentences) - k + 1, stride)]
+    return [sentences[i:i + k] for i in range(0, len(sentences) - k + 1, stride)]
 
 
 def build_task(documents, heldout, seed=12345, max_train_per_class=300, max_eval_per_class=60):
@@ -103,17 +104,23 @@ def build_task(documents, heldout, seed=12345, max_train_per_class=300, max_eval
             dev and test.
     """
     pools = {label: {"train": [], "heldout": []} for label in CLASSES}
+    # Docstrings are sometimes copied between modules: a held-out passage with a sentence that the pretraining
+    # corpus also holds is left out, so that dev and test are text the model never saw.
+    seen = {sentence for name, sentences in documents if name not in heldout for sentence in sentences}
     for name, sentences in documents:
         label = document_class(name)
-        if label is not None:
-            if name in heldout:
-                pools[label]["heldout"].extend(_passages(sentences))
-            else:
-                pools[label]["train"].extend(_passages(sentences, stride=1))
+        if label is None:
+            continue
+        if name in heldout:
+            pools[label]["heldout"].extend(
+                " ".join(group) for group in _groups(sentences) if not any(s in seen for s in group))
+        else:
+            pools[label]["train"].extend(" ".join(group) for group in _groups(sentences, stride=1))
     rng = random.Random(seed)
     for pool in pools.values():
-        for passages in pool.values():
-            rng.shuffle(passages)
+        for split, passages in pool.items():
+            pool[split] = list(dict.fromkeys(passages))     # Each passage once (docstrings repeat).
+            rng.shuffle(pool[split])
     n_train = min(max_train_per_class, *(len(p["train"]) for p in pools.values()))
     n_eval = min(max_eval_per_class, *(len(p["heldout"]) // 2 for p in pools.values()))
     splits = {"train": [], "dev": [], "test": []}
