@@ -36,7 +36,7 @@ from albert_tf.data.pretraining import PretrainingOptions, write_pretraining_exa
 from albert_tf.data.pretraining_input import pretraining_dataset
 from albert_tf.errors import InputError
 from albert_tf.models import AlbertPretrainer
-from albert_tf.quickstart_corpus import corpus_documents, write_corpus
+from albert_tf.quickstart_corpus import docstring_documents, module_docstrings, topic_documents, write_corpus
 from albert_tf.quickstart_plots import CURVES_FILE, plot_curves
 from albert_tf.quickstart_report import format_report
 from albert_tf.training import loop
@@ -50,7 +50,7 @@ CLI_HELP = (
     "masked-LM and SOP accuracy on the held-out file before and after training next to chance levels, then "
     "fine-tunes it with the GLUE runner on a labelled task built from the same corpus (which part of the "
     "standard library a docstring passage comes from: async, email, testing or xml; dev and test passages from "
-    "modules that pretraining did not see), next to the same fine-tuning from random initialisation and the "
+    "docstrings that pretraining did not see), next to the same fine-tuning from random initialisation and the "
     "majority baseline, exports the fine-tuned classifier as a SavedModel and serves five new sentences from a "
     "fresh process through TF Serving's loader path. `--init=<source>` fine-tunes other weights instead (e.g. "
     "`--init=albert_base_v2` downloads Google's release). Everything goes to --output_dir (default "
@@ -174,16 +174,18 @@ def run_quickstart(output_dir="quickstart_output", overwrite=False, init=None, v
 
 
 def _corpus_step(output_dir, random_seed, summary):
-    """1. The embedded corpus without the task's dev/test modules, and the task's TSV files."""
+    """1. The embedded corpus without the task's dev/test docstrings, and the task's TSV files."""
     corpus = os.path.join(output_dir, "corpus")
     if not _done(corpus):
-        documents = corpus_documents()
-        heldout = quickstart_task.heldout_documents(documents)
-        train_txt, heldout_txt, stats = write_corpus(output_dir, documents=documents, exclude=heldout)
-        splits = quickstart_task.build_task(documents, heldout, seed=random_seed)
+        modules, topics = module_docstrings(), topic_documents()
+        heldout = quickstart_task.heldout_docstrings(modules)
+        documents = topics + docstring_documents(modules=modules, exclude=heldout)
+        train_txt, heldout_txt, stats = write_corpus(output_dir, documents=documents)
+        splits = quickstart_task.build_task(modules, heldout, seed=random_seed,
+                                            seen=[s for _, sentences in topics for s in sentences])
         data_dir = os.path.join(output_dir, "glue")
         task_dir = quickstart_task.write_task(data_dir, splits)
-        task = {"data_dir": data_dir, "task_dir": task_dir, "heldout_modules": sorted(heldout),
+        task = {"data_dir": data_dir, "task_dir": task_dir, "heldout_docstrings": len(heldout),
                 "examples": {split: len(examples) for split, examples in splits.items()},
                 "majority_dev": quickstart_task.majority_baseline(splits, "dev"),
                 "majority_test": quickstart_task.majority_baseline(splits, "test")}

@@ -72,7 +72,7 @@ def _finetune_lines(summary):
         f"2. Fine-tuning on the labelled task: which part of the standard library a passage comes from "
         f"({', '.join(quickstart_finetune_labels())}).",
         f"  {examples['train']} training passages; {examples['dev']} dev and {examples['test']} test passages "
-        f"from {len(task['heldout_modules'])} modules that pretraining did not see "
+        f"from {task['heldout_docstrings']} docstrings that pretraining did not see "
         f"({os.path.join(task['data_dir'], quickstart_task.TASK_DIR)}).",
         f"  run_classifier(task_name=\"stdlib\"): {settings.get('train_step')} steps, AdamW "
         f"{settings.get('learning_rate')}, batch {settings.get('train_batch_size')}, "

@@ -8,12 +8,11 @@ Four classes, each a group of standard-library packages and modules whose docstr
     testing  unittest, doctest
     xml      xml, xmlrpc
 
-An example is a passage of two consecutive sentences of one module (a corpus document; training passages
-overlap by a sentence, dev and test passages do not). In each class, whole
-modules holding about `HELDOUT_FRACTION` of its sentences are set aside for the dev and test sets, and the
+An example is a passage of up to two consecutive sentences of one docstring (training passages overlap by a
+sentence, dev and test passages do not). In the classes' modules, about `HELDOUT_FRACTION` of the docstrings
+(module, class and function docstrings, each a document) are set aside for the dev and test sets, and the
 quickstart leaves them out of its pretraining corpus: dev and test are text the model never saw (a passage with
-a sentence that another module repeats is dropped). The training
-examples come from the class's other modules. Every split has the same number of examples in each class, so
+a sentence that the corpus repeats elsewhere is dropped). The training examples come from the other docstrings. Every split has the same number of examples in each class, so
 always answering one class scores 1/4.
 
 The files are the GLUE TSV layout that `run_classifier(task_name="stdlib")` reads (`glue.StdlibProcessor`,
@@ -55,67 +54,58 @@ def document_class(name):
     """The class of a corpus document named by its standard-library path (`asyncio/tasks.py`), or None."""
     if not name.endswith(".py"):
         return None                     # A pydoc topic.
-    top = name.split("/")[0].split(os.sep)[0].removesuffix(".py")
+    top = name.split("/")[0].removesuffix(".py")
     for label, modules in CLASSES.items():
         if top in modules:
             return label
     return None
 
 
-def _stable_order(name):
-    """A fixed pseudo-random order of documents that does not depend on the Python version's module list."""
-    return hashlib.sha256(name.encode("utf-8")).hexdigest()
-
-
-def heldout_documents(documents, heldout_fraction=HELDOUT_FRACTION):
-    """The names of the documents set aside for dev and test: per class, whole documents in a fixed
-    pseudo-random order until they hold `heldout_fraction` of the class's sentences."""
-    by_class = {label: [] for label in CLASSES}
-    for name, sentences in documents:
-        label = document_class(name)
-        if label is not None:
-            by_class[label].append((name, len(sentences)))
+def heldout_docstrings(modules, heldout_fraction=HELDOUT_FRACTION):
+    """The `(module path, docstring index)` pairs set aside for dev and test: in the classes' modules, each
+    docstring with a probability of `heldout_fraction`, drawn from a hash of its name (the same on every run and
+    Python version that has the docstring)."""
     heldout = set()
-    for label, docs in by_class.items():
-        total, taken = sum(n for _, n in docs), 0
-        for name, n in sorted(docs, key=lambda doc: _stable_order(doc[0])):
-            if taken >= heldout_fraction * total:
-                break
-            heldout.add(name)
-            taken += n
+    for name, docstrings in modules:
+        if document_class(name) is None:
+            continue
+        for index in range(len(docstrings)):
+            digest = hashlib.sha256(f"{name}:{index}".encode("utf-8")).digest()
+            if int.from_bytes(digest[:4], "big") < heldout_fraction * 2 ** 32:
+                heldout.add((name, index))
     return heldout
 
 
 def _groups(sentences, stride=SENTENCES_PER_EXAMPLE):
     """Groups of `SENTENCES_PER_EXAMPLE` consecutive sentences starting every `stride` sentences (training
-    passages overlap with `stride=1`; dev and test passages do not)."""
+    passages overlap with `stride=1`; dev and test passages do not); a shorter docstring is one group."""
     k = SENTENCES_PER_EXAMPLE
-    return [sentences[i:i + k] for i in range(0, len(sentences) - k + 1, stride)]
+    return [sentences[i:i + k] for i in range(0, max(1, len(sentences) - k + 1), stride)]
 
 
-def build_task(documents, heldout, seed=12345, max_train_per_class=300, max_eval_per_class=60):
+def build_task(modules, heldout, seed=12345, max_train_per_class=400, max_eval_per_class=60, seen=()):
     """The balanced examples of each split: `{"train"|"dev"|"test": [(passage, label), ...]}`.
 
     Args:
-        documents: `[(name, [sentence, ...]), ...]` (`quickstart_corpus.corpus_documents()`).
-        heldout: the names of the dev/test documents (`heldout_documents`).
+        modules: `quickstart_corpus.module_docstrings()`.
+        heldout: the `(module path, docstring index)` pairs of dev and test (`heldout_docstrings`).
         seed: int, of the shuffles that pick and order the examples.
         max_train_per_class, max_eval_per_class: int, caps on the examples per class in train and in each of
             dev and test.
+        seen: sentences of the pretraining corpus besides the docstrings (the pydoc topics).
     """
+    # Docstrings are sometimes copied between functions and modules: a held-out passage with a sentence that the
+    # pretraining corpus also holds is left out, so that dev and test are text the model never saw.
+    seen = set(seen) | {s for name, docs in modules for i, doc in enumerate(docs) if (name, i) not in heldout
+                        for s in doc}
     pools = {label: {"train": [], "heldout": []} for label in CLASSES}
-    # Docstrings are sometimes copied between modules: a held-out passage with a sentence that the pretraining
-    # corpus also holds is left out, so that dev and test are text the model never saw.
-    seen = {sentence for name, sentences in documents if name not in heldout for sentence in sentences}
-    for name, sentences in documents:
+    for name, docstrings in modules:
         label = document_class(name)
-        if label is None:
-            continue
-        if name in heldout:
-            pools[label]["heldout"].extend(
-                " ".join(group) for group in _groups(sentences) if not any(s in seen for s in group))
-        else:
-            pools[label]["train"].extend(" ".join(group) for group in _groups(sentences, stride=1))
+        for index, sentences in enumerate(docstrings if label else ()):
+            if (name, index) in heldout:
+                pools[label]["heldout"] += [" ".join(g) for g in _groups(sentences) if not set(g) & seen]
+            else:
+                pools[label]["train"] += [" ".join(g) for g in _groups(sentences, stride=1)]
     rng = random.Random(seed)
     for pool in pools.values():
         for split, passages in pool.items():

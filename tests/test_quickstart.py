@@ -201,13 +201,14 @@ def corpus_and_task(tmp_path_factory):
     from albert_tf import quickstart_corpus, quickstart_task
 
     root = tmp_path_factory.mktemp("corpus")
-    documents = quickstart_corpus.corpus_documents()
-    heldout = quickstart_task.heldout_documents(documents)
-    train, held, stats = quickstart_corpus.write_corpus(str(root), documents=documents, exclude=heldout)
-    splits = quickstart_task.build_task(documents, heldout)
+    modules, topics = quickstart_corpus.module_docstrings(), quickstart_corpus.topic_documents()
+    heldout = quickstart_task.heldout_docstrings(modules)
+    documents = topics + quickstart_corpus.docstring_documents(modules=modules, exclude=heldout)
+    train, held, stats = quickstart_corpus.write_corpus(str(root), documents=documents)
+    splits = quickstart_task.build_task(modules, heldout, seen=[s for _, sentences in topics for s in sentences])
     task_dir = quickstart_task.write_task(str(root / "glue"), splits)
-    return dict(documents=documents, heldout=heldout, train=train, held=held, stats=stats, splits=splits,
-                task_dir=task_dir)
+    return dict(modules=modules, documents=quickstart_corpus.corpus_documents(modules), heldout=heldout,
+                train=train, held=held, stats=stats, splits=splits, task_dir=task_dir)
 
 
 def test_corpus_is_prose_from_this_python_and_the_demo_sentences_are_not_in_it(corpus_and_task):
@@ -236,7 +237,7 @@ def test_corpus_is_prose_from_this_python_and_the_demo_sentences_are_not_in_it(c
         assert label in quickstart_task.CLASSES
 
 
-def test_the_task_is_balanced_glue_tsv_with_dev_and_test_from_modules_pretraining_does_not_see(corpus_and_task):
+def test_the_task_is_balanced_glue_tsv_with_dev_and_test_from_docstrings_pretraining_does_not_see(corpus_and_task):
     from albert_tf import quickstart_task
     from albert_tf.data import glue
 
@@ -246,19 +247,19 @@ def test_the_task_is_balanced_glue_tsv_with_dev_and_test_from_modules_pretrainin
         counts = {label: sum(1 for _, l in splits[split] if l == label) for label in quickstart_task.CLASSES}
         assert len(set(counts.values())) == 1 and sum(counts.values()) >= minimum, (split, counts)
     assert quickstart_task.majority_baseline(splits) == 0.25
-    # Every class has modules held out for dev/test; none of their text is in the pretraining files.
-    classes = {quickstart_task.document_class(name) for name in heldout}
-    assert classes == set(quickstart_task.CLASSES)
-    pretraining_text = (open(corpus_and_task["train"], encoding="utf-8").read()
-                        + open(corpus_and_task["held"], encoding="utf-8").read())
+    # Every class has docstrings held out for dev/test; no sentence of a dev/test passage is in the pretraining
+    # files, and the three splits share no passage.
+    assert {quickstart_task.document_class(name) for name, _ in heldout} == set(quickstart_task.CLASSES)
+    pretraining_lines = set((open(corpus_and_task["train"], encoding="utf-8").read()
+                             + open(corpus_and_task["held"], encoding="utf-8").read()).splitlines())
     dev_test = {text for split in ("dev", "test") for text, _ in splits[split]}
-    pretraining_lines = set(pretraining_text.splitlines())
     found = set()
-    for name, sentences in corpus_and_task["documents"]:
-        for group in quickstart_task._groups(sentences) if name in heldout else ():
-            if " ".join(group) in dev_test:
-                found.add(" ".join(group))
-                assert not any(sentence in pretraining_lines for sentence in group), (name, group)
+    for name, docstrings in corpus_and_task["modules"]:
+        for index, sentences in enumerate(docstrings):
+            for group in quickstart_task._groups(sentences) if (name, index) in heldout else ():
+                if " ".join(group) in dev_test:
+                    found.add(" ".join(group))
+                    assert not set(group) & pretraining_lines, (name, index, group)
     assert found == dev_test
     assert not dev_test & {text for text, _ in splits["train"]}
     assert not {text for text, _ in splits["dev"]} & {text for text, _ in splits["test"]}
