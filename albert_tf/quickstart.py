@@ -121,7 +121,7 @@ def run_quickstart(output_dir="quickstart_output", overwrite=False, init=None, v
                    train_batch_size=32, num_train_steps=600, num_warmup_steps=60, learning_rate=0.005,
                    hidden_size=128, num_hidden_layers=4, num_attention_heads=4, embedding_size=64,
                    intermediate_size=512, iterations_per_loop=50, save_checkpoints_steps=600, num_workers=2,
-                   random_seed=12345, jit_compile=True, finetune_steps=200, finetune_batch_size=32,
+                   random_seed=12345, jit_compile=True, finetune_steps=800, finetune_batch_size=32,
                    finetune_learning_rate=5e-4, finetune_max_seq_length=64, compare_random_init=True, plots=True):
     """Runs the steps (module docstring); returns a dict of everything measured and written."""
     # The export is served with raw text: fail now, not after pretraining, if tensorflow-text is missing.
@@ -404,7 +404,7 @@ _FLAGS = (
     ("integer", "num_workers", 2, "Processes of the data writer."),
     ("integer", "random_seed", 12345, "Seed of the data writer, the task's examples and the initialisations."),
     ("bool", "jit_compile", True, "XLA-compile the pretraining step."),
-    ("integer", "finetune_steps", 200, "Fine-tuning steps (each run)."),
+    ("integer", "finetune_steps", 800, "Fine-tuning steps (each run)."),
     ("integer", "finetune_batch_size", 32, "Fine-tuning batch size."),
     ("float", "finetune_learning_rate", 5e-4, "Peak AdamW learning rate of fine-tuning."),
     ("integer", "finetune_max_seq_length", 64, "Sequence length of the task's passages."),

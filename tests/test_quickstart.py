@@ -58,7 +58,9 @@ def test_quickstart_writes_every_artifact(quickstart_run):
     assert 0.0 < summary["chance"]["mlm_unigram_accuracy"] < 1.0
     # Fill-mask: the rank of a fitting word among the 600 pieces, before and after pretraining.
     assert len(summary["fill_mask"]) == 6
-    assert all(1 <= row[key] <= 600 for row in summary["fill_mask"] for key in ("rank_before", "rank_after"))
+    # (None where no fitting word is one piece of this small vocabulary.)
+    ranks = [row[key] for row in summary["fill_mask"] for key in ("rank_before", "rank_after")]
+    assert all(rank is None or 1 <= rank <= 600 for rank in ranks) and any(rank is not None for rank in ranks)
     # Both fine-tuning runs through the GLUE runner: its files, the dev accuracy of its best checkpoint, and the
     # test accuracy recomputed here from its predictions and the held-back answers.
     assert summary["task"]["majority_dev"] == summary["task"]["majority_test"] == 0.25
