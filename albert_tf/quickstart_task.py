@@ -12,8 +12,8 @@ An example is a passage of up to two consecutive sentences of one docstring (tra
 sentence, dev and test passages do not). In the classes' modules, about `HELDOUT_FRACTION` of the docstrings
 (module, class and function docstrings, each a document) are set aside for the dev and test sets, and the
 quickstart leaves them out of its pretraining corpus: dev and test are text the model never saw (a passage with
-a sentence that the corpus repeats elsewhere is dropped). The training examples come from the other docstrings. Every split has the same number of examples in each class, so
-always answering one class scores 1/4.
+a sentence that the corpus repeats elsewhere is dropped). The training examples come from the other docstrings.
+Every split has the same number of examples in each class, so always answering one class scores 1/4.
 
 The files are the GLUE TSV layout that `run_classifier(task_name="stdlib")` reads (`glue.StdlibProcessor`,
 SST-2's columns): `<data_dir>/STDLIB/train.tsv` and `dev.tsv` (`sentence<TAB>label`, with a header),

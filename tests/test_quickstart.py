@@ -170,9 +170,11 @@ def test_init_fine_tunes_a_release_by_name_from_a_loopback_server(quickstart_run
     assert summary["init"] == "albert_base_v2" and "pretrain" not in summary["timings_s"]
     assert "fine-tuned from --init=albert_base_v2" in proc.stdout and "answers right" in proc.stdout
     expected = release.embeddings.word_embeddings.numpy()
-    tuned = AlbertModel.from_pretrained(str(out / "finetune" / "pretrained" / "model.ckpt-best"))
+    tuned = AlbertModel.from_pretrained(str(out / "finetune" / "pretrained" / "model.ckpt-best"),
+                                        config=release.config)
     np.testing.assert_allclose(tuned.embeddings.word_embeddings.numpy(), expected, atol=1e-6)
-    scratch = AlbertModel.from_pretrained(str(out / "finetune" / "random" / "model.ckpt-best"))
+    scratch = AlbertModel.from_pretrained(str(out / "finetune" / "random" / "model.ckpt-best"),
+                                          config=release.config)
     assert np.abs(scratch.embeddings.word_embeddings.numpy() - expected).max() > 1e-3
 
 
