@@ -30,9 +30,8 @@ def compare_initialisations(start, random, n):
     if diff < -margin:
         return (f"Starting from the pretrained weights does worse here: {diff:+.3f} dev accuracy against the same "
                 f"fine-tuning from random initialisation (more than twice the standard error, {margin / 2:.3f}).")
-    return (f"No clear difference from random initialisation ({diff:+.3f} dev accuracy, within twice the standard "
-            f"error of {margin / 2:.3f}): at this budget the task is learnt from its words during fine-tuning, and "
-            "the minutes of pretraining add little that it needs.")
+    return (f"No clear difference in the end from random initialisation ({diff:+.3f} dev accuracy, within twice the "
+            f"standard error of {margin / 2:.3f} on {n} dev passages).")
 
 
 def _pretraining_lines(summary):
@@ -77,13 +76,13 @@ def _finetune_lines(summary):
         f"  run_classifier(task_name=\"stdlib\"): {settings.get('train_step')} steps, AdamW "
         f"{settings.get('learning_rate')}, batch {settings.get('train_batch_size')}, "
         f"max_seq_length {settings.get('max_seq_length')}:",
-        "  %-36s %14s %14s" % ("", "dev accuracy", "test accuracy"),
-        "  %-36s %14.3f %14.3f" % ("majority baseline", task["majority_dev"], task["majority_test"]),
-        "  %-36s %14.3f %14.3f" % ("fine-tuned from " + start, tuned["dev_accuracy"], tuned["test_accuracy"]),
+        "  %-44s %14s %14s" % ("", "dev accuracy", "test accuracy"),
+        "  %-44s %14.3f %14.3f" % ("majority baseline", task["majority_dev"], task["majority_test"]),
+        "  %-44s %14.3f %14.3f" % ("fine-tuned from " + start, tuned["dev_accuracy"], tuned["test_accuracy"]),
     ]
     random = summary.get("finetune_random")
     if random:
-        lines.append("  %-36s %14.3f %14.3f" % ("fine-tuned from random initialisation", random["dev_accuracy"],
+        lines.append("  %-44s %14.3f %14.3f" % ("fine-tuned from random initialisation", random["dev_accuracy"],
                                                random["test_accuracy"]))
     lines.append(f"  (dev: model.ckpt-best, the runner's pick among {len(tuned['dev_history'])} checkpoints by dev "
                  "accuracy; test: its predictions, scored against test_labels.tsv.)")
@@ -92,6 +91,10 @@ def _finetune_lines(summary):
                  f"majority baseline <= {MAX_MAJORITY_BASELINE:.2f}.")
     if random:
         lines.append("  " + compare_initialisations(tuned["dev_accuracy"], random["dev_accuracy"], examples["dev"]))
+        if tuned["dev_history"] and random["dev_history"]:
+            (step, first), (_, first_random) = tuned["dev_history"][0], random["dev_history"][0]
+            lines.append(f"  At the first checkpoint (step {step}) the dev accuracy is {first:.3f} from {start} and "
+                         f"{first_random:.3f} from random initialisation (the curves show both runs).")
     return lines
 
 
