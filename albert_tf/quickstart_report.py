@@ -69,7 +69,7 @@ def _finetune_lines(summary):
     lines = [
         "",
         f"2. Fine-tuning on the labelled task: which part of the standard library a passage comes from "
-        f"({', '.join(quickstart_finetune_labels())}).",
+        f"({', '.join(quickstart_task.CLASSES)}).",
         f"  {examples['train']} training passages; {examples['dev']} dev and {examples['test']} test passages "
         f"from {task['heldout_docstrings']} docstrings that pretraining did not see "
         f"({os.path.join(task['data_dir'], quickstart_task.TASK_DIR)}).",
@@ -96,10 +96,6 @@ def _finetune_lines(summary):
             lines.append(f"  At the first checkpoint (step {step}) the dev accuracy is {first:.3f} from {start} and "
                          f"{first_random:.3f} from random initialisation (the curves show both runs).")
     return lines
-
-
-def quickstart_finetune_labels():
-    return tuple(quickstart_task.CLASSES)
 
 
 def _served_lines(summary):
