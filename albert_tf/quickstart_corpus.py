@@ -6,7 +6,8 @@ Two sources, both read from the running interpreter's own files (nothing is down
   characters); each topic is a document.
 * the docstrings of the standard library's `.py` sources (`sysconfig.get_paths()["stdlib"]`, parsed with
   `ast`, never imported; tests, IDLE, lib2to3 and the bundled demos left out): about 1.6M characters on
-  CPython 3.11; each module (its module, class and function docstrings in source order) is a document.
+  CPython 3.11; each module (its module, class and function docstrings in source order) is a document. The
+  quickstart's labelled task (`albert_tf.quickstart_task`) holds some docstrings out of it.
 
 Lines are sentences; a blank line separates documents (the input format of the original
 `create_pretraining_data.py`). Only prose is kept: sentences of at least four words that are mostly letters
@@ -69,32 +70,56 @@ def _module_docstrings(path):
     return [doc for doc in (ast.get_docstring(n) for n in nodes) if doc]
 
 
-def docstring_documents(stdlib=None):
-    """The standard library's docstrings: `[(module_path, [sentence, ...]), ...]` in sorted path order."""
+def module_docstrings(stdlib=None):
+    """The standard library's docstrings by module: `[(module_path, [[sentence, ...] per docstring]), ...]` in
+    sorted path order, each docstring's prose sentences in source order (docstrings without prose left out)."""
     stdlib = stdlib or sysconfig.get_paths()["stdlib"]
-    documents = []
+    modules = []
     for dirpath, dirnames, filenames in os.walk(stdlib):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_DIRS)
         for filename in sorted(f for f in filenames if f.endswith(".py")):
             path = os.path.join(dirpath, filename)
-            sentences = [s for doc in _module_docstrings(path) for s in _prose_sentences(doc)]
-            if len(sentences) >= 2:
-                documents.append((os.path.relpath(path, stdlib), sentences))
+            docstrings = [sentences for sentences in map(_prose_sentences, _module_docstrings(path)) if sentences]
+            if docstrings:
+                modules.append((os.path.relpath(path, stdlib).replace(os.sep, "/"), docstrings))
+    return modules
+
+
+def docstring_documents(stdlib=None, modules=None, exclude=()):
+    """The standard library's docstrings: `[(module_path, [sentence, ...]), ...]` in sorted path order.
+
+    Args:
+        stdlib: the standard library's directory (default: this interpreter's).
+        modules: optional `module_docstrings()` result, to reuse.
+        exclude: `(module_path, docstring index)` pairs left out (the quickstart task's dev and test docstrings).
+    """
+    exclude = set(exclude)
+    documents = []
+    for name, docstrings in modules if modules is not None else module_docstrings(stdlib):
+        sentences = [s for i, doc in enumerate(docstrings) if (name, i) not in exclude for s in doc]
+        if len(sentences) >= 2:
+            documents.append((name, sentences))
     return documents
 
 
-def corpus_documents():
-    """Every document of the embedded corpus: the pydoc topics, then the standard library's docstrings."""
-    return topic_documents() + docstring_documents()
+def corpus_documents(modules=None, exclude=()):
+    """Every document of the embedded corpus: the pydoc topics, then the standard library's docstrings (without
+    the `exclude` docstrings, see `docstring_documents`)."""
+    return topic_documents() + docstring_documents(modules=modules, exclude=exclude)
 
 
-def write_corpus(output_dir, heldout_every=10, heldout_offset=3):
+def write_corpus(output_dir, heldout_every=10, heldout_offset=3, documents=None):
     """Writes `corpus_train.txt` and `corpus_heldout.txt` (every `heldout_every`-th document held out).
+
+    Args:
+        output_dir: str, where the two files go.
+        heldout_every, heldout_offset: int, document `i` is held out when `i % heldout_every == heldout_offset`.
+        documents: optional `[(name, [sentence, ...]), ...]`; default `corpus_documents()`.
 
     Returns `(train_path, heldout_path, stats)` where stats holds documents, sentences and characters per
     split.
     """
-    documents = corpus_documents()
+    documents = documents if documents is not None else corpus_documents()
     splits = {"train": [], "heldout": []}
     for i, doc in enumerate(documents):
         splits["heldout" if i % heldout_every == heldout_offset else "train"].append(doc)

@@ -197,7 +197,7 @@ def tokenizer(model_files):
 
 def test_task_names_are_case_insensitive_and_complete():
     assert sorted(glue.PROCESSORS) == sorted(["cola", "mnli", "mismnli", "mrpc", "rte", "sst-2", "sts-b", "qqp",
-                                              "qnli", "wnli", "ax"])
+                                              "qnli", "wnli", "ax", "stdlib"])
     assert isinstance(glue.get_processor("MNLI"), glue.MnliProcessor)
     assert isinstance(glue.get_processor("Sts-B"), glue.StsbProcessor)
     with pytest.raises(ValueError, match="Task not found.*'sst'"):

@@ -425,6 +425,19 @@ class AXProcessor(_IndexPairProcessor):
     TEST_LABEL = "contradiction"
 
 
+class StdlibProcessor(DataProcessor):
+    """Not a GLUE task: the quickstart's labelled task (`albert_tf.quickstart_task`), which part of Python's
+    standard library a docstring passage comes from. SST-2's layout (train/dev `sentence<TAB>label` with a header,
+    test `index<TAB>sentence`) with four labels, in `data_dir/STDLIB/`."""
+
+    DIR = "STDLIB"
+    LABELS = ("async", "email", "testing", "xml")
+    LEADERBOARD_FILE = None
+    TEST_LABEL = "async"
+    LAYOUT = Sst2Processor.LAYOUT
+    TEST_LAYOUT = Sst2Processor.TEST_LAYOUT
+
+
 PROCESSORS = {
     "cola": ColaProcessor,
     "mnli": MnliProcessor,
@@ -437,6 +450,7 @@ PROCESSORS = {
     "qnli": QnliProcessor,
     "wnli": WnliProcessor,
     "ax": AXProcessor,
+    "stdlib": StdlibProcessor,
 }
 
 
