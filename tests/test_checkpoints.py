@@ -455,6 +455,7 @@ def test_init_groups_from_group0(releases):
 
 # --- converter ------------------------------------------------------------------------------------------------
 
+@pytest.mark.e2e
 def test_convert_to_keras_and_cli_to_tf1(releases, tmp_path):
     directory, config, weights = releases["G2K2"]
     tarball = str(tmp_path / "albert.tar.gz")

@@ -571,6 +571,7 @@ def test_sources_resolve_again_from_their_prefix_and_count_labels(tmp_path, tf_m
         assert source_num_labels(path) == labels
 
 
+@pytest.mark.e2e
 def test_cli_hf_to_keras_hub_and_pickle_refusal(tmp_path):
     config = CONFIGS["G2K2"]
     state, _ = hf_state_dict(config, np.random.default_rng(45))

@@ -106,6 +106,7 @@ def measure_shared_gradient_peak(recompute):
     return peak / per_application
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("recompute", [False, True], ids=["keep", "recompute"])
 def test_shared_gradients_summed_as_the_backward_pass_goes(recompute):
     """With a wide FFN and a 4-token batch, the shared block's weight gradients are nearly all of a training
@@ -292,6 +293,7 @@ MIRRORED = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.e2e
 def test_mirrored_two_replicas(tmp_path):
     script = tmp_path / "mirrored.py"
     script.write_text(MIRRORED)

@@ -240,6 +240,7 @@ def test_train_sentencepiece_rejects_symbols_as_a_string(models, tmp_path):
     assert vocab_lib._split_symbols('(,),",-,.,–,£,€') == list(vocab_lib.USER_DEFINED_SYMBOLS)
 
 
+@pytest.mark.e2e
 def test_train_vocab_command_line(models, tmp_path):
     prefix = str(tmp_path / "cli")
     result = subprocess.run(
