@@ -13,13 +13,13 @@ else
   ALBERT_VENV=${ALBERT_VENV:-.venv}
   if [ ! -x "$ALBERT_VENV/bin/python" ]; then
     "$PYTHON" -m venv "$ALBERT_VENV"
+    "$ALBERT_VENV/bin/python" -m pip install -q --upgrade pip
   fi
   VENV_PYTHON=$ALBERT_VENV/bin/python
 fi
 _albert_stamp="$("$VENV_PYTHON" -c 'import sys; print(sys.prefix)')/.albert_tf-install"
 _albert_key="$(cat setup.cfg pyproject.toml ${ALBERT_LOCK:+"$ALBERT_LOCK"} | cksum) ${1:-} ${ALBERT_LOCK:-} $PWD"
 if [ ! -f "$_albert_stamp" ] || [ "$(cat "$_albert_stamp")" != "$_albert_key" ]; then
-  "$VENV_PYTHON" -m pip install -q --upgrade pip
   "$VENV_PYTHON" -m pip install -q ${ALBERT_LOCK:+-c "$ALBERT_LOCK"} -e ".${1:+[$1]}"
   echo "$_albert_key" > "$_albert_stamp"
 fi
