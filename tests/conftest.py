@@ -30,6 +30,7 @@ E2E_MODULES = (
     "test_quickstart",          # `albert-quickstart` runs and a 300-step training
     "test_ablations",           # benchmarks/ablations.py in a subprocess
     "test_cli",                 # every command's `--help` and start-up output, each in its own process
+    "test_errors",              # every command's error lines and exit status, each in its own process
 )
 
 

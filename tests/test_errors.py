@@ -68,7 +68,6 @@ def error_line(proc, name):
     return lines[-1]
 
 
-@pytest.mark.e2e
 @pytest.mark.parametrize("command,name", COMMANDS, ids=[c[1] for c in COMMANDS])
 def test_a_bad_flag_is_one_line_and_exit_status_2(command, name, tmp_path):
     # The writer passes flags it does not know to Apache Beam, and refuses them without `--runner`.
@@ -80,7 +79,6 @@ def test_a_bad_flag_is_one_line_and_exit_status_2(command, name, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-@pytest.mark.e2e
 def test_a_missing_required_flag_names_it(tmp_path):
     proc = run([str(REPO / "run_classifier.py")], "--task_name=rte", "--do_train", cwd=tmp_path)
     line = error_line(proc, "run_classifier.py")
@@ -88,7 +86,6 @@ def test_a_missing_required_flag_names_it(tmp_path):
     assert "--data_dir" in line and "--output_dir" in line
 
 
-@pytest.mark.e2e
 def test_traceback_of_a_user_error_on_request(tmp_path):
     args = ("--task_name=rte", f"--data_dir={tmp_path / 'nowhere'}", f"--output_dir={tmp_path / 'out'}", "--do_train")
     plain = run([str(REPO / "run_classifier.py")], *args, cwd=tmp_path)
@@ -100,7 +97,6 @@ def test_traceback_of_a_user_error_on_request(tmp_path):
         assert proc.stderr.strip().splitlines()[-1] == error_line(plain, "run_classifier.py")
 
 
-@pytest.mark.e2e
 def test_a_bug_keeps_its_traceback(tmp_path):
     code = ("import sys; sys.argv = ['albert-demo']; from albert_tf import cli\n"
             "def main(argv):\n    return {}['missing key']\n"
