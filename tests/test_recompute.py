@@ -190,6 +190,7 @@ def test_task_models_pass_recompute_on(cls, kwargs):
     assert cls(AlbertConfig.from_dict(TINY), **kwargs).encoder.recompute is False
 
 
+@pytest.mark.e2e  # two XLA compilations of a 10-application training step: tens of seconds on 2 cores
 def test_jit_compile_smoke():
     plain, recomputing = twin_models(GROUPED)
     inputs = batch(GROUPED)
