@@ -46,7 +46,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import lite, tokenization
+from albert_tf import lite, text_ops, tokenization
 from albert_tf.checkpoints import open_reader, resolve_source, restore_source, source_num_labels, table
 from albert_tf.checkpoints.convert import detect_model
 from albert_tf.config import AlbertConfig, check_max_seq_length
@@ -100,7 +100,8 @@ class _ExportRunner:
         except (tf.errors.NotFoundError, KeyError) as e:
             if tensorflow_text is None:
                 raise MissingPackageError(f"Loading the export `{directory}` needs the tensorflow-text ops of its "
-                                          "`serve_text` signature: pip install tensorflow-text==2.20.1") from e
+                                          "`serve_text` signature: pip install "
+                                          f"{text_ops.tensorflow_text_requirement()}") from e
             raise
         if "serving_default" not in self.loaded.signatures:
             raise InputError(f"`{directory}` has no `serving_default` signature: not an albert-export directory.")

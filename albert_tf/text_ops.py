@@ -64,6 +64,13 @@ def _digit_comma_table(sp_model):
                      for i in range(sp_model.GetPieceSize())], dtype=bool)
 
 
+def tensorflow_text_requirement():
+    """The tensorflow-text requirement that fits this TensorFlow, e.g. `tensorflow-text~=2.21.0`: its compiled ops
+    are built against one TensorFlow minor version, and another minor's wheel requires (and installs) that one."""
+    major, minor = tf.__version__.split(".")[:2]
+    return f"tensorflow-text~={major}.{minor}.0"
+
+
 def require_tensorflow_text():
     """The `tensorflow_text` module, or an ImportError that says how to install it.
 
@@ -76,8 +83,8 @@ def require_tensorflow_text():
     except ImportError as e:
         raise MissingPackageError(
             "The in-graph tokenizer (`AlbertTextTokenizer`, `serve_text` exports) needs the `tensorflow-text` "
-            "package, which is not installed. Install it with `pip install tensorflow-text==2.20.1` (on a TPU "
-            "VM: `pip install --no-deps -r requirements-tpu.txt`, see README).") from e
+            f"package, which is not installed. Install it with `pip install {tensorflow_text_requirement()}` (on a "
+            "TPU VM with `--no-deps`, see README).") from e
     return tensorflow_text
 
 

@@ -6,6 +6,9 @@ rounding. The modules below test numerics (against NumPy and the peers), memory 
 runs the whole suite as the machine is, then the `cpu_kernels` tests again with `TF_ENABLE_ONEDNN_OPTS`
 flipped, so a failure on the other kind of CPU shows up before it lands
 (`bash scripts/test.sh -m cpu_kernels` runs them alone).
+
+It also marks the modules that belong to the end-to-end tier (`e2e`) as a whole, and names the fast-tier tests
+that take too long (docs/testing.md).
 """
 
 import pytest
@@ -22,8 +25,48 @@ CPU_KERNEL_MODULES = (
 )
 
 
+# Modules whose every test runs a command in a subprocess or a whole training: the `e2e` tier (the tests elsewhere
+# carry `@pytest.mark.e2e` themselves).
+E2E_MODULES = (
+    "test_quickstart",          # `albert-quickstart` runs and a 300-step training
+    "test_ablations",           # benchmarks/ablations.py in a subprocess
+    "test_cli",                 # every command's `--help` and start-up output, each in its own process
+    "test_errors",              # every command's error lines and exit status, each in its own process
+)
+
+
 def pytest_collection_modifyitems(config, items):
     del config
     for item in items:
-        if item.module is not None and item.module.__name__.rsplit(".", 1)[-1] in CPU_KERNEL_MODULES:
+        module = item.module.__name__.rsplit(".", 1)[-1] if item.module is not None else ""
+        if module in CPU_KERNEL_MODULES:
             item.add_marker(pytest.mark.cpu_kernels)
+        if module in E2E_MODULES:
+            item.add_marker(pytest.mark.e2e)
+
+
+# --- the fast tier stays fast -----------------------------------------------------------------------------------
+# `bash scripts/test.sh` runs `-m "not slow and not e2e"`; a test that starts a command in a subprocess or trains
+# for more than a few seconds belongs to the `e2e` tier (docs/testing.md). The summary names the fast-tier tests
+# over FAST_TEST_SECONDS (setup, call and teardown together: a module fixture counts in its first test).
+
+FAST_TEST_SECONDS = 20.0
+_durations = {}
+
+
+def pytest_runtest_logreport(report):
+    if "e2e" not in report.keywords and "slow" not in report.keywords:
+        _durations[report.nodeid] = _durations.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    del exitstatus
+    markexpr = config.getoption("markexpr", "") or ""
+    if "not e2e" not in markexpr:
+        return
+    slow = sorted(((t, n) for n, t in _durations.items() if t > FAST_TEST_SECONDS), reverse=True)
+    if slow:
+        terminalreporter.write_sep("-", f"fast-tier tests over {FAST_TEST_SECONDS:.0f} s: mark them e2e, or "
+                                        "share their fixtures (docs/testing.md)")
+        for seconds, nodeid in slow:
+            terminalreporter.write_line(f"{seconds:7.1f} s  {nodeid}")

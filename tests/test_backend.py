@@ -127,6 +127,7 @@ def test_the_library_leaves_the_environment_alone():
     assert _python(code, TF_CPP_MIN_LOG_LEVEL="2").stdout.strip() == "None"
 
 
+@pytest.mark.e2e
 def test_a_runner_script_picks_before_its_imports():
     code = ("import os, sys; sys.argv = ['run_race.py']; import run_race; "
             "print(repr(os.environ.get('TF_ENABLE_ONEDNN_OPTS')))")
@@ -141,6 +142,7 @@ def _console_script(name, *args, **env):
                           timeout=300)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("users,expected_line", [
     (None, None),
     ("0", "TensorFlow CPU backend: Eigen (TF_ENABLE_ONEDNN_OPTS='0'; TF_ENABLE_ONEDNN_OPTS set by the user)"),

@@ -167,6 +167,7 @@ def test_bad_inputs_fail_naming_the_file(corpus, tmp_path):
     assert _no_outputs(out) == []
 
 
+@pytest.mark.e2e
 def test_command_line_with_a_runner(corpus, local, tmp_path):
     _, local_records = local
     out = tmp_path / "cli"

@@ -244,6 +244,7 @@ def _release(monkeypatch, server, sha256=None, size=None, name="albert_base_v2")
 
 # --- release names and URLs -------------------------------------------------------------------------------------
 
+@pytest.mark.e2e
 def test_release_name_downloads_checks_caches_and_loads_offline(model_files, caches, monkeypatch, capsys):
     tarball = model_files["tarball"]
     sha = hashlib.sha256(tarball).hexdigest()
@@ -357,6 +358,7 @@ def _env(**extra):
     return env
 
 
+@pytest.mark.e2e
 def test_two_processes_fetching_one_name_end_with_one_copy(model_files, caches, monkeypatch):
     tarball = model_files["tarball"]
     path = "/albert_models/albert_base_zh.tar.gz"

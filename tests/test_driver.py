@@ -64,6 +64,7 @@ def example(tmp_path_factory):
     return {"module": module, "data": str(data), "spm": spm_model, "config": config, "config_file": config_file}
 
 
+@pytest.mark.e2e
 def test_the_documented_task_trains_evaluates_and_predicts(example, tmp_path):
     out = tmp_path / "out"
     result = example["module"].run_sentiment(example["data"], str(out), example["config_file"], example["spm"],
@@ -113,6 +114,7 @@ def test_the_checks_before_any_work(example, tmp_path):
         check_readable(str(tmp_path / "model.ckpt-best"))
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("script", ["run_classifier", "run_squad", "run_race", "run_pretraining"])
 def test_cli_seed_and_recompute_flags_and_help_paragraph(script):
     code = (f"import sys; sys.argv = ['{script}.py']; import {script}; from absl import flags; "

@@ -492,6 +492,7 @@ def test_bad_inputs_are_rejected_by_the_signature(exported):
                      r"expected shape \[\?,4,\?\]", errors["race_rank2"])
 
 
+@pytest.mark.e2e
 def test_saved_model_cli_lists_signatures(exported):
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")

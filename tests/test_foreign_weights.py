@@ -1,9 +1,10 @@
 """Weights from TF2 SavedModels (tf-models), keras-hub presets and Hugging Face directories, and back.
 
 Each foreign artifact is made by the foreign library itself where it is light: keras-hub writes its own
-`AlbertBackbone` preset and runs it; tf-models-official exports an `AlbertEncoder` SavedModel with its own
-`export_tfhub_lib` and runs it (tf_keras, in a subprocess); Hugging Face directories are written with the
-`safetensors` library under transformers' documented names and run through keras-hub's own transformers
+`AlbertBackbone` preset and runs it; tf-models-official's `AlbertEncoder` SavedModels, exported with its own
+`export_tfhub_lib` and run by it (tf_keras), are stored with their outputs by
+tests/references/make_tfm_references.py (tf-models-official pins TensorFlow 2.20); Hugging Face directories are
+written with the `safetensors` library under transformers' documented names and run through keras-hub's own transformers
 converter (`AlbertBackbone.from_preset(hf_dir)`), so no torch is needed. Our outputs must equal theirs.
 """
 
@@ -14,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import textwrap
 
 import h5py
 import keras_hub
@@ -502,54 +502,18 @@ def test_safetensors_reader_and_writer_agree_with_the_library(tmp_path):
 
 # --- tf-models-official TF2 SavedModel (export_tfhub_lib) ---------------------------------------------------------
 
-TF_MODELS_EXPORT = textwrap.dedent("""
-    import os, sys
-    import numpy as np
-    import tensorflow as tf
-    from official.nlp.configs import encoders
-    from official.nlp.tools import export_tfhub_lib
-
-    out_dir, inputs_file = sys.argv[1:3]
-    data = np.load(inputs_file)
-    results = {}
-    for tag, layers, embedding in (("E_ne_H", 3, 8), ("E_eq_H", 2, 16)):
-        cfg = encoders.EncoderConfig(type="albert", albert=encoders.AlbertEncoderConfig(
-            vocab_size=61, embedding_width=embedding, hidden_size=16, num_layers=layers, num_attention_heads=2,
-            intermediate_size=24, max_position_embeddings=32, type_vocab_size=2, hidden_activation="gelu",
-            dropout_rate=0.0, attention_dropout_rate=0.0))
-        encoder = encoders.build_encoder(cfg)
-        rng = np.random.default_rng(91)
-        for weight in encoder.weights:
-            weight.assign(rng.normal(scale=0.3, size=weight.shape).astype(np.float32))
-        ckpt = tf.train.Checkpoint(encoder=encoder).save(os.path.join(out_dir, tag + "_ckpt", "ckpt"))
-        spm = os.path.join(out_dir, "30k-clean.model")
-        with open(spm, "wb") as f:
-            f.write(b"sentencepiece model bytes of the fixture")
-        export = os.path.join(out_dir, tag)
-        export_tfhub_lib.export_model(export, encoder_config=cfg, model_checkpoint_path=ckpt, with_mlm=False,
-                                      sp_model_file=spm)
-        hub = tf.saved_model.load(export)
-        outputs = hub(dict(input_word_ids=tf.constant(data["ids"]), input_mask=tf.constant(data["mask"]),
-                           input_type_ids=tf.constant(data["seg"])), training=False)
-        results[tag + "_sequence_output"] = outputs["sequence_output"].numpy()
-        results[tag + "_pooled_output"] = outputs["pooled_output"].numpy()
-    np.savez(os.path.join(out_dir, "result.npz"), **results)
-""")
-
-
 @pytest.fixture(scope="module")
 def tf_models_saved_models(tmp_path_factory):
+    """The SavedModels tf-models-official's `export_tfhub_lib` wrote, with its outputs on `make_inputs()`
+    (stored by tests/references/make_tfm_references.py)."""
     root = tmp_path_factory.mktemp("tf_models")
+    with tarfile.open(os.path.join(os.path.dirname(__file__), "references", "tfm_saved_models.tar.gz")) as tar:
+        tar.extractall(root, filter="data")
+    reference = np.load(root / "result.npz")
     ids, mask, seg = make_inputs()
-    np.savez(root / "inputs.npz", ids=ids, mask=mask, seg=seg)
-    script = root / "export.py"
-    script.write_text(TF_MODELS_EXPORT)
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    env.pop("TF_USE_LEGACY_KERAS", None)
-    proc = subprocess.run([sys.executable, str(script), str(root), str(root / "inputs.npz")],
-                          capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return root, (ids, mask, seg), np.load(root / "result.npz")
+    for name, value in (("ids", ids), ("mask", mask), ("seg", seg)):
+        np.testing.assert_array_equal(reference[name], value, err_msg=f"{name}: regenerate the references")
+    return root, (ids, mask, seg), reference
 
 
 @pytest.mark.parametrize("tag", ["E_ne_H", "E_eq_H"])
@@ -607,6 +571,7 @@ def test_sources_resolve_again_from_their_prefix_and_count_labels(tmp_path, tf_m
         assert source_num_labels(path) == labels
 
 
+@pytest.mark.e2e
 def test_cli_hf_to_keras_hub_and_pickle_refusal(tmp_path):
     config = CONFIGS["G2K2"]
     state, _ = hf_state_dict(config, np.random.default_rng(45))

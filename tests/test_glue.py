@@ -503,6 +503,7 @@ def _run(task, glue_root, model_files, output_dir, **kwargs):
     return run_classifier(task, glue_root, str(output_dir), **args)
 
 
+@pytest.mark.e2e
 def test_sst2_learns_and_writes_every_output_file(glue_root, model_files, tmp_path):
     tf.keras.utils.set_random_seed(20261129)  # Initialisation, dropout and the shuffle: no flaky threshold.
     out, cache = tmp_path / "out", tmp_path / "cache"
@@ -558,6 +559,7 @@ def test_sst2_learns_and_writes_every_output_file(glue_root, model_files, tmp_pa
                                    rtol=1e-4, atol=1e-6)
 
 
+@pytest.mark.e2e
 def test_stsb_regression_runs(glue_root, model_files, tmp_path):
     out = tmp_path / "out"
     result = _run("sts-b", glue_root, model_files, out, do_train=True, do_eval=True, do_predict=True,
@@ -609,6 +611,7 @@ def test_hparams_presets_are_run_glue_sh():
         hparams_preset("albert", "ax")
 
 
+@pytest.mark.e2e
 def test_cli_mnli_then_rte_and_ax_from_the_mnli_run(glue_root, model_files, tmp_path):
     """The CLI (MNLI, 3 labels) with a preset overridden by explicit flags; RTE (2 labels) initialised from the
     MNLI run (encoder loaded, head skipped); the AX diagnostic predicted with the MNLI model."""
@@ -705,6 +708,7 @@ def _built(model, seq=8):
     return model
 
 
+@pytest.mark.e2e
 def test_original_checkpoints_in_output_dir_evaluate_and_predict_the_same(glue_root, model_files, tmp_path):
     tf.keras.utils.set_random_seed(7)
     model = _built(AlbertClassifier(model_files["config"], num_labels=2))
@@ -770,6 +774,7 @@ def test_vocab_mismatch_and_damaged_checkpoint_stop_before_any_work(glue_root, m
     assert sorted(os.listdir(damaged)) == before
 
 
+@pytest.mark.e2e
 def test_random_seed_repeats_a_run(glue_root, model_files, tmp_path):
     """`random_seed` fixes the initialisation, dropout and the shuffle: two runs write the same predictions."""
     texts = []

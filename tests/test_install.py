@@ -1,12 +1,20 @@
-"""Tests of what `import albert_tf` does: no TensorFlow import, lazy public names, one TensorFlow distribution."""
+"""Tests of what `import albert_tf` does (no TensorFlow import, lazy public names, one TensorFlow distribution) and
+of what installs it: the ranges of setup.cfg, the lock files that pin the tested sets, requirements-tpu.txt."""
 
+import configparser
+import importlib.metadata
 import os
 import subprocess
 import sys
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _run(code, site=None):
@@ -64,3 +72,72 @@ def test_a_wrapper_distribution_is_not_a_duplicate(tmp_path):
                   "print(c.installed_tensorflow_distributions())", site=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "[('tensorflow-intel', '2.15.0')]"
+
+
+# --- the declared ranges, the locks and the installed versions ------------------------------------------------
+
+def _setup_cfg():
+    parser = configparser.ConfigParser()
+    parser.read(os.path.join(ROOT, "setup.cfg"))
+    requires = [Requirement(line) for line in parser["options"]["install_requires"].split("\n") if line.strip()]
+    extras = {name: [Requirement(line) for line in value.split("\n") if line.strip() and not line.startswith("#")]
+              for name, value in parser["options.extras_require"].items()}
+    return {canonicalize_name(r.name): r for r in requires}, extras
+
+
+def _lock(name):
+    with open(os.path.join(ROOT, "locks", name), encoding="utf-8") as f:
+        pins = [line.strip().split("==") for line in f if line.strip() and not line.startswith("#")]
+    return {canonicalize_name(n): Version(v) for n, v in pins}
+
+
+def test_requirements_are_ranges_and_each_lock_pins_them_within():
+    requires, extras = _setup_cfg()
+    assert not [str(r) for r in requires.values() if any(s.operator == "==" for s in r.specifier)]
+    tensorflow_range = SpecifierSet(">=2.20,<2.22")
+    assert requires["tensorflow"].specifier == tensorflow_range
+    assert requires["tensorflow-text"].specifier == tensorflow_range
+    assert [str(r.specifier) for r in extras["and-cuda"]] == [str(tensorflow_range)]
+    assert {str(r) for r in extras["serving"]} <= {str(r) for r in extras["test"]}
+    locks = {name: _lock(name) for name in ("oldest.txt", "newest.txt")}
+    assert {name: str(pins["tensorflow"]) for name, pins in locks.items()} == {
+        "oldest.txt": "2.20.0", "newest.txt": "2.21.0"}
+    for name, pins in locks.items():
+        for requirement in list(requires.values()) + extras["test"] + extras["serving"]:
+            key = canonicalize_name(requirement.name)
+            assert key in pins, (name, key)
+            assert pins[key] in requirement.specifier, (name, key, str(pins[key]), str(requirement.specifier))
+        # tensorflow-text's compiled ops are built against one TensorFlow minor version.
+        assert pins["tensorflow-text"].release[:2] == pins["tensorflow"].release[:2], name
+        assert "tf-models-official" not in pins and "tf-keras" not in pins, name
+    # The oldest set's versions are the lower bounds (a range claims no older version than a lock tests).
+    for key in ("keras", "sentencepiece"):
+        assert str(locks["oldest.txt"][key]) in {str(s.version) for s in requires[key].specifier}, key
+
+
+def test_the_test_extra_pulls_no_tf_models_and_the_tpu_file_follows_the_ranges():
+    requires, extras = _setup_cfg()
+    names = {canonicalize_name(r.name) for r in extras["test"]}
+    assert not names & {"tf-models-official", "tf-keras"}
+    with open(os.path.join(ROOT, "requirements-tpu.txt"), encoding="utf-8") as f:
+        tpu = {canonicalize_name(r.name): r for r in (Requirement(line.strip()) for line in f
+                                                       if line.strip() and not line.startswith("#"))}
+    assert tpu["tensorflow-tpu"].specifier.contains("2.20.0")
+    for key, requirement in requires.items():
+        if key not in ("tensorflow", "tensorflow-text"):  # --no-deps: tensorflow-tpu is the TensorFlow
+            assert tpu[key].specifier == requirement.specifier, key
+
+
+def test_this_environment_is_inside_the_declared_ranges():
+    requires, _ = _setup_cfg()
+    outside = []
+    for key, requirement in requires.items():
+        try:
+            installed = importlib.metadata.version(key)
+        except importlib.metadata.PackageNotFoundError:
+            if key == "tensorflow":  # a specialised build (tensorflow-tpu, -cpu) is the TensorFlow here
+                continue
+            raise
+        if installed not in requirement.specifier:
+            outside.append(f"{key} {installed} (albert_tf is tested on {requirement.specifier})")
+    assert not outside, outside

@@ -356,6 +356,7 @@ def test_keras_quantize_points_to_the_lite_export():
             model.quantize("int8")
 
 
+@pytest.mark.e2e
 def test_albert_export_cli_writes_a_tflite_model(tmp_path):
     from albert_tf.checkpoints import save_tf1_checkpoint
 

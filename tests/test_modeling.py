@@ -409,6 +409,7 @@ def test_gelu_is_tanh_approximation():
                                keras.activations.gelu(x, approximate=True).numpy(), atol=1e-6)
 
 
+@pytest.mark.e2e
 def test_readme_quick_check_command():
     """The issue's acceptance one-liner, in a fresh interpreter (no env var needed for Keras 3)."""
     code = ("import tensorflow as tf, albert_tf; m = albert_tf.AlbertModel(albert_tf.AlbertConfig.from_preset('base_v2'));"

@@ -286,6 +286,7 @@ def _results(path):
     return dict(line.split(" = ") for line in open(path).read().splitlines() if " = " in line)
 
 
+@pytest.mark.e2e
 def test_cli_trains_evaluates_predicts_and_exports(trained, workdir):
     out, export = trained
     results = _results(out / "eval_results.txt")
@@ -323,6 +324,7 @@ def test_cli_trains_evaluates_predicts_and_exports(trained, workdir):
     assert got["scores"].numpy().max() <= 1.0
 
 
+@pytest.mark.e2e
 def test_pipeline_tags_words_from_the_export_and_the_checkpoint(trained, workdir):
     from albert_tf.ner_pipeline import token_classification_pipeline
     out, export = trained
@@ -372,6 +374,7 @@ print(json.dumps({"given": given, "set_to": set_to, "task": type(task).__name__}
 """
 
 
+@pytest.mark.e2e
 def test_every_run_ner_flag_sets_the_option_field_of_its_name():
     proc = subprocess.run([sys.executable, "-c", _FLAG_PROBE], cwd=REPO, capture_output=True, text=True,
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO), timeout=300)

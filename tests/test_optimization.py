@@ -142,6 +142,7 @@ def measure_update_peak(kind):
     return peak / (1024 * 1024 * 4)
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("kind", ["adamw", "lamb"])
 def test_update_temporaries_of_one_variable_at_a_time(kind):
     """In a `tf.function`, the update clips inside each variable's step (no clipped copy of every gradient),

@@ -95,6 +95,7 @@ _OPTIONS = {"run_classifier": options.ClassifierOptions, "run_squad": options.Sq
             "run_race": options.RaceOptions, "run_pretraining": options.PretrainingOptions}
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("runner", sorted(ORIGINAL_FLAGS))
 def test_every_runner_flag_sets_one_field_and_every_field_has_a_flag(runner):
     proc = subprocess.run([sys.executable, "-c", _PROBE.format(runner=runner)], cwd=REPO, env=ENV,
@@ -124,6 +125,7 @@ def _copy_runner(tmp_path, runner, old, new):
     return path
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("old,new,message", [
     # A field renamed in the table (e.g. after a parameter rename): its flag and the real field are reported.
     ('max_qa_length="max_qa_length"', 'max_qa_length="max_qa_len"',

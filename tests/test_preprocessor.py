@@ -81,6 +81,7 @@ def test_ids_equal_the_original_packing(model_files, number_spm, which):
     assert _ids(clone(tuple(zip(*pairs)))) == got
 
 
+@pytest.mark.e2e
 def test_fine_tune_from_strings_save_and_reload_in_a_fresh_process(model_files, tmp_path):
     """`compile()` + `fit(x=strings, y=labels)` learns the sentiment task; the `.keras` file reloads in a new
     process (preprocessor, optimizer and all) and predicts the same probabilities from strings."""

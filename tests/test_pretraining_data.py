@@ -362,6 +362,7 @@ def test_bad_inputs(corpus, tmp_path):
     assert not os.listdir(out_dir)
 
 
+@pytest.mark.e2e
 def test_command_line(corpus, tmp_path):
     out = str(tmp_path / "cli.tfrecord")
     args = [sys.executable, "-m", "albert_tf.data.pretraining", f"--input_file={corpus['text']}",

@@ -374,6 +374,7 @@ def trained(workdir):
     return out, results
 
 
+@pytest.mark.e2e
 def test_run_race_trains_evaluates_and_predicts(trained):
     out, results = trained
     files = set(os.listdir(out))
@@ -409,6 +410,7 @@ def test_run_race_trains_evaluates_and_predicts(trained):
     assert rows[1][0] == "5-0.txt-0" and rows[2][0] == "5-0.txt-1"
 
 
+@pytest.mark.e2e
 def test_cached_features_must_match_the_request(trained, workdir):
     out, _ = trained
     common = dict(data_dir=str(workdir["root"] / "all_form"), output_dir=out,
@@ -442,6 +444,7 @@ run_race.main(None)
 """
 
 
+@pytest.mark.e2e
 def test_cli_predicts_from_a_checkpoint_and_exports(trained, workdir, tmp_path):
     out, _ = trained
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -485,6 +488,7 @@ def test_cli_predicts_from_a_checkpoint_and_exports(trained, workdir, tmp_path):
                                [[float(p) for p in r.split("\t")[4:]] for r in got[1:5]], atol=1e-5)
 
 
+@pytest.mark.e2e
 def test_release_dir_with_tf1_names_evaluates_and_predicts_the_same(trained, workdir, tmp_path):
 
 
@@ -512,6 +516,7 @@ def test_release_dir_with_tf1_names_evaluates_and_predicts_the_same(trained, wor
     np.testing.assert_allclose(reloaded.race_head.output_weights.numpy(), model.race_head.output_weights.numpy())
 
 
+@pytest.mark.e2e
 def test_original_checkpoints_in_output_dir_evaluate_and_predict_the_same(workdir, tmp_path):
     tf.keras.utils.set_random_seed(11)
     model = AlbertRace(workdir["config"])

@@ -106,6 +106,7 @@ def measure_shared_gradient_peak(recompute):
     return peak / per_application
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("recompute", [False, True], ids=["keep", "recompute"])
 def test_shared_gradients_summed_as_the_backward_pass_goes(recompute):
     """With a wide FFN and a 4-token batch, the shared block's weight gradients are nearly all of a training
@@ -189,6 +190,7 @@ def test_task_models_pass_recompute_on(cls, kwargs):
     assert cls(AlbertConfig.from_dict(TINY), **kwargs).encoder.recompute is False
 
 
+@pytest.mark.e2e  # two XLA compilations of a 10-application training step: tens of seconds on 2 cores
 def test_jit_compile_smoke():
     plain, recomputing = twin_models(GROUPED)
     inputs = batch(GROUPED)
@@ -292,6 +294,7 @@ MIRRORED = textwrap.dedent('''
 ''')
 
 
+@pytest.mark.e2e
 def test_mirrored_two_replicas(tmp_path):
     script = tmp_path / "mirrored.py"
     script.write_text(MIRRORED)

@@ -303,6 +303,7 @@ def _check_killed(results, model_dir, kill_after):
     assert kill_after in steps and max(steps) < 7, steps
 
 
+@pytest.mark.e2e
 def test_mirrored_sigkill_and_restart_equals_uninterrupted_run(tmp_path):
     """2 replicas, 1 input pipeline, through the driver's pretraining task: 10 records per epoch, 4 per step;
     killed after the step-3 checkpoint (record 12: epoch 1, record 2), resumed, against a straight run."""
@@ -323,6 +324,7 @@ def test_mirrored_sigkill_and_restart_equals_uninterrupted_run(tmp_path):
     assert difference == 0.0
 
 
+@pytest.mark.e2e
 def test_multi_worker_sigkill_and_restart_equals_uninterrupted_run(tmp_path):
     """2 worker processes, 2 input pipelines (file sharding: files 0, 2 and 1, 3), shuffle blocks of 4, 2
     records per pipeline per step: killed after the step-3 checkpoint (record 6 of 7 and of 11), resumed."""

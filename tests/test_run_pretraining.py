@@ -121,6 +121,7 @@ def _run(data, output_dir, **kwargs):
     return run_pretraining(**args)
 
 
+@pytest.mark.e2e
 def test_train_eval_and_resume(data, tmp_path):
     out = tmp_path / "out"
     results = _run(data, out, do_eval=True)
@@ -233,6 +234,7 @@ def test_init_from_group0(data, tmp_path, google_checkpoint):
     np.testing.assert_allclose(model.encoder.pooler.kernel.numpy(), values["bert/pooler/dense/kernel"], rtol=1e-6)
 
 
+@pytest.mark.e2e
 def test_cli_flags_and_run(data, tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     script = ("import json, sys; sys.argv = ['run_pretraining.py']; import run_pretraining; "

@@ -1,5 +1,7 @@
-"""SQuAD data: reading, LCS alignment, features against tf-models-official's port, TFRecords, eval-feature JSON."""
+"""SQuAD data: reading, LCS alignment, features against tf-models-official's port (stored), TFRecords, eval-feature
+JSON."""
 
+import gzip
 import json
 import logging
 import os
@@ -100,22 +102,23 @@ def test_layout_p_mask_segments_and_windows(env):
 
 @pytest.mark.parametrize("is_training", [True, False])
 def test_features_equal_tf_models_squad_lib_sp(env, is_training):
-    """tf-models-official's `squad_lib_sp` ports the original's conversion (its `paragraph_mask` is 1 - p_mask)."""
-    from official.nlp.data import squad_lib_sp
-
-    theirs = []
-    ref_examples = squad_lib_sp.read_squad_examples(env.v2, is_training=is_training, version_2_with_negative=True)
-    squad_lib_sp.convert_examples_to_features(
-        ref_examples, types.SimpleNamespace(sp_model=env.tokenizer.sp_model), MAX_SEQ, STRIDE, MAX_QUERY,
-        is_training, (lambda f, is_padding=False: theirs.append(f)), do_lower_case=True, batch_size=1)
+    """tf-models-official's `squad_lib_sp` ports the original's conversion (its `paragraph_mask` is 1 - p_mask);
+    its features of the v2 fixture, tokenized by `squad_fixtures.train_spm`'s model, are stored by
+    tests/references/make_tfm_references.py."""
+    path = os.path.join(os.path.dirname(__file__), "references", "tfm_squad_features.json.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        stored = json.load(f)
+    assert (stored["max_seq_length"], stored["doc_stride"], stored["max_query_length"]) == (MAX_SEQ, STRIDE, MAX_QUERY)
+    theirs = stored["training" if is_training else "evaluation"]
     ours, _ = _convert(squad.read_squad_examples(env.v2, is_training=is_training), env.tokenizer, is_training)
     assert len(ours) == len(theirs) > 20
     for a, b in zip(ours, theirs):
+        b = dict(b, token_is_max_context=dict(b["token_is_max_context"]))
         for name in ("unique_id", "example_index", "doc_span_index", "tok_start_to_orig_index",
                      "tok_end_to_orig_index", "token_is_max_context", "tokens", "input_ids", "input_mask",
                      "segment_ids", "paragraph_len", "start_position", "end_position", "is_impossible"):
-            assert getattr(a, name) == getattr(b, name), name
-        assert a.p_mask == [1 - x for x in b.paragraph_mask]
+            assert getattr(a, name) == b[name], name
+        assert a.p_mask == [1 - x for x in b["paragraph_mask"]]
 
 
 def test_lcs_alignment_with_accents_spacing_and_mismatch():

@@ -1,6 +1,7 @@
 """SQuAD post-processing (v1 n-best, v2 beam + null threshold) and the official metrics."""
 
 import json
+import os
 import types
 
 import numpy as np
@@ -151,27 +152,39 @@ HAND_PREDICTIONS = {
 }
 
 
-def test_v1_metrics_equal_official_evaluator():
-    from official.nlp.tools import squad_evaluate_v1_1
-
+def v1_metrics_inputs():
     dataset = fx.squad_dataset(with_negative=False)["data"]
     dataset[0]["paragraphs"][0]["qas"][1]["answers"].append({"text": "Eiffel's company", "answer_start": 0})
-    preds = {k: v for k, v in HAND_PREDICTIONS.items() if "n" not in k[2]}
+    return dataset, {k: v for k, v in HAND_PREDICTIONS.items() if "n" not in k[2]}
+
+
+def v2_metrics_inputs():
+    rng = np.random.default_rng(3)
+    na_probs = {k: float(rng.uniform(-3, 3)) for k in HAND_PREDICTIONS}
+    return fx.squad_dataset(with_negative=True)["data"], dict(HAND_PREDICTIONS), na_probs
+
+
+def official_metrics(version):
+    """What tf-models-official's copies of the official evaluators (`squad_evaluate_v1_1`, `squad_evaluate_v2_0`)
+    return on `v1_metrics_inputs()` / `v2_metrics_inputs()`: stored by tests/references/make_tfm_references.py."""
+    path = os.path.join(os.path.dirname(__file__), "references", "tfm_squad_metrics.json")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)[version]
+
+
+def test_v1_metrics_equal_official_evaluator():
+    dataset, preds = v1_metrics_inputs()
     ours = post.evaluate_v1(dataset, preds)
-    theirs = squad_evaluate_v1_1.evaluate(dataset, preds)
+    theirs = official_metrics("v1")
     assert 0 < ours["f1"] < 100 and ours["exact_match"] < ours["f1"]
     assert ours["exact_match"] == pytest.approx(100 * theirs["exact_match"], abs=1e-9)
     assert ours["f1"] == pytest.approx(100 * theirs["final_f1"], abs=1e-9)
 
 
 def test_v2_metrics_equal_official_evaluator():
-    from official.nlp.tools import squad_evaluate_v2_0
-
-    dataset = fx.squad_dataset(with_negative=True)["data"]
-    rng = np.random.default_rng(3)
-    na_probs = {k: float(rng.uniform(-3, 3)) for k in HAND_PREDICTIONS}
-    ours = post.squad_v2_eval(dataset, HAND_PREDICTIONS, na_probs, na_prob_thresh=1.0)
-    theirs = squad_evaluate_v2_0.evaluate(dataset, HAND_PREDICTIONS, na_probs)
+    dataset, preds, na_probs = v2_metrics_inputs()
+    ours = post.squad_v2_eval(dataset, preds, na_probs, na_prob_thresh=1.0)
+    theirs = official_metrics("v2")
     for key in ("exact", "f1", "total", "HasAns_exact", "HasAns_f1", "HasAns_total", "NoAns_exact", "NoAns_f1",
                 "NoAns_total"):
         assert ours[key] == pytest.approx(theirs[key], abs=1e-9), key

@@ -54,6 +54,7 @@ def v1_run(env):
     return out, result
 
 
+@pytest.mark.e2e
 def test_v1_train_predict_evaluate(env, v1_run):
     d, spm_file, config_file = env
     out, result = v1_run
@@ -114,6 +115,7 @@ def test_v1_export_saved_model(env, v1_run):
     np.testing.assert_allclose(lite["end_logits"], expected["end_logits"].numpy()[:1], atol=1e-4)
 
 
+@pytest.mark.e2e
 def test_predict_dataset_pads_full_batches_for_tpu(v1_run):
     out, _ = v1_run
     path = os.path.join(out, "predict.tf_record")
@@ -124,6 +126,7 @@ def test_predict_dataset_pads_full_batches_for_tpu(v1_run):
     assert len(ids) == n + (-n) % 4 and sorted(set(ids)) == list(range(1000000000, 1000000000 + n))
 
 
+@pytest.mark.e2e
 def test_v2_cli_train_predict_evaluate(env):
     d, spm_file, config_file = env
     data = fx.write_toy(str(d / "toy_v2.json"), with_negative=True)

@@ -1,6 +1,8 @@
 """Tests of `albert_tf.tokenization` and `albert_tf.data.vocab` against a transcription of the original
 `tokenization.py` (as it runs under Python 3)."""
 
+import gzip
+import json
 import os
 import random
 import subprocess
@@ -238,6 +240,7 @@ def test_train_sentencepiece_rejects_symbols_as_a_string(models, tmp_path):
     assert vocab_lib._split_symbols('(,),",-,.,–,£,€') == list(vocab_lib.USER_DEFINED_SYMBOLS)
 
 
+@pytest.mark.e2e
 def test_train_vocab_command_line(models, tmp_path):
     prefix = str(tmp_path / "cli")
     result = subprocess.run(
@@ -266,32 +269,40 @@ def test_from_hub_module_uses_the_spm_asset(models, tmp_path):
         tokenization.FullTokenizer.from_hub_module(str(module), use_spm=False)
 
 
-def test_wordpiece_path_matches_tf_models_copy_of_the_original():
-    """tf-models-official's `tokenization.py` is a copy of the original's WordPiece path (its only change, a
-    400-character word limit, is set back to the original's 200 here)."""
-    from official.nlp.tools import tokenization as tfm  # Deferred: the reference is a test-extra package.
+BYTES_TEXT = b"caf\xc3\xa9 \xff bytes"
 
+
+def wordpiece_inputs():
+    """500 random texts over a palette of the hard cases, and a small WordPiece vocabulary."""
     rng = random.Random(5)
     palette = list("abcXYZ éÉñ日本中文한국\t\n\r\u00a0\u2028\u3000\x00\ufffd\u200b\x7f,.!?^$`~#-'\"()") + [
         chr(c) for c in range(0x300, 0x310)] + ["\U00020001", "\U0002f800", "😀", "\u0e31"]
     texts = ["".join(rng.choice(palette) for _ in range(rng.randint(0, 40))) for _ in range(500)]
     vocab = {t: i for i, t in enumerate(["[UNK]", "a", "b", "c", "##a", "##b", "##c", "ab", "x", "##y", "##z",
                                          "日", "本", "e", "##n", ",", "!"])}
+    return texts, vocab
+
+
+def test_wordpiece_path_matches_tf_models_copy_of_the_original():
+    """tf-models-official's `tokenization.py` is a copy of the original's WordPiece path (its only change, a
+    400-character word limit, is set back to the original's 200); its outputs on `wordpiece_inputs()` are stored
+    by tests/references/make_tfm_references.py."""
+    path = os.path.join(os.path.dirname(__file__), "references", "tfm_tokenization.json.gz")
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        ref = json.load(f)
+    texts, vocab = wordpiece_inputs()
+    assert (ref["texts"], ref["vocab"]) == (texts, vocab), "the inputs changed: regenerate the references"
     for lower in (True, False):
-        ours, ref = tokenization.BasicTokenizer(lower), tfm.BasicTokenizer(lower)
-        wp_ours = tokenization.WordpieceTokenizer(vocab)
-        wp_ref = tfm.WordpieceTokenizer(vocab, max_input_chars_per_word=200)
-        for text in texts:
+        ours, wp_ours = tokenization.BasicTokenizer(lower), tokenization.WordpieceTokenizer(vocab)
+        for text, basic_ref, wp_ref in zip(texts, ref[f"basic_lower={lower}"], ref[f"wordpiece_lower={lower}"]):
             basic = ours.tokenize(text)
-            assert basic == ref.tokenize(text)
+            assert basic == basic_ref
             assert ours.tokenize(text.encode("utf-8")) == basic
-            joined = " ".join(basic)
-            assert wp_ours.tokenize(joined) == wp_ref.tokenize(joined)
-    for text in texts + [b"caf\xc3\xa9 \xff bytes"]:
-        assert tokenization.convert_to_unicode(text) == tfm.convert_to_unicode(text)
-        assert tokenization.printable_text(text) == tfm.printable_text(text)
-        assert tokenization.whitespace_tokenize(tokenization.convert_to_unicode(text)) == tfm.whitespace_tokenize(
-            tfm.convert_to_unicode(text))
+            assert wp_ours.tokenize(" ".join(basic)) == wp_ref
+    for i, text in enumerate(texts + [BYTES_TEXT]):
+        assert tokenization.convert_to_unicode(text) == ref["convert_to_unicode"][i]
+        assert tokenization.printable_text(text) == ref["printable_text"][i]
+        assert tokenization.whitespace_tokenize(tokenization.convert_to_unicode(text)) == ref["whitespace_tokenize"][i]
     with pytest.raises(ValueError, match="Unsupported string type"):
         tokenization.convert_to_unicode(3)
 
