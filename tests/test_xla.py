@@ -89,10 +89,17 @@ def check_training_step(task, model, batch_size=2):
     assert compared >= len(model.trainable_variables) // 2
 
 
+# Correlations of an untrained regressor's predictions, whose spread is tiny, move by up to ~1e-3 with float32
+# rounding (the predictions themselves are compared to 2e-4 below, and MSE and the loss here).
+CORRELATIONS = ("pearson", "spearman")
+
+
 def assert_same_metrics(xla, reference):
     assert sorted(xla) == sorted(reference)
     for key, value in reference.items():
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if key in CORRELATIONS:
+            np.testing.assert_allclose(xla[key], value, rtol=0, atol=1e-2, err_msg=key)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
             assert_close(xla[key], value, key)
         else:
             assert xla[key] == value, key
