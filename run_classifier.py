@@ -21,7 +21,8 @@ from albert_tf import cli
 # TensorFlow reads its log level once, when it loads: set it before the imports below load it.
 cli.quiet_tensorflow_start()
 
-from albert_tf.training import classifier_task, driver  # noqa: E402
+from albert_tf.training import driver
+from albert_tf.tasks.glue import task as classifier_task  # noqa: E402
 from albert_tf.training import flags as runtime_flags  # noqa: E402
 from albert_tf.training import options  # noqa: E402
 

@@ -22,7 +22,8 @@ from albert_tf import cli
 # TensorFlow reads its log level once, when it loads: set it before the imports below load it.
 cli.quiet_tensorflow_start()
 
-from albert_tf.training import driver, ner_task  # noqa: E402
+from albert_tf.training import driver
+from albert_tf.tasks.ner import task as ner_task  # noqa: E402
 from albert_tf.training import flags as runtime_flags  # noqa: E402
 from albert_tf.training import options  # noqa: E402
 

@@ -5,9 +5,14 @@ a command can configure TensorFlow's logging before it starts. It does check tha
 single TensorFlow distribution (`albert_tf.install_check`).
 
 The model classes (`AlbertModel`, `AlbertClassifier`, ...) are those of the registered model kinds
-(`albert_tf.registry`): a kind added in `albert_tf/models/` is a public name here without an edit. After
-`import albert_tf`, `keras.models.load_model` reads the `.keras` files of every albert_tf model
-(`albert_tf.keras_names`).
+(`albert_tf.registry`): the heads live in their task packages (`albert_tf/tasks/<task>/model.py`) and are looked up
+through the registry, so a head added in a new task folder is a name here without an edit (`__all__` lists the
+documented ones). After `import albert_tf`, `keras.models.load_model` reads the `.keras` files of every albert_tf
+model (`albert_tf.keras_names`).
+
+The layout (docs/architecture.md): `layers/`, `models/` (the encoder), `text/`, `checkpoints/`, `training/`,
+`export/`, `tasks/<task>/`, `quickstart/`; `albert_tf.tokenization`, `albert_tf.text_ops`, `albert_tf.lite`,
+`albert_tf.serving` and `albert_tf.session_model` are the modules of their folders under their documented names.
 """
 
 import importlib
@@ -24,29 +29,40 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "PRESETS": "albert_tf.config",
     "AlbertConfig": "albert_tf.config",
-    "AlbertPreprocessor": "albert_tf.preprocessing",
+    "AlbertModel": "albert_tf.models.albert_model",
+    "AlbertPreprocessor": "albert_tf.text.preprocessor",
     "pipeline": "albert_tf.pipelines",
 }
-_SUBMODULES = ("checkpoints", "config", "data", "errors", "export", "fileio", "layers", "lite", "models",
-               "quickstart", "registry", "serving", "session_model", "text_ops", "tokenization", "training")
+# The documented heads: classes of registered model kinds, found through the registry (`registry.by_class_name`).
+_MODEL_CLASSES = ("AlbertClassifier", "AlbertPretrainer", "AlbertRace", "AlbertSquadV1", "AlbertSquadV2",
+                  "AlbertTokenClassifier")
+_SUBMODULES = ("checkpoints", "cli", "config", "data", "errors", "export", "fileio", "layers", "models", "pipelines",
+               "quickstart", "registry", "reproduce", "tasks", "text", "training")
+# Documented module names -> the module of the package that they are.
+_MODULE_ALIASES = {
+    "lite": "albert_tf.export.lite",
+    "serving": "albert_tf.export.serving",
+    "session_model": "albert_tf.export.session_model",
+    "text_ops": "albert_tf.text.ops",
+    "tokenization": "albert_tf.text.tokenization",
+    "preprocessing": "albert_tf.text.preprocessor",
+}
 
-
-def _model_class_names():
-    """The class names of the registered model kinds (loads them, and so TensorFlow)."""
-    from albert_tf import registry
-    return [kind.model_class.__name__ for kind in registry.kinds()]
+__all__ = sorted([*_EXPORTS, *_MODEL_CLASSES, *_SUBMODULES, *_MODULE_ALIASES, "__version__"])
 
 
 def __getattr__(name):
-    if name == "__all__":   # `from albert_tf import *`: computed, as it lists the registered model classes.
-        return sorted(set(_EXPORTS) | set(_model_class_names())) + ["__version__"]
     if name in _EXPORTS:
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
     elif name in _SUBMODULES:
         value = importlib.import_module(f"{__name__}.{name}")
-    elif name.startswith("Albert") and name in _model_class_names():
-        from albert_tf import registry
+    elif name in _MODULE_ALIASES:
+        value = importlib.import_module(_MODULE_ALIASES[name])
+    elif name.startswith("Albert"):
+        from albert_tf import registry  # pylint: disable=import-outside-toplevel  (loads TensorFlow)
         value = registry.by_class_name(name)
+        if value is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
@@ -54,4 +70,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES) | set(_model_class_names()))
+    return sorted(set(globals()) | set(__all__))

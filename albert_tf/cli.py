@@ -309,12 +309,12 @@ def _command(module_name):
 
 def create_pretraining_data():
     """Console script `albert-create-pretraining-data`."""
-    _command("albert_tf.data.pretraining")
+    _command("albert_tf.tasks.pretraining.create_data")
 
 
 def train_vocab():
     """Console script `albert-train-vocab`."""
-    _command("albert_tf.data.vocab_cli")
+    _command("albert_tf.text.vocab_cli")
 
 
 def convert():
@@ -324,17 +324,17 @@ def convert():
 
 def export():
     """Console script `albert-export`."""
-    _command("albert_tf.export_cli")
+    _command("albert_tf.export.cli")
 
 
 def quickstart():
     """Console script `albert-quickstart`."""
-    _command("albert_tf.quickstart")
+    _command("albert_tf.quickstart.run")
 
 
 def download():
     """Console script `albert-download`."""
-    _command("albert_tf.checkpoints.hub")
+    _command("albert_tf.checkpoints.download")
 
 
 def reproduce():

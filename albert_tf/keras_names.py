@@ -10,7 +10,7 @@ imported (an import hook that runs once). A stand-in never replaces a class regi
 own decorator replaces its stand-in when its module is imported. `import albert_tf` costs the same as before;
 the first `import keras` after it costs the table's 16 entries.
 
-`NAMES` must list every class that albert_tf registers (a test compares it with Keras's table).
+`names()` must list every class that albert_tf registers (a test compares it with Keras's table).
 """
 
 import importlib
@@ -20,25 +20,38 @@ import sys
 
 PACKAGE = "albert_tf"
 
-# Registered class name -> the module that defines (and registers) it.
-NAMES = {
+# Registered class name -> the module that defines (and registers) it: the shared layers, models and optimizers
+# here; the heads of the tasks from each task package's `KERAS_CLASSES` (`task_names`).
+SHARED_NAMES = {
     "AdamWeightDecay": "albert_tf.training.optimization",
     "AlbertAttention": "albert_tf.layers.attention",
-    "AlbertClassifier": "albert_tf.models.classifier",
     "AlbertEmbeddings": "albert_tf.layers.embeddings",
     "AlbertLearningRateSchedule": "albert_tf.training.optimization",
     "AlbertMaskedLMHead": "albert_tf.layers.heads",
     "AlbertModel": "albert_tf.models.albert_model",
     "AlbertOutputProjection": "albert_tf.layers.heads",
-    "AlbertPreprocessor": "albert_tf.preprocessing",
-    "AlbertPretrainer": "albert_tf.models.pretrainer",
-    "AlbertRace": "albert_tf.models.race",
-    "AlbertSquadV1": "albert_tf.models.squad",
-    "AlbertSquadV2": "albert_tf.models.squad",
-    "AlbertTokenClassifier": "albert_tf.models.token_classifier",
+    "AlbertPreprocessor": "albert_tf.text.preprocessor",
     "AlbertTransformerBlock": "albert_tf.layers.transformer",
     "Lamb": "albert_tf.training.optimization",
 }
+TASKS_PACKAGE = "albert_tf.tasks"
+
+
+def task_names():
+    """{class name: module} of every task package's `KERAS_CLASSES` (its `model` module defines them); reads the
+    task packages' `__init__` modules only, which import nothing."""
+    tasks = importlib.import_module(TASKS_PACKAGE)
+    found = {}
+    for task in tasks.names():
+        package = importlib.import_module(f"{TASKS_PACKAGE}.{task}")
+        for name in getattr(package, "KERAS_CLASSES", ()):
+            found[name] = f"{TASKS_PACKAGE}.{task}.model"
+    return found
+
+
+def names():
+    """{class name: module} of every class albert_tf registers with Keras."""
+    return dict(SHARED_NAMES, **task_names())
 
 
 class Deferred:
@@ -63,11 +76,11 @@ class Deferred:
 
 
 def register():
-    """Puts a `Deferred` for each of `NAMES` that Keras does not know yet into Keras's custom objects."""
+    """Puts a `Deferred` for each of `names()` that Keras does not know yet into Keras's custom objects."""
     import keras  # pylint: disable=import-outside-toplevel  (imported already: see `install`)
 
     table = keras.saving.get_custom_objects()
-    for name, module in NAMES.items():
+    for name, module in names().items():
         table.setdefault(f"{PACKAGE}>{name}", Deferred(module, name))
 
 
@@ -97,7 +110,7 @@ class _AfterKerasImport(importlib.abc.MetaPathFinder):
 
 
 def install():
-    """Makes Keras know `NAMES`: now when Keras is imported, else right after its import."""
+    """Makes Keras know `names()`: now when Keras is imported, else right after its import."""
     if "keras" in sys.modules and hasattr(sys.modules["keras"], "saving"):
         register()
     elif not any(isinstance(finder, _AfterKerasImport) for finder in sys.meta_path):

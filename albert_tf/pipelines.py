@@ -46,19 +46,23 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import lite, text_ops, tokenization
+from albert_tf.export import lite
+from albert_tf.text import ops as text_ops
+from albert_tf.text import tokenization
 from albert_tf.checkpoints import open_reader, resolve_source, restore_source, source_num_labels, table
 from albert_tf.checkpoints.convert import detect_model
 from albert_tf.config import AlbertConfig, check_max_seq_length
-from albert_tf.data import glue, race, squad
-from albert_tf.data import squad_postprocess as post
+from albert_tf.tasks.glue import data as glue
+from albert_tf.tasks.race import data as race
+from albert_tf.tasks.squad import data as squad
+from albert_tf.tasks.squad import postprocess as post
 from albert_tf.data.features import RACE_NUM_CHOICES
 from albert_tf.errors import InputError, MissingPackageError
 from albert_tf.models.albert_model import AlbertModel, as_config, compile_forward
-from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.models.race import AlbertRace
-from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
+from albert_tf.tasks.glue.model import AlbertClassifier
+from albert_tf.tasks.pretraining.model import AlbertPretrainer
+from albert_tf.tasks.race.model import AlbertRace
+from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
 
 _MASK_PATTERN = re.compile(r"\[mask\]", re.IGNORECASE)
 _EXPORT_CONFIG = os.path.join("assets", "albert_config.json")
@@ -155,7 +159,7 @@ class _ExportRunner:
 
 
 class _LiteRunner:
-    """Runs a LiteRT export of `albert_tf.lite` (`albert-export --format=tflite`) on batches of NumPy features.
+    """Runs a LiteRT export of `albert_tf.export.lite` (`albert-export --format=tflite`) on batches of NumPy features.
 
     The kind, lengths, labels and tokenizer come from its metadata file; the fixed batch is filled by
     `lite.LiteModel`, and the pretrainer's `mlm_positions` are padded with position 0 to the export's width.
@@ -753,7 +757,7 @@ def pipeline(task, source, **options):
 
     Args:
         task: str, one of `fill-mask`, `text-classification`, `question-answering`, `multiple-choice`,
-            `feature-extraction`, `token-classification` (`albert_tf.ner_pipeline`).
+            `feature-extraction`, `token-classification` (`albert_tf.tasks.ner.pipeline`).
         source: str or path, anything `from_pretrained` reads (or a release name), or an `albert-export`
             directory.
         **options: `batch_size` (32), `progress` (None: a bar for more than one batch), `config` /
@@ -766,8 +770,8 @@ def pipeline(task, source, **options):
     Raises:
         InputError: unknown task or option, or a source without the head the task needs.
     """
-    if task == "token-classification":   # Its own module (`albert_tf.ner_pipeline`), which imports this one.
-        from albert_tf.ner_pipeline import token_classification_pipeline
+    if task == "token-classification":   # Its own module (`albert_tf.tasks.ner.pipeline`), which imports this one.
+        from albert_tf.tasks.ner.pipeline import token_classification_pipeline
         return token_classification_pipeline(source, **options)
     if task not in PIPELINES:
         raise InputError(f"Unknown task {task!r}: `task` must be one of "

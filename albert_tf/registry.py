@@ -7,7 +7,7 @@ one `ModelKind`:
 * `model_class`: its Keras model class;
 * `heads`: one `Head` per head, each with its checkpoint rows (original TF1 names <-> attribute paths of the
   model, `albert_tf.checkpoints.table.Row`) and its Hugging Face names (`albert_tf.checkpoints.foreign.Link`);
-* `serving_spec`: its `albert_tf.serving.ServingSpec` (what `export_saved_model` serves);
+* `serving_spec`: its `albert_tf.export.serving.ServingSpec` (what `export_saved_model` serves);
 * `hf_architecture`: its transformers class (None when transformers has no class with these heads);
 * `labels_variable`: the TF1 name whose first dimension is its `num_labels` constructor argument (read back when
   a checkpoint is detected, passed on export, written into the Hugging Face `config.json`);
@@ -19,20 +19,22 @@ one `ModelKind`:
 The checkpoint table, the converter (`--model`, detection), export, the Hugging Face reader and writer,
 `from_pretrained` and `albert_tf`'s public names all read this registry; none lists the kinds itself.
 
-Each model module registers its kind when it is imported. Every lookup first imports every module of the
-`albert_tf.models` package (`load()`), so the registry is complete whatever was imported before, and a new model
-module there is found without an edit anywhere else. Code outside the package (a test, a user's head) calls
+Each task's model module (`albert_tf.tasks.<task>.model`) registers its kind when it is imported. Every lookup
+first imports the model module of every task package (`load()`), so the registry is complete whatever was imported
+before, and a new task folder is found without an edit anywhere else. Code outside the package (a test, a user's head) calls
 `register` itself before its lookups.
 """
 
 import collections.abc
 import dataclasses
 import importlib
-import pkgutil
+import importlib.util
 
 from albert_tf.errors import InputError
 
-MODELS_PACKAGE = "albert_tf.models"
+ENCODER_MODULE = "albert_tf.models.albert_model"   # registers the `encoder` kind
+TASKS_PACKAGE = "albert_tf.tasks"
+MODEL_MODULE = "model"   # the module of a task package that defines and registers its model kinds
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,12 +127,15 @@ def unregister(name):
 
 
 def load():
-    """Imports every module of `albert_tf.models` once, so that each registers its kind."""
+    """Imports the `model` module of every task package once, so that each registers its kinds."""
     if _state["loaded"]:
         return
-    package = importlib.import_module(MODELS_PACKAGE)
-    for module in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{MODELS_PACKAGE}.{module.name}")
+    importlib.import_module(ENCODER_MODULE)
+    package = importlib.import_module(TASKS_PACKAGE)
+    for task in package.names():
+        name = f"{TASKS_PACKAGE}.{task}.{MODEL_MODULE}"
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
     _state["loaded"] = True
 
 

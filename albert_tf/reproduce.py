@@ -27,9 +27,9 @@ from absl import logging
 from albert_tf import cli
 from albert_tf.errors import InputError
 from albert_tf.fileio import write_text_atomic
-from albert_tf.training.classifier_task import hparams_preset, run_classifier
-from albert_tf.training.race_task import run_race
-from albert_tf.training.squad_task import run_squad
+from albert_tf.tasks.glue.task import hparams_preset, run_classifier
+from albert_tf.tasks.race.task import run_race
+from albert_tf.tasks.squad.task import run_squad
 
 RESULTS_FILE = "results.md"
 TASK_RESULT_FILE = "reproduce_result.json"

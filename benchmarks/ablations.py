@@ -1,8 +1,8 @@
 """The ALBERT paper's ablation tables in miniature, on the quickstart's embedded corpus (or `--corpus`).
 
-Every configuration is pretrained by the library call `albert_tf.training.pretraining.run_pretraining(...)`
+Every configuration is pretrained by the library call `albert_tf.tasks.pretraining.task.run_pretraining(...)`
 for the same `--steps` on the same TFRecords with the same seed (Table 5: each of `--seeds`), then scored on
-held-out records with `pretraining_metrics` (as `albert_tf/quickstart.py` evaluates):
+held-out records with `pretraining_metrics` (as `albert_tf/quickstart/run.py` evaluates):
 
 * Table 3, factorized embeddings: E in `--embedding_sizes` and E = H, all-shared (`num_hidden_groups=1`)
   and not-shared (`num_hidden_groups = num_hidden_layers`).
@@ -47,14 +47,14 @@ import tensorflow as tf  # noqa: E402
 from albert_tf import fileio  # noqa: E402
 from albert_tf.checkpoints import init_from_checkpoint  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
-from albert_tf.data import vocab as vocab_lib  # noqa: E402
-from albert_tf.data.pretraining import PretrainingOptions, write_pretraining_examples  # noqa: E402
-from albert_tf.data.pretraining_input import pretraining_dataset  # noqa: E402
+from albert_tf.text import vocab as vocab_lib  # noqa: E402
+from albert_tf.tasks.pretraining.create_data import PretrainingOptions, write_pretraining_examples  # noqa: E402
+from albert_tf.tasks.pretraining.inputs import pretraining_dataset  # noqa: E402
 from albert_tf.errors import InputError  # noqa: E402
-from albert_tf.models import AlbertPretrainer  # noqa: E402
-from albert_tf.quickstart_corpus import write_corpus  # noqa: E402
+from albert_tf import AlbertPretrainer  # noqa: E402
+from albert_tf.quickstart.corpus import write_corpus  # noqa: E402
 from albert_tf.training import loop  # noqa: E402
-from albert_tf.training.pretraining import pretraining_metrics, run_pretraining  # noqa: E402
+from albert_tf.tasks.pretraining.task import pretraining_metrics, run_pretraining  # noqa: E402
 
 CLI_HELP = __doc__.split("\n\n")[0] + (
     " Trains each configuration of the paper's Tables 3 (factorized embeddings), 4 (cross-layer sharing) and "
@@ -519,7 +519,7 @@ def _main(argv):
     rows = run_all(configs, data, output_dir, vocab_size)
     plots = write_plots(rows, tables, output_dir)
     meta = {"command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]), "corpus_name":
-            FLAGS.corpus or "embedded (albert_tf.quickstart_corpus)", "corpus": data["corpus"],
+            FLAGS.corpus or "embedded (albert_tf.quickstart.corpus)", "corpus": data["corpus"],
             "instances": data["instances"], "label1_fraction": data["label1_fraction"], "plots": plots, "total_s": time.time() - started}
     fileio.write_text_atomic(os.path.join(output_dir, "ablations.md"), markdown_report(rows, meta, tables))
     results = {"flags": {f.name: f.value for f in FLAGS.get_key_flags_for_module(sys.argv[0])}, "meta": meta,

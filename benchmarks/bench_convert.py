@@ -149,7 +149,7 @@ def main():
 
     from albert_tf.checkpoints import hf, init_from_checkpoint, keras_hub, save_tf1_checkpoint, table
     from albert_tf.checkpoints.convert import tf1_values
-    from albert_tf.models import AlbertPretrainer
+    from albert_tf import AlbertPretrainer
 
     sampler = PeakRss()
     rows = []

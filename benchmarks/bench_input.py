@@ -4,7 +4,7 @@ Usage:
     python benchmarks/bench_input.py --input_file=quickstart_output/train.tfrecord --max_seq_length=128 \
         --max_predictions_per_seq=20 --batch_size=32
 
-Reads the TFRecords with `albert_tf.data.pretraining_input.pretraining_dataset` exactly as `run_pretraining.py`
+Reads the TFRecords with `albert_tf.tasks.pretraining.inputs.pretraining_dataset` exactly as `run_pretraining.py`
 does (training mode: file shuffle, interleave, shuffle(100), parse, int32 cast, batch with drop_remainder) and
 reports examples/s of the reader alone; with `--step_config=base_v2` it also times the albert_tf training step
 (forward + backward + LAMB) at the same batch and sequence length, so the two rates can be compared.
@@ -30,8 +30,8 @@ def main(argv):
     import tensorflow as tf
 
     import albert_tf
-    from albert_tf.data.pretraining_input import pretraining_dataset
-    from albert_tf.models.pretrainer import pretraining_loss
+    from albert_tf.tasks.pretraining.inputs import pretraining_dataset
+    from albert_tf.tasks.pretraining.model import pretraining_loss
     from albert_tf.training.optimization import create_optimizer
 
     ds = pretraining_dataset(FLAGS.input_file, FLAGS.max_seq_length, FLAGS.max_predictions_per_seq,

@@ -3,7 +3,7 @@
 For each preset (base, large) and sequence length (128, 384), on the same seeded weights:
 
 * ours, TensorFlow: the `AlbertModel` forward as a `tf.function` (graph) and with `jit_compile=True` (XLA);
-* ours, LiteRT (`albert_tf.lite`): float32, float16, dynamic-range int8 and int8 (calibrated on seeded ids),
+* ours, LiteRT (`albert_tf.export.lite`): float32, float16, dynamic-range int8 and int8 (calibrated on seeded ids),
   each with 1 and 2 interpreter threads (XNNPACK);
 * keras-hub `AlbertBackbone` float32 (graph and XLA; the best is the peer);
 * Hugging Face PyTorch `AlbertModel` float32 and `torch.ao.quantization.quantize_dynamic` (qint8);
@@ -52,7 +52,7 @@ def ours_tf(model, feats, jit):
 
 
 def ours_lite(model, feats, quantize, threads, tmp):
-    from albert_tf import lite
+    from albert_tf.export import lite
 
     seq = feats["input_ids"].shape[1]
     calibration = None

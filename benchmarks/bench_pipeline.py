@@ -37,9 +37,9 @@ import tensorflow as tf  # noqa: E402
 import albert_tf  # noqa: E402
 from albert_tf.checkpoints import save_tf1_checkpoint  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
-from albert_tf.data.vocab import train_sentencepiece  # noqa: E402
-from albert_tf.models.classifier import AlbertClassifier  # noqa: E402
-from albert_tf.quickstart_corpus import topic_documents  # noqa: E402
+from albert_tf.text.vocab import train_sentencepiece  # noqa: E402
+from albert_tf.tasks.glue.model import AlbertClassifier  # noqa: E402
+from albert_tf.quickstart.corpus import topic_documents  # noqa: E402
 
 TINY = dict(embedding_size=32, hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128,
             max_position_embeddings=512)

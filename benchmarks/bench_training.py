@@ -104,7 +104,7 @@ def time_step(model, forward, features, jit_compile, steps, warmup):
     """Examples/s of a plain `tf.function` train step with the original loss and ALBERT's LAMB."""
     import tensorflow as tf
 
-    from albert_tf.models.pretrainer import pretraining_loss
+    from albert_tf.tasks.pretraining.model import pretraining_loss
     from albert_tf.training import optimization
 
     optimizer = optimization.create_optimizer(1e-4, 1000, 10, optimizer="lamb")
@@ -142,7 +142,7 @@ def time_loop(features, jit_compile, steps, warmup):
 
     import albert_tf
     from albert_tf.training import distribution, loop, optimization
-    from albert_tf.training.pretraining import pretraining_loss_fn
+    from albert_tf.tasks.pretraining.task import pretraining_loss_fn
 
     strategy = distribution.get_strategy("one_device")
     with strategy.scope():

@@ -201,7 +201,7 @@ def timed_loop(tf, strategy, model, optimizer, loss_fn, features, steps):
 def pretraining_row(tf, keras, size, seq, batch, device):
     import albert_tf
     from albert_tf.training import distribution, optimization
-    from albert_tf.training.pretraining import pretraining_loss_fn
+    from albert_tf.tasks.pretraining.task import pretraining_loss_fn
 
     predictions = MASKED[seq]
     features = {k: tf.constant(v) for k, v in random_pretraining_batch(size, seq, batch, predictions).items()}
@@ -219,7 +219,7 @@ def pretraining_row(tf, keras, size, seq, batch, device):
 
 def finetuning_row(tf, keras, size, seq, batch, device):
     import albert_tf
-    from albert_tf.models.classifier import classifier_loss
+    from albert_tf.tasks.glue.model import classifier_loss
     from albert_tf.training import distribution, optimization
 
     rng = np.random.RandomState(1)

@@ -102,7 +102,7 @@ def run(norm, train_file, heldout_file, vocab_size, seq_length, predictions):
     import keras
     import tensorflow as tf
 
-    from albert_tf.data.pretraining_input import pretraining_dataset
+    from albert_tf.tasks.pretraining.inputs import pretraining_dataset
 
     keras.utils.set_random_seed(FLAGS.seed)
     logits_fn, variables = build(norm, vocab_size, seq_length)

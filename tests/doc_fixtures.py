@@ -12,14 +12,14 @@ import tarfile
 import sentencepiece as spm
 import tensorflow as tf
 
-from albert_tf import export as export_lib
+from albert_tf.export import saved_model as export_lib
 from albert_tf.checkpoints import convert, save_tf1_checkpoint
 from albert_tf.config import AlbertConfig
-from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.models.race import AlbertRace
-from albert_tf.models.squad import AlbertSquadV2
-from albert_tf.models.token_classifier import AlbertTokenClassifier
+from albert_tf.tasks.glue.model import AlbertClassifier
+from albert_tf.tasks.pretraining.model import AlbertPretrainer
+from albert_tf.tasks.race.model import AlbertRace
+from albert_tf.tasks.squad.model import AlbertSquadV2
+from albert_tf.tasks.ner.model import AlbertTokenClassifier
 import original_checkpoints as oc
 import squad_fixtures as fx
 

@@ -12,8 +12,8 @@ import re
 
 import tensorflow as tf
 
-from albert_tf.models import AlbertClassifier, AlbertPretrainer, AlbertRace, AlbertSquadV1, AlbertSquadV2
-from albert_tf.models.token_classifier import AlbertTokenClassifier
+from albert_tf import AlbertClassifier, AlbertPretrainer, AlbertRace, AlbertSquadV1, AlbertSquadV2
+from albert_tf.tasks.ner.model import AlbertTokenClassifier
 from albert_tf.training import loop
 
 

@@ -33,7 +33,7 @@ import random
 import numpy as np
 import tensorflow as tf
 
-from albert_tf import tokenization
+from albert_tf.text import tokenization
 
 SPIECE_UNDERLINE = "▁".encode("utf-8")
 

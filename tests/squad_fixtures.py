@@ -9,7 +9,7 @@ import os
 
 import sentencepiece as spm
 
-from albert_tf.tokenization import preprocess_text
+from albert_tf.text.tokenization import preprocess_text
 
 PARAGRAPHS = [
     ("The Eiffel Tower was completed in 1889 for the Exposition Universelle in Paris. Gustave Eiffel's "

@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
 from albert_tf.data import features as features_lib
-from albert_tf.tokenization import preprocess_text
+from albert_tf.text.tokenization import preprocess_text
 import squad_fixtures
 from test_glue import (sentiment_rows, sentiment_sentence, stsb_rows, write_cola, write_mnli, write_small_tasks,
                        write_sst2, write_stsb)

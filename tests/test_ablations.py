@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 
-from albert_tf.quickstart_corpus import write_corpus
+from albert_tf.quickstart.corpus import write_corpus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(ROOT, "benchmarks", "ablations.py")

@@ -27,9 +27,9 @@ from albert_tf.checkpoints import (
     resolve_source,
     save_tf1_checkpoint,
 )
-from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.models.race import AlbertRace
-from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
+from albert_tf.tasks.glue.model import AlbertClassifier
+from albert_tf.tasks.race.model import AlbertRace
+from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
 from albert_tf.training import loop
 
 BASE = dict(vocab_size=97, embedding_size=8, hidden_size=16, num_attention_heads=2, intermediate_size=24,

@@ -1,4 +1,4 @@
-"""Weights by name (`albert_tf.checkpoints.hub`): release names, `hf:`, `kaggle:` and URLs, fetched from a loopback
+"""Weights by name (`albert_tf.checkpoints.download`): release names, `hf:`, `kaggle:` and URLs, fetched from a loopback
 HTTP server that serves each source's layout, into caches under `tmp_path`; no test reaches any other host.
 
 The server (127.0.0.1 only) answers at most `MAX_REQUESTS` requests and stops by itself after `MAX_SECONDS`. It
@@ -29,7 +29,9 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertModel
-from albert_tf.checkpoints import convert, hub, names  # `convert` is the function (the package re-exports it)
+from albert_tf.checkpoints import convert
+from albert_tf.checkpoints import download as hub
+from albert_tf.checkpoints import releases as names  # `convert` is the function (the package re-exports it)
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError
 import original_checkpoints as oc

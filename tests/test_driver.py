@@ -13,7 +13,7 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.restore import check_readable
 from albert_tf.config import AlbertConfig
-from albert_tf.data.vocab import train_sentencepiece
+from albert_tf.text.vocab import train_sentencepiece
 from albert_tf.training import driver
 import original_checkpoints as oc
 

@@ -15,10 +15,10 @@ import tensorflow as tf
 from albert_tf import AlbertClassifier, AlbertModel
 from albert_tf.checkpoints import convert
 from albert_tf.config import AlbertConfig
-from albert_tf.data.vocab import train_sentencepiece
+from albert_tf.text.vocab import train_sentencepiece
 from albert_tf.errors import InputError
-from albert_tf.export import export_saved_model
-from albert_tf.training.classifier_task import run_classifier
+from albert_tf.export.saved_model import export_saved_model
+from albert_tf.tasks.glue.task import run_classifier
 import original_checkpoints as oc
 from test_glue import MAX_SEQ, glue_root, model_files  # noqa: F401  (fixtures)
 

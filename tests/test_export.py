@@ -1,7 +1,7 @@
 """SavedModel export: every model kind, every signature, reloaded in a fresh process.
 
 The parent process builds tiny models, exports them, and computes the expected outputs with the Keras models on
-features made by the Python data pipeline (`albert_tf.tokenization` + `albert_tf.data.glue/squad/race`), which
+features made by the Python data pipeline (`albert_tf.text.tokenization` + `albert_tf.tasks.glue.data/squad/race`), which
 is independent of the in-graph text ops. One subprocess (`import tensorflow_text`, nothing from `albert_tf`)
 loads every export with `tf.saved_model.load`, calls every signature and bad inputs, and writes what it got.
 """
@@ -18,18 +18,21 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import export, text_ops
+from albert_tf.export import saved_model as export
+from albert_tf.text import ops as text_ops
 from albert_tf.checkpoints import save_tf1_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import features as features_lib
-from albert_tf.data import glue, race, squad
+from albert_tf.tasks.glue import data as glue
+from albert_tf.tasks.race import data as race
+from albert_tf.tasks.squad import data as squad
 from albert_tf.models.albert_model import AlbertModel
-from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.models.race import AlbertRace
-from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
-from albert_tf.models.token_classifier import AlbertTokenClassifier
-from albert_tf.tokenization import FullTokenizer, encode_pieces, preprocess_text
+from albert_tf.tasks.glue.model import AlbertClassifier
+from albert_tf.tasks.pretraining.model import AlbertPretrainer
+from albert_tf.tasks.race.model import AlbertRace
+from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
+from albert_tf.tasks.ner.model import AlbertTokenClassifier
+from albert_tf.text.tokenization import FullTokenizer, encode_pieces, preprocess_text
 
 MAX_SEQ = 16
 VOCAB_SIZE = 90
@@ -79,7 +82,7 @@ KINDS = ("encoder", "pretrainer", "classifier", "squad_v1", "squad_v2", "race")
 
 
 def _train_spm(directory):
-    from albert_tf.data.vocab import train_sentencepiece
+    from albert_tf.text.vocab import train_sentencepiece
 
     rng = np.random.RandomState(0)
     lines = [" ".join(rng.choice(WORDS, size=rng.randint(4, 16))) for _ in range(2000)]
@@ -380,7 +383,7 @@ def exported(tmp_path_factory):
     shutil.copy(spm_file, release / "30k-clean.model")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     proc = subprocess.run(
-        [sys.executable, "-m", "albert_tf.export", f"--input={release}", "--model=classifier", "--num_labels=3",
+        [sys.executable, "-m", "albert_tf.export.saved_model", f"--input={release}", "--model=classifier", "--num_labels=3",
          f"--export_dir={root / 'cli'}", f"--max_seq_length={MAX_SEQ}", "--noserve_text", "--threshold=0.25"],
         capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -36,8 +36,8 @@ from albert_tf.checkpoints import (
     table,
 )
 from albert_tf.checkpoints.safetensors_io import SafetensorsFile, write_safetensors
-from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
+from albert_tf.tasks.glue.model import AlbertClassifier
+from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
 
 BASE = dict(vocab_size=61, embedding_size=8, hidden_size=16, num_attention_heads=2, intermediate_size=24,
             max_position_embeddings=32, type_vocab_size=2, hidden_act="gelu", hidden_dropout_prob=0.0,

@@ -16,15 +16,16 @@ import tensorflow as tf
 from albert_tf.checkpoints import save_tf1_checkpoint, source_num_labels
 from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.config import AlbertConfig
-from albert_tf.data import glue
-from albert_tf.data.vocab import train_sentencepiece
+from albert_tf.tasks.glue import data as glue
+from albert_tf.text.vocab import train_sentencepiece
 from albert_tf.errors import InputError
 from albert_tf.models.albert_model import AlbertModel
-from albert_tf.models.classifier import AlbertClassifier, classifier_loss
-from albert_tf.models.squad import AlbertSquadV1
-from albert_tf.tokenization import FullTokenizer
-from albert_tf.training import classifier_task, metrics
-from albert_tf.training.classifier_task import hparams_preset, run_classifier
+from albert_tf.tasks.glue.model import AlbertClassifier, classifier_loss
+from albert_tf.tasks.squad.model import AlbertSquadV1
+from albert_tf.text.tokenization import FullTokenizer
+from albert_tf.training import metrics
+from albert_tf.tasks.glue import task as classifier_task
+from albert_tf.tasks.glue.task import hparams_preset, run_classifier
 import original_checkpoints as oc
 from recording import Built, recording
 
@@ -552,7 +553,7 @@ def test_sst2_learns_and_writes_every_output_file(glue_root, model_files, tmp_pa
     np.testing.assert_allclose(served["threshold"].numpy(), [0.25] * 10)
     # And through TF Serving's session loader (the graph has serve_text: its ops must be registered first).
     import tensorflow_text  # noqa: F401
-    from albert_tf.session_model import SessionModel
+    from albert_tf.export.session_model import SessionModel
 
     with SessionModel(result["export_path"]) as session:
         np.testing.assert_allclose(session.run("serve_examples", examples=records)["probabilities"], probs,

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
-from albert_tf.models.classifier import classifier_loss
+from albert_tf.tasks.glue.model import classifier_loss
 from albert_tf.training import interrupt, loop, optimization
 from test_glue import REPO, glue_root, model_files  # noqa: F401  (fixtures)
 

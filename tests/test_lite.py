@@ -1,4 +1,4 @@
-"""LiteRT export (`albert_tf.lite`, `albert-export --format=tflite`): accuracy of every quantization on trained
+"""LiteRT export (`albert_tf.export.lite`, `albert-export --format=tflite`): accuracy of every quantization on trained
 weights against float, file sizes (the shared block stored once), every model kind, the metadata, the CLI, and
 Keras `quantize` pointing at the export.
 
@@ -20,16 +20,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import lite
+from albert_tf.export import lite
 from albert_tf.config import AlbertConfig
 from albert_tf.data import features as features_lib
-from albert_tf.data import vocab as vocab_lib
+from albert_tf.text import vocab as vocab_lib
 from albert_tf.errors import InputError
 from albert_tf.models.albert_model import AlbertModel
-from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.models.race import AlbertRace
-from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
+from albert_tf.tasks.glue.model import AlbertClassifier
+from albert_tf.tasks.pretraining.model import AlbertPretrainer
+from albert_tf.tasks.race.model import AlbertRace
+from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
 from albert_tf.checkpoints import init_from_checkpoint
 from albert_tf.training import loop
 
@@ -50,7 +50,7 @@ def _records(path, limit=None):
 def trained(tmp_path_factory):
     """The quickstart's pretrained model (its library run, default settings: 1500 LAMB steps on the embedded
     corpus) and a classifier fine-tuned from it on sentence order (the SOP pairs as a two-label task)."""
-    from albert_tf.quickstart import run_quickstart
+    from albert_tf.quickstart.run import run_quickstart
 
     root = str(tmp_path_factory.mktemp("lite"))
     summary = run_quickstart(root)
@@ -368,7 +368,7 @@ def test_albert_export_cli_writes_a_tflite_model(tmp_path):
     save_tf1_checkpoint(model, str(tmp_path / "model.ckpt-1"))
     config.to_json_file(str(tmp_path / "albert_config.json"))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    cmd = [sys.executable, "-m", "albert_tf.export", f"--input={tmp_path / 'model.ckpt-1'}", f"--albert_config_file={tmp_path / 'albert_config.json'}",
+    cmd = [sys.executable, "-m", "albert_tf.export.saved_model", f"--input={tmp_path / 'model.ckpt-1'}", f"--albert_config_file={tmp_path / 'albert_config.json'}",
            "--model=squad_v1", f"--export_dir={tmp_path / 'lite'}", "--format=tflite", "--quantize=dynamic",
            f"--max_seq_length={T}"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
@@ -382,7 +382,7 @@ def test_albert_export_cli_writes_a_tflite_model(tmp_path):
     proc = subprocess.run(cmd[:-2] + ["--quantize=int8", f"--max_seq_length={T}"], capture_output=True, text=True,
                           env=env, timeout=600)
     assert proc.returncode != 0 and "calibration_file" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "albert_tf.export", "--input=x", "--export_dir=y", "--quantize=dynamic"],
+    proc = subprocess.run([sys.executable, "-m", "albert_tf.export.saved_model", "--input=x", "--export_dir=y", "--quantize=dynamic"],
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode != 0 and "--quantize applies to --format=tflite only" in proc.stderr
 

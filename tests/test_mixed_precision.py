@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertModel, AlbertPretrainer
 from albert_tf.models.albert_model import compile_forward
-from albert_tf.models.pretrainer import pretraining_loss
+from albert_tf.tasks.pretraining.model import pretraining_loss
 
 TINY = dict(vocab_size=97, embedding_size=16, hidden_size=32, num_hidden_layers=3, num_hidden_groups=1,
             num_attention_heads=4, intermediate_size=48, inner_group_num=1, hidden_act="gelu",

@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 import albert_tf
+import albert_tf.tasks.pretraining.model
 from albert_tf import AlbertConfig, AlbertModel, AlbertPretrainer
 
 import numpy_reference as ref
@@ -244,7 +245,7 @@ def test_pretraining_loss_matches_formula():
     ids = np.array([[1, 2, 0], [6, 0, 0]])
     weights = np.array([[1.0, 1.0, 0.0], [1.0, 0.0, 0.0]], np.float32)
     labels = np.array([[1], [0]])
-    total, mlm, so = albert_tf.models.pretraining_loss(
+    total, mlm, so = albert_tf.tasks.pretraining.model.pretraining_loss(
         {"mlm_logits": logits, "sop_logits": sop},
         {"masked_lm_ids": ids, "masked_lm_weights": weights, "next_sentence_labels": labels})
     lp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
@@ -257,7 +258,7 @@ def test_pretraining_loss_matches_formula():
     np.testing.assert_allclose(total.numpy(), want_mlm + want_sop, rtol=1e-6)
     # `sentence_loss_weight` scales only the sentence term of the total (0: the MLM loss alone).
     for weight in (0.0, 0.5):
-        total_w, mlm_w, so_w = albert_tf.models.pretraining_loss(
+        total_w, mlm_w, so_w = albert_tf.tasks.pretraining.model.pretraining_loss(
             {"mlm_logits": logits, "sop_logits": sop},
             {"masked_lm_ids": ids, "masked_lm_weights": weights, "next_sentence_labels": labels},
             sentence_loss_weight=weight)

@@ -16,11 +16,11 @@ from seqeval import metrics as seqeval_metrics
 
 from albert_tf.checkpoints.convert import convert
 from albert_tf.config import AlbertConfig
-from albert_tf.data import conll
+from albert_tf.tasks.ner import data as conll
 from albert_tf.errors import InputError
-from albert_tf.models.token_classifier import AlbertTokenClassifier, token_classification_loss
-from albert_tf.tokenization import FullTokenizer
-from albert_tf.training import conlleval
+from albert_tf.tasks.ner.model import AlbertTokenClassifier, token_classification_loss
+from albert_tf.text.tokenization import FullTokenizer
+from albert_tf.tasks.ner import conlleval
 from fresh_process import same_cpu_backend
 from test_foreign_weights import CONFIGS, hf_state_dict, keras_hub_from_hf, make_inputs, write_hf_dir
 
@@ -326,7 +326,7 @@ def test_cli_trains_evaluates_predicts_and_exports(trained, workdir):
 
 @pytest.mark.e2e
 def test_pipeline_tags_words_from_the_export_and_the_checkpoint(trained, workdir):
-    from albert_tf.ner_pipeline import token_classification_pipeline
+    from albert_tf.tasks.ner.pipeline import token_classification_pipeline
     out, export = trained
     labels = ["O", "B-LOC", "B-PER", "I-PER"]
     text = "Alice  Smith visited Paris and Bob"
@@ -441,7 +441,7 @@ def test_hf_token_classification_directory_loads_predicts_and_writes_back(tmp_pa
 
 
 def test_missing_files_and_unknown_tags_stop_before_any_work(workdir, tmp_path):
-    from albert_tf.training.ner_task import run_ner
+    from albert_tf.tasks.ner.task import run_ner
     data = tmp_path / "data"
     data.mkdir()
     write_conll(data / "train.txt", make_sentences(1, 5))

@@ -13,14 +13,14 @@
 # See the License for the specific language governing permissions and
 # limitations under the License.
 #
-# Adapted from google-research/ALBERT/tokenization_test.py. Changes: it imports `albert_tf.tokenization` in
+# Adapted from google-research/ALBERT/tokenization_test.py. Changes: it imports `albert_tf.text.tokenization` in
 # place of `albert.tokenization`; the `six` and Python 2 branches are gone (the vocabulary file is written as
 # UTF-8 bytes, as the original's Python 3 branch does); `tf.test.TestCase` comes from `tensorflow` rather than
 # `tensorflow.compat.v1`; the assertions of `TokenizationTest` are the original's, unchanged. The class
 # `OriginalApiTest` at the end is added: it checks the rest of the original module's API (the module-level
 # functions, the SentencePiece path on a model trained in the test, `FullTokenizer.from_scratch`,
 # `SPIECE_UNDERLINE` as bytes) and `validate_case_matches_checkpoint`, BERT's function of that name.
-"""The original release's tokenization tests, run against `albert_tf.tokenization`."""
+"""The original release's tokenization tests, run against `albert_tf.text.tokenization`."""
 
 import os
 import tempfile
@@ -28,7 +28,7 @@ import tempfile
 import sentencepiece as spm
 import tensorflow as tf
 
-from albert_tf import tokenization
+from albert_tf.text import tokenization
 
 
 class TokenizationTest(tf.test.TestCase):

@@ -14,18 +14,18 @@ import sentencepiece as spm
 import tensorflow as tf
 
 import albert_tf
-from albert_tf import export as export_lib
+from albert_tf.export import saved_model as export_lib
 from albert_tf.checkpoints import convert, save_tf1_checkpoint
 from albert_tf.config import AlbertConfig
-from albert_tf.data import glue
+from albert_tf.tasks.glue import data as glue
 from albert_tf.errors import InputError
-from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.models.race import AlbertRace
-from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
-from albert_tf.training import squad_task
-from albert_tf.training.classifier_task import run_classifier
-from albert_tf.training.race_task import run_race
+from albert_tf.tasks.glue.model import AlbertClassifier
+from albert_tf.tasks.pretraining.model import AlbertPretrainer
+from albert_tf.tasks.race.model import AlbertRace
+from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
+from albert_tf.tasks.squad import task as squad_task
+from albert_tf.tasks.glue.task import run_classifier
+from albert_tf.tasks.race.task import run_race
 import original_checkpoints as oc
 import squad_fixtures as fx
 import test_race
@@ -306,12 +306,12 @@ def test_fill_mask_equals_the_export_serve_text(pretrainer_sources):
 def test_feature_extraction_reads_every_source_kind(pretrainer_sources):
     encoder = pretrainer_sources["model"].encoder
     texts = ["The river Amazon discharges water.", ("Zürich is a city.", "It lies at a lake.")]
-    tokenizer = albert_tf.tokenization.FullTokenizer(spm_model_file=pretrainer_sources["spm"])
+    tokenizer = albert_tf.text.tokenization.FullTokenizer(spm_model_file=pretrainer_sources["spm"])
     expected = []
     for text in texts:
         text_a, text_b = (text, None) if isinstance(text, str) else text
-        example = glue.InputExample("x", albert_tf.tokenization.preprocess_text(text_a, lower=True),
-                                    albert_tf.tokenization.preprocess_text(text_b, lower=True) if text_b else None,
+        example = glue.InputExample("x", albert_tf.text.tokenization.preprocess_text(text_a, lower=True),
+                                    albert_tf.text.tokenization.preprocess_text(text_b, lower=True) if text_b else None,
                                     "0")
         f = glue.convert_single_example(9, example, ["0"], SEQ, tokenizer, "x")
         out = encoder({k: tf.constant([getattr(f, k)]) for k in ("input_ids", "input_mask", "segment_ids")})
@@ -393,7 +393,7 @@ def _close(got, expected, atol):
 
 
 def test_fill_mask_and_features_on_a_tflite_export(pretrainer_sources, tmp_path):
-    from albert_tf import lite
+    from albert_tf.export import lite
 
     model = pretrainer_sources["model"]
     path = lite.export_tflite(model, str(tmp_path / "lite"), spm_model_file=pretrainer_sources["spm"],
@@ -415,7 +415,7 @@ def test_fill_mask_and_features_on_a_tflite_export(pretrainer_sources, tmp_path)
 
 @pytest.mark.parametrize("v2", [False, True], ids=["v1.1", "v2.0"])
 def test_question_answering_on_a_tflite_export(squad_env, v2):
-    from albert_tf import lite
+    from albert_tf.export import lite
 
     d, spm_file, config, config_file = squad_env
     tf.keras.utils.set_random_seed(25 + v2)
@@ -431,7 +431,7 @@ def test_question_answering_on_a_tflite_export(squad_env, v2):
 
 
 def test_text_classification_on_a_tflite_export(model_files, tmp_path):  # noqa: F811
-    from albert_tf import lite
+    from albert_tf.export import lite
 
     tf.keras.utils.set_random_seed(31)
     model = _built(AlbertClassifier(model_files["config"], num_labels=3))

@@ -12,16 +12,18 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import text_ops, tokenization
+from albert_tf.text import ops as text_ops
+from albert_tf.text import tokenization
 from albert_tf.checkpoints import save_tf1_checkpoint
-from albert_tf.data import glue, race
+from albert_tf.tasks.glue import data as glue
+from albert_tf.tasks.race import data as race
 from albert_tf.errors import InputError
-from albert_tf.models import AlbertClassifier, AlbertPretrainer, AlbertRace, AlbertSquadV1, AlbertSquadV2
-from albert_tf.preprocessing import AlbertPreprocessor
-from albert_tf.tokenization import FullTokenizer
+from albert_tf import AlbertClassifier, AlbertPretrainer, AlbertRace, AlbertSquadV1, AlbertSquadV2
+from albert_tf.text.preprocessor import AlbertPreprocessor
+from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training.optimization import AdamWeightDecay, AlbertLearningRateSchedule, Lamb
 import fixtures_text as ft
-from albert_tf.data import vocab as vocab_lib
+from albert_tf.text import vocab as vocab_lib
 from test_glue import model_files, sentiment_rows  # noqa: F401  (`model_files` is a fixture)
 
 MAX_SEQ = 32

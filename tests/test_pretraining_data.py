@@ -18,10 +18,11 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.data import features as features_lib
-from albert_tf.data import pretraining_records, pretraining_shuffle
-from albert_tf.data import pretraining_writer as pretraining
-from albert_tf.data.pretraining_instances import PretrainingOptions
-from albert_tf.data.vocab import train_sentencepiece
+from albert_tf.tasks.pretraining import records as pretraining_records
+from albert_tf.tasks.pretraining import shuffle as pretraining_shuffle
+from albert_tf.tasks.pretraining import writer as pretraining
+from albert_tf.tasks.pretraining.instances import PretrainingOptions
+from albert_tf.text.vocab import train_sentencepiece
 from albert_tf.errors import InputError
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -365,7 +366,7 @@ def test_bad_inputs(corpus, tmp_path):
 @pytest.mark.e2e
 def test_command_line(corpus, tmp_path):
     out = str(tmp_path / "cli.tfrecord")
-    args = [sys.executable, "-m", "albert_tf.data.pretraining", f"--input_file={corpus['text']}",
+    args = [sys.executable, "-m", "albert_tf.tasks.pretraining.create_data", f"--input_file={corpus['text']}",
             f"--output_file={out}", f"--spm_model_file={corpus['spm_model']}", "--max_seq_length=32",
             "--dupe_factor=1", "--max_predictions_per_seq=5"]
     result = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))

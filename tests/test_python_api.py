@@ -95,14 +95,14 @@ def test_keras_files_of_every_task_model_load_in_a_fresh_process(model_files, tm
 
 def test_keras_names_lists_every_registered_class():
     import albert_tf.layers.activations  # noqa: F401
-    import albert_tf.preprocessing  # noqa: F401
+    import albert_tf.text.preprocessor  # noqa: F401
     import albert_tf.training.optimization  # noqa: F401
     from albert_tf import keras_names, registry
 
     registry.kinds()
     registered = {key.split(">", 1)[1]: type(value) for key, value in keras.saving.get_custom_objects().items()
                   if key.startswith("albert_tf>")}
-    assert set(registered) == set(keras_names.NAMES)
+    assert set(registered) == set(keras_names.names())
     assert all(kind is type for kind in registered.values())   # the classes replaced their stand-ins
 
 
@@ -122,7 +122,7 @@ def test_without_import_albert_tf_the_keras_error_is_short(model_files, tmp_path
     assert "Could not locate class 'AlbertClassifier'" in message, proc.stdout + proc.stderr[-2000:]
     assert int(length) < 5000, length
     # A config alone (no asset) in a process that never saw the model: a clear error when it is used.
-    from albert_tf import preprocessing
+    from albert_tf.text import preprocessor as preprocessing
     config = pre.get_config()
     assert "spm_model_base64" not in config and len(str(config)) < 1000
     saved = preprocessing._PROTOS.pop(config["spm_model_sha256"])

@@ -23,7 +23,7 @@ TINY_FLAGS = ["--vocab_size=600", "--max_seq_length=64", "--max_predictions_per_
 
 
 def run_cli(output_dir, *extra, env=None, flags=TINY_FLAGS):
-    cmd = [sys.executable, "-m", "albert_tf.quickstart", f"--output_dir={output_dir}", *flags, *extra]
+    cmd = [sys.executable, "-m", "albert_tf.quickstart.run", f"--output_dir={output_dir}", *flags, *extra]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(env or {}))
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -38,7 +38,7 @@ def quickstart_run(tmp_path_factory):
 
 @pytest.mark.e2e
 def test_quickstart_writes_every_artifact(quickstart_run):
-    from albert_tf import quickstart_task  # Deferred: the module-level imports stay TensorFlow-free.
+    from albert_tf.quickstart import task as quickstart_task  # Deferred: the module-level imports stay TensorFlow-free.
 
     output_dir, proc = quickstart_run
     for name in ("corpus_train.txt", "corpus_heldout.txt", "spm.model", "spm.vocab", "train.tfrecord",
@@ -179,7 +179,7 @@ def test_init_fine_tunes_a_release_by_name_from_a_loopback_server(quickstart_run
 
 
 def test_an_unknown_init_name_is_one_line_and_exit_2(tmp_path):
-    cmd = [sys.executable, "-m", "albert_tf.quickstart", f"--output_dir={tmp_path}", "--init=albert_tiny_v9"]
+    cmd = [sys.executable, "-m", "albert_tf.quickstart.run", f"--output_dir={tmp_path}", "--init=albert_tiny_v9"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
                           timeout=300)
     assert proc.returncode == 2, proc.stderr[-2000:]
@@ -189,7 +189,8 @@ def test_an_unknown_init_name_is_one_line_and_exit_2(tmp_path):
 
 
 def test_cli_help_paragraphs_name_inputs_steps_and_outputs():
-    from albert_tf import export_cli as export, quickstart  # Deferred: imports TensorFlow (CLI tests use subprocesses).
+    from albert_tf.export import cli as export
+    from albert_tf.quickstart import run as quickstart  # Deferred: imports TensorFlow (CLI tests use subprocesses).
 
     for word in ("pydoc_data", "SentencePiece", "TFRecords", "pretrains", "held-out", "fine-tunes", "GLUE runner",
                  "random initialisation", "majority baseline", "SavedModel", "fresh process", "TF Serving",
@@ -202,7 +203,8 @@ def test_cli_help_paragraphs_name_inputs_steps_and_outputs():
 
 @pytest.fixture(scope="module")
 def corpus_and_task(tmp_path_factory):
-    from albert_tf import quickstart_corpus, quickstart_task
+    from albert_tf.quickstart import corpus as quickstart_corpus
+    from albert_tf.quickstart import task as quickstart_task
 
     root = tmp_path_factory.mktemp("corpus")
     modules, topics = quickstart_corpus.module_docstrings(), quickstart_corpus.topic_documents()
@@ -216,7 +218,8 @@ def corpus_and_task(tmp_path_factory):
 
 
 def test_corpus_is_prose_from_this_python_and_the_demo_sentences_are_not_in_it(corpus_and_task):
-    from albert_tf import quickstart, quickstart_task  # Deferred: imports TensorFlow.
+    from albert_tf.quickstart import run as quickstart
+    from albert_tf.quickstart import task as quickstart_task  # Deferred: imports TensorFlow.
 
     stats = corpus_and_task["stats"]
     # The pydoc topics and the standard library's docstrings: well over a megabyte of text, one split of ten.
@@ -242,8 +245,8 @@ def test_corpus_is_prose_from_this_python_and_the_demo_sentences_are_not_in_it(c
 
 
 def test_the_task_is_balanced_glue_tsv_with_dev_and_test_from_docstrings_pretraining_does_not_see(corpus_and_task):
-    from albert_tf import quickstart_task
-    from albert_tf.data import glue
+    from albert_tf.quickstart import task as quickstart_task
+    from albert_tf.tasks.glue import data as glue
 
     assert tuple(quickstart_task.CLASSES) == glue.StdlibProcessor.LABELS
     splits, heldout = corpus_and_task["splits"], corpus_and_task["heldout"]
@@ -279,7 +282,7 @@ def test_the_task_is_balanced_glue_tsv_with_dev_and_test_from_docstrings_pretrai
 
 
 def test_the_accuracy_bound_and_the_comparison_say_what_the_numbers_say():
-    from albert_tf import quickstart_report as report
+    from albert_tf.quickstart import report
 
     def summary(dev, majority):
         return {"finetune": {"dev_accuracy": dev}, "task": {"majority_dev": majority}}
@@ -300,7 +303,7 @@ def test_a_shortened_run_of_the_default_model_learns(tmp_path):
     """The default corpus, vocabulary and model, 300 pretraining steps instead of the default: the held-out
     masked-LM loss falls far below the untrained model's and the accuracy reaches at least the unigram predictor's.
     A broken gradient, optimizer, mask or data path leaves the loss near ln(vocab) and fails it."""
-    cmd = [sys.executable, "-m", "albert_tf.quickstart", f"--output_dir={tmp_path}", "--num_train_steps=300",
+    cmd = [sys.executable, "-m", "albert_tf.quickstart.run", f"--output_dir={tmp_path}", "--num_train_steps=300",
            "--num_warmup_steps=30", "--dupe_factor=2", "--heldout_dupe_factor=1", "--save_checkpoints_steps=300",
            "--finetune_steps=10", "--nocompare_random_init", "--noplots"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")

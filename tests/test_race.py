@@ -16,11 +16,11 @@ from albert_tf.checkpoints import save_tf1_checkpoint
 from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import features as features_lib
-from albert_tf.data import race as race_data
+from albert_tf.tasks.race import data as race_data
 from albert_tf.models.albert_model import AlbertModel
-from albert_tf.models.race import AlbertRace, race_loss
-from albert_tf.training import race_task
-from albert_tf.training.race_task import run_race
+from albert_tf.tasks.race.model import AlbertRace, race_loss
+from albert_tf.tasks.race import task as race_task
+from albert_tf.tasks.race.task import run_race
 import original_checkpoints as oc
 from fresh_process import same_cpu_backend
 from recording import Built, recording

@@ -12,8 +12,8 @@ import pytest
 import tensorflow as tf
 
 from albert_tf import AlbertConfig, AlbertModel, AlbertPretrainer
-from albert_tf.models import (AlbertClassifier, AlbertRace, AlbertSquadV1, AlbertSquadV2,
-                              pretraining_loss)
+from albert_tf import AlbertClassifier, AlbertRace, AlbertSquadV1, AlbertSquadV2
+from albert_tf.tasks.pretraining.model import pretraining_loss
 from albert_tf.training.optimization import create_optimizer
 from fresh_process import run_measurement
 

@@ -24,12 +24,12 @@ from albert_tf.checkpoints.convert import MODEL_CLASSES, MODELS, convert, detect
 from albert_tf.checkpoints.foreign import Link
 from albert_tf.checkpoints.reader import CheckpointReader
 from albert_tf.config import AlbertConfig
-from albert_tf.export import export_from_checkpoint, export_saved_model
+from albert_tf.export.saved_model import export_from_checkpoint, export_saved_model
 from albert_tf.layers.heads import AlbertOutputProjection
-from albert_tf.models import AlbertClassifier, AlbertModel, AlbertRace
+from albert_tf import AlbertClassifier, AlbertModel, AlbertRace
 from albert_tf.models.albert_model import as_config
 from albert_tf.models.base import PretrainedMixin
-from albert_tf.serving import ServingSpec
+from albert_tf.export.serving import ServingSpec
 
 CONFIG = dict(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=2, num_hidden_groups=1,
               num_attention_heads=2, intermediate_size=24, max_position_embeddings=16, hidden_act="gelu")
@@ -110,7 +110,7 @@ def test_builtin_kinds_in_order_with_their_classes_and_heads():
     assert registry.names() == ("encoder", "pretrainer", "classifier", "squad_v1", "squad_v2", "race",
                                 "token_classifier")
     assert MODELS == ("auto",) + registry.names()
-    assert MODEL_CLASSES["race"] == ("albert_tf.models.race", "AlbertRace")
+    assert MODEL_CLASSES["race"] == ("albert_tf.tasks.race.model", "AlbertRace")
     heads = {kind.name: [head.name for head in kind.heads] for kind in registry.kinds()}
     assert heads == {"encoder": [], "pretrainer": ["mlm", "sop"], "classifier": ["classifier"],
                      "squad_v1": ["squad_v1"], "squad_v2": ["squad_v2"], "race": ["race"],
@@ -226,14 +226,14 @@ def test_unregistered_head_in_our_tf2_checkpoint_is_an_error(tmp_path):
 
 
 def test_the_documented_token_classifier_is_the_package_module(tmp_path):
-    """docs/adding_a_task.md's registration excerpt is the text of `albert_tf/models/token_classifier.py`, and that
+    """docs/adding_a_task.md's registration excerpt is the text of `albert_tf/tasks/ner/model.py`, and that
     kind maps its names and converts to Hugging Face as the document says."""
     root = os.path.join(os.path.dirname(__file__), "..")
     text = open(os.path.join(root, "docs", "adding_a_task.md"), encoding="utf-8").read()
     (code,) = re.findall(r"```py\n(.*?)```", text, flags=re.S)
-    module_text = open(os.path.join(root, "albert_tf", "models", "token_classifier.py"), encoding="utf-8").read()
+    module_text = open(os.path.join(root, "albert_tf", "tasks", "ner", "model.py"), encoding="utf-8").read()
     assert code.strip() and code in module_text
-    from albert_tf.models.token_classifier import AlbertTokenClassifier
+    from albert_tf.tasks.ner.model import AlbertTokenClassifier
     assert registry.get("token_classifier").model_class is AlbertTokenClassifier
     model = AlbertTokenClassifier(AlbertConfig(**CONFIG), num_labels=4)
     assert model(_inputs())["logits"].shape == (2, 7, 4)

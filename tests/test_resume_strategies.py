@@ -13,8 +13,9 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.data import features as features_lib
-from albert_tf.data import glue, positional
-from albert_tf.data.pretraining_input import pretraining_dataset
+from albert_tf.tasks.glue import data as glue
+from albert_tf.data import record_stream as positional
+from albert_tf.tasks.pretraining.inputs import pretraining_dataset
 from albert_tf.errors import InputError
 from albert_tf.training import distribution
 
@@ -253,7 +254,7 @@ def train_positional(strategy, model_dir, files, path="driver", num_train_steps=
     """Trains the tiny pretrainer on `files` with a seeded positional input; returns (weights, result)."""
     import albert_tf
     from albert_tf.training import driver, loop, optimization
-    from albert_tf.training.pretraining import PretrainingTask, pretraining_loss_fn
+    from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_loss_fn
 
     tf.keras.utils.set_random_seed(1234)
     config = albert_tf.AlbertConfig.from_dict(TINY)

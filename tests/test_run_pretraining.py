@@ -13,10 +13,10 @@ import albert_tf
 from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.checkpoints.writer import tf1_tensors
 from albert_tf.data import features as features_lib
-from albert_tf.data.pretraining_input import expand_input_files, pretraining_dataset
+from albert_tf.tasks.pretraining.inputs import expand_input_files, pretraining_dataset
 from albert_tf.training import loop
-from albert_tf.training import pretraining
-from albert_tf.training.pretraining import run_pretraining
+from albert_tf.tasks.pretraining import task as pretraining
+from albert_tf.tasks.pretraining.task import run_pretraining
 import original_checkpoints as oc
 from recording import Built, recording
 

@@ -10,8 +10,8 @@ import sys
 import numpy as np
 import pytest
 
-from albert_tf.models.race import AlbertRace
-from albert_tf.models.squad import AlbertSquadV1
+from albert_tf.tasks.race.model import AlbertRace
+from albert_tf.tasks.squad.model import AlbertSquadV1
 import original_checkpoints as oc
 import squad_fixtures as fx
 from test_race import MAX_QA, MAX_SEQ, workdir  # noqa: F401  (a fixture)

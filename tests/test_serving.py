@@ -26,16 +26,17 @@ from google.protobuf import text_format
 from tensorflow.core.framework import op_def_pb2
 from tensorflow.core.protobuf import saved_model_pb2
 
-from albert_tf import export, warmup
+from albert_tf.export import saved_model as export
+from albert_tf.export import warmup
 from albert_tf.config import AlbertConfig
-from albert_tf.data.vocab import train_sentencepiece
+from albert_tf.text.vocab import train_sentencepiece
 from albert_tf.models.albert_model import AlbertModel
-from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.models.race import AlbertRace
-from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
-from albert_tf.models.token_classifier import AlbertTokenClassifier
-from albert_tf.session_model import SessionModel
+from albert_tf.tasks.glue.model import AlbertClassifier
+from albert_tf.tasks.pretraining.model import AlbertPretrainer
+from albert_tf.tasks.race.model import AlbertRace
+from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
+from albert_tf.tasks.ner.model import AlbertTokenClassifier
+from albert_tf.export.session_model import SessionModel
 
 pytestmark = pytest.mark.cpu_kernels
 
@@ -229,7 +230,7 @@ def test_warmup_file_is_one_prediction_log_per_signature(served):
 
 
 def test_session_model_runs_warmup_requests(served):
-    """`albert_tf.session_model.SessionModel`, the package's own client of the same path, in this process."""
+    """`albert_tf.export.session_model.SessionModel`, the package's own client of the same path, in this process."""
     path = served["paths"]["classifier_ids_only"]
     requests = dict(warmup.read_warmup_requests(os.path.join(path, "assets.extra", "tf_serving_warmup_requests")))
     with SessionModel(path) as model:

@@ -26,12 +26,12 @@ import tensorflow_text  # noqa: F401  (the TF2 loader of the export with serve_t
 from tensorflow.core.framework import op_def_pb2
 from tensorflow.core.protobuf import saved_model_pb2
 
-from albert_tf import export
+from albert_tf.export import saved_model as export
 from albert_tf.config import AlbertConfig
-from albert_tf.data.vocab import train_sentencepiece
-from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.models.race import AlbertRace
-from albert_tf.models.squad import AlbertSquadV1
+from albert_tf.text.vocab import train_sentencepiece
+from albert_tf.tasks.glue.model import AlbertClassifier
+from albert_tf.tasks.race.model import AlbertRace
+from albert_tf.tasks.squad.model import AlbertSquadV1
 from fresh_process import same_cpu_backend
 
 pytestmark = [pytest.mark.cpu_kernels]

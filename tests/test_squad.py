@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf import tokenization
+from albert_tf.text import tokenization
 from albert_tf.data import features as feature_schema
-from albert_tf.data import squad
+from albert_tf.tasks.squad import data as squad
 import squad_fixtures as fx
 
 MAX_SEQ, STRIDE, MAX_QUERY = 48, 16, 12
@@ -84,7 +84,7 @@ def test_layout_p_mask_segments_and_windows(env):
         assert len(f.tok_start_to_orig_index) == real - n_query - 3
         assert real - n_query - 3 <= MAX_SEQ - n_query - 3
     # The serving-side p_mask derived from the mask and segments is the written one.
-    from albert_tf.models.squad import default_p_mask
+    from albert_tf.tasks.squad.model import default_p_mask
 
     derived = default_p_mask(np.array([f.input_mask for f in features]), np.array([f.segment_ids for f in features]))
     np.testing.assert_array_equal(derived.numpy(), np.array([f.p_mask for f in features]))

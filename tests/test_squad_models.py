@@ -5,7 +5,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.config import AlbertConfig
-from albert_tf.models.squad import (AlbertSquadV1, AlbertSquadV2, default_p_mask, squad_v1_loss,
+from albert_tf.tasks.squad.model import (AlbertSquadV1, AlbertSquadV2, default_p_mask, squad_v1_loss,
                                     squad_v2_loss)
 
 B, T = 3, 12

@@ -7,9 +7,9 @@ import types
 import numpy as np
 import pytest
 
-from albert_tf import tokenization
-from albert_tf.data import squad
-from albert_tf.data import squad_postprocess as post
+from albert_tf.text import tokenization
+from albert_tf.tasks.squad import data as squad
+from albert_tf.tasks.squad import postprocess as post
 import squad_fixtures as fx
 
 MAX_SEQ, STRIDE, MAX_QUERY = 80, 32, 12

@@ -12,9 +12,9 @@ import tensorflow as tf
 
 from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.config import AlbertConfig
-from albert_tf.data import squad
-from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
-from albert_tf.training import squad_task
+from albert_tf.tasks.squad import data as squad
+from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
+from albert_tf.tasks.squad import task as squad_task
 import original_checkpoints as oc
 import squad_fixtures as fx
 from recording import Built, recording
@@ -92,7 +92,7 @@ def test_v1_train_predict_evaluate(env, v1_run):
 
 @pytest.mark.slow
 def test_v1_export_saved_model(env, v1_run):
-    """`export_dir` exports model.ckpt-best through `albert_tf.export`; the SavedModel gives its logits."""
+    """`export_dir` exports model.ckpt-best through `albert_tf.export.saved_model`; the SavedModel gives its logits."""
     d, spm_file, config_file = env
     out, _ = v1_run
     result = squad_task.run_squad(output_dir=out, albert_config_file=config_file, spm_model_file=spm_file,

@@ -1,4 +1,4 @@
-"""Tests of `albert_tf.text_ops`: in-graph tokenization equals the original's Python tokenization."""
+"""Tests of `albert_tf.text.ops`: in-graph tokenization equals the original's Python tokenization."""
 
 import os
 import random
@@ -12,8 +12,8 @@ import sentencepiece as spm
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the ops for the reloaded SavedModel)
 
-from albert_tf import text_ops
-from albert_tf.data import vocab as vocab_lib
+from albert_tf.text import ops as text_ops
+from albert_tf.text import vocab as vocab_lib
 import fixtures_text as ft
 
 # Reference: the original's Python path `encode_ids(sp, preprocess_text(text, lower=...))`, written out.
@@ -209,7 +209,7 @@ def test_missing_tensorflow_text_is_a_clear_error(model):
     # `sys.modules[name] = None` makes `import name` fail as if the package were not installed.
     code = ("import sys; sys.modules['tensorflow_text'] = None\n"
             "import tensorflow as tf\n"
-            "from albert_tf import export, text_ops\n"
+            "from albert_tf.export import saved_model\nfrom albert_tf.text import ops as text_ops\n"
             "packed = text_ops.pack_inputs(tf.ragged.constant([[5, 6]]), None, max_seq_length=4)\n"
             "assert packed['input_ids'].numpy().tolist() == [[2, 5, 6, 3]]\n"
             "try:\n"

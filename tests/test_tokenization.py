@@ -1,4 +1,4 @@
-"""Tests of `albert_tf.tokenization` and `albert_tf.data.vocab` against a transcription of the original
+"""Tests of `albert_tf.text.tokenization` and `albert_tf.text.vocab` against a transcription of the original
 `tokenization.py` (as it runs under Python 3)."""
 
 import gzip
@@ -12,8 +12,9 @@ import unicodedata
 import pytest
 import sentencepiece as spm
 
-from albert_tf import tokenization
-from albert_tf.data import vocab as vocab_lib
+from albert_tf.text import tokenization
+from albert_tf.text import vocab as vocab_lib
+from albert_tf.text import vocab_cli
 import fixtures_text as ft
 
 # ------------------------------------------------------------------------------------------------
@@ -237,14 +238,14 @@ def test_train_sentencepiece_rejects_symbols_as_a_string(models, tmp_path):
     with pytest.raises(ValueError, match="does not exist"):
         vocab_lib.train_sentencepiece([str(tmp_path / "missing.txt")], str(tmp_path / "x"), vocab_size=100)
     # The command line splits on commas only, so the README's list gives its eight symbols.
-    assert vocab_lib._split_symbols('(,),",-,.,–,£,€') == list(vocab_lib.USER_DEFINED_SYMBOLS)
+    assert vocab_cli.split_symbols('(,),",-,.,–,£,€') == list(vocab_lib.USER_DEFINED_SYMBOLS)
 
 
 @pytest.mark.e2e
 def test_train_vocab_command_line(models, tmp_path):
     prefix = str(tmp_path / "cli")
     result = subprocess.run(
-        [sys.executable, "-m", "albert_tf.data.vocab", f"--input={models['corpus']}", f"--model_prefix={prefix}",
+        [sys.executable, "-m", "albert_tf.text.vocab_cli", f"--input={models['corpus']}", f"--model_prefix={prefix}",
          "--vocab_size=120"],
         capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert result.returncode == 0, result.stderr[-2000:]
@@ -308,7 +309,7 @@ def test_wordpiece_path_matches_tf_models_copy_of_the_original():
 
 
 def test_tokenization_does_not_import_tf_models(tmp_path):
-    code = ("import sys, albert_tf.tokenization, albert_tf.text_ops, albert_tf.export; "
+    code = ("import sys, albert_tf.text.tokenization, albert_tf.text.ops, albert_tf.export.saved_model; "
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('official', 'tf_keras', 'tensorflow_text')); "
             "assert not bad, bad")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -319,7 +320,9 @@ def test_tokenization_does_not_import_tf_models(tmp_path):
 def test_task_features_follow_the_digit_comma_rule(number_model):
     """GLUE, RACE and SQuAD features carry the original's ids on number text (their reference is the rule
     above applied to the processed text, packed as the original scripts do)."""
-    from albert_tf.data import glue, race, squad  # Deferred: only this test needs the task modules.
+    from albert_tf.tasks.glue import data as glue
+    from albert_tf.tasks.race import data as race
+    from albert_tf.tasks.squad import data as squad  # Deferred: only this test needs the task modules.
 
     sp, path = number_model
     tok = tokenization.FullTokenizer(spm_model_file=path, do_lower_case=True)

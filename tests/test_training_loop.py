@@ -14,7 +14,7 @@ import tensorflow as tf
 
 import albert_tf
 from albert_tf.checkpoints.restore import restore_checkpoint
-from albert_tf.models.pretrainer import pretraining_loss
+from albert_tf.tasks.pretraining.model import pretraining_loss
 from albert_tf.training import distribution, loop, optimization
 
 TINY = dict(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,

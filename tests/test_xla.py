@@ -18,21 +18,21 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.data import conll
+from albert_tf.tasks.ner import data as conll
 from albert_tf.errors import InputError
-from albert_tf.models.classifier import AlbertClassifier
-from albert_tf.models.pretrainer import AlbertPretrainer
-from albert_tf.models.race import AlbertRace
-from albert_tf.models.squad import AlbertSquadV1, AlbertSquadV2
-from albert_tf.models.token_classifier import AlbertTokenClassifier
-from albert_tf.tokenization import FullTokenizer
+from albert_tf.tasks.glue.model import AlbertClassifier
+from albert_tf.tasks.pretraining.model import AlbertPretrainer
+from albert_tf.tasks.race.model import AlbertRace
+from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
+from albert_tf.tasks.ner.model import AlbertTokenClassifier
+from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training import distribution, driver, loop, optimization
 from albert_tf.training import options as options_lib
-from albert_tf.training.classifier_task import GlueTask, run_classifier
-from albert_tf.training.ner_task import NerTask
-from albert_tf.training.pretraining import PretrainingTask
-from albert_tf.training.race_task import RaceTask
-from albert_tf.training.squad_task import SquadTask, predict_raw_results, predict_dataset
+from albert_tf.tasks.glue.task import GlueTask, run_classifier
+from albert_tf.tasks.ner.task import NerTask
+from albert_tf.tasks.pretraining.task import PretrainingTask
+from albert_tf.tasks.race.task import RaceTask
+from albert_tf.tasks.squad.task import SquadTask, predict_raw_results, predict_dataset
 import task_fixtures as tfx
 
 STRATEGY = tf.distribute.get_strategy()

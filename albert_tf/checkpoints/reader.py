@@ -28,7 +28,8 @@ from absl import logging
 from tensorflow.core.protobuf import trackable_object_graph_pb2
 
 from albert_tf import registry
-from albert_tf.checkpoints import hf, keras_hub, saved_model, table
+from albert_tf.checkpoints import hf, keras_hub, table
+from albert_tf.checkpoints import tfhub as saved_model
 from albert_tf.checkpoints.foreign import MappedReader
 from albert_tf.checkpoints.sources import FOREIGN_KINDS, resolve_source
 from albert_tf.config import AlbertConfig

@@ -30,7 +30,9 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.checkpoints import hf, hub, keras_hub, saved_model
+from albert_tf.checkpoints import hf, keras_hub
+from albert_tf.checkpoints import download as hub
+from albert_tf.checkpoints import tfhub as saved_model
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError
 

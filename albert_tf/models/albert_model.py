@@ -11,7 +11,7 @@ from albert_tf.layers.attention import attention_bias
 from albert_tf.layers.embeddings import AlbertEmbeddings, truncated_normal
 from albert_tf.layers.transformer import AlbertTransformerBlock
 from albert_tf.models.base import refuse_keras_quantize
-from albert_tf.serving import ServingSpec
+from albert_tf.export.serving import ServingSpec
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 

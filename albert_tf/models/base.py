@@ -110,7 +110,7 @@ class PretrainedMixin:
     def from_config(cls, config):
         config = dict(config)
         if isinstance(config.get("preprocessor"), dict):
-            import albert_tf.preprocessing  # noqa: F401  Registers AlbertPreprocessor (deferred: tensorflow-text).
+            import albert_tf.text.preprocessor  # noqa: F401  Registers AlbertPreprocessor (deferred: tensorflow-text).
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return cls(config.pop("config"), **config)
 
@@ -134,7 +134,7 @@ class PretrainedMixin:
             the built model.
         """
         if preprocessor is True or isinstance(preprocessor, dict):
-            from albert_tf.preprocessing import AlbertPreprocessor  # Deferred: needs tensorflow-text.
+            from albert_tf.text.preprocessor import AlbertPreprocessor  # Deferred: needs tensorflow-text.
             options = preprocessor if isinstance(preprocessor, dict) else {}
             preprocessor = AlbertPreprocessor.from_pretrained(path, **options)
         if preprocessor not in (None, False):
@@ -146,7 +146,7 @@ class PretrainedMixin:
     def set_preprocessor(self, preprocessor):
         """Holds `preprocessor` (an `AlbertPreprocessor` or None) after checking it fits the model."""
         if preprocessor is not None:
-            from albert_tf.preprocessing import AlbertPreprocessor  # Deferred: needs tensorflow-text.
+            from albert_tf.text.preprocessor import AlbertPreprocessor  # Deferred: needs tensorflow-text.
             if not isinstance(preprocessor, AlbertPreprocessor):
                 raise InputError("`preprocessor` must be an `albert_tf.AlbertPreprocessor` (or None). Received: "
                                  f"{type(preprocessor).__name__}.")
@@ -165,7 +165,7 @@ class PretrainedMixin:
     def __call__(self, inputs, *args, **kwargs):
         # Keras models take tensors as positional inputs: raw text in Python lists is converted first.
         if self.preprocessor is not None and not _is_token_features(inputs) and _looks_like_text(inputs):
-            from albert_tf.preprocessing import string_tensors  # Deferred: needs tensorflow-text.
+            from albert_tf.text.preprocessor import string_tensors  # Deferred: needs tensorflow-text.
             inputs = string_tensors(inputs)
         return super().__call__(inputs, *args, **kwargs)
 

@@ -33,7 +33,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import tokenization
+from albert_tf.text import tokenization
 from albert_tf.checkpoints import init_from_checkpoint, resolve_source
 from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
 from albert_tf.checkpoints.sources import FOREIGN_KINDS
@@ -59,7 +59,7 @@ class Task(abc.ABC):
             the exact input position).
         delete_non_best: bool, after evaluation remove the checkpoints other than the best and the latest.
         seed: int or None, the run's `random_seed`. A seeded task reads a positional training input
-            (`albert_tf.data.positional`): `train_dataset` then takes `start_batch`, so a resumed run goes on
+            (`albert_tf.data.record_stream`): `train_dataset` then takes `start_batch`, so a resumed run goes on
             where the checkpoint was written under every strategy.
         strategy: the `tf.distribute.Strategy` the task runs under (None: the default one).
         jit_compile: bool, the eval/predict steps are compiled with XLA too (`RuntimeOptions.jit_compile`; `run`

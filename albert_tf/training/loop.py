@@ -15,7 +15,7 @@ original `TPUEstimator`:
   `keep_checkpoint_max` at a time; a restarted job resumes from the latest (weights, optimizer slots, step,
   and the input position): on one device the checkpoint holds the input iterator; under the other
   strategies (whose iterators TF 2.20 cannot save) a seeded positional input (`positional_input`,
-  `albert_tf.data.positional`) is rebuilt from the restored step's position, and an unseeded one restarts;
+  `albert_tf.data.record_stream`) is rebuilt from the restored step's position, and an unseeded one restarts;
 * SIGINT / SIGTERM (`interrupt`): the step in flight finishes, a checkpoint of that step is written and
   `interrupt.Interrupted(signal, step)` is raised (the commands exit 130 / 143 with one line);
 * TensorBoard scalars in `model_dir` and one log line per loop; a NaN/Inf loss or gradient stops the run

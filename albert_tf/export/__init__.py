@@ -1,0 +1,37 @@
+"""Export: SavedModels for TF Serving, LiteRT flatbuffers, and the `albert-export` command.
+
+- `saved_model`: `export_saved_model` / `export_from_checkpoint` (TF Serving conventions: versioned
+  directories, `serving_default`, `serve_examples`, `serve_text`, `tokenization_info`, warm-up requests).
+- `serving`: `ServingSpec`, the base of each model kind's serving spec (what a kind's signatures take and give).
+- `warmup`: `assets.extra/tf_serving_warmup_requests`.
+- `session_model`: `SessionModel`, an export run through TF Serving's loader path (a TF1 session).
+- `lite`: LiteRT conversion and `LiteModel`.
+- `cli`: `albert-export`.
+
+The names of `saved_model` are also names of this package (`albert_tf.export.export_saved_model`); they and
+the submodules load on first use, so `import albert_tf.export` loads no TensorFlow.
+"""
+
+import importlib
+
+_SAVED_MODEL_NAMES = ("SERVE_EXAMPLES", "SERVE_TEXT", "SERVING_DEFAULT", "TOKENIZATION_INFO", "backing_variables",
+                      "example_feature_spec", "export_from_checkpoint", "export_saved_model", "model_kind",
+                      "next_version", "serving_spec")
+_SUBMODULES = ("cli", "lite", "saved_model", "serving", "session_model", "warmup")
+
+__all__ = list(_SAVED_MODEL_NAMES) + list(_SUBMODULES)
+
+
+def __getattr__(name):
+    if name in _SAVED_MODEL_NAMES:
+        value = getattr(importlib.import_module(f"{__name__}.saved_model"), name)
+    elif name in _SUBMODULES:
+        value = importlib.import_module(f"{__name__}.{name}")
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

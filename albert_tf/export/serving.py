@@ -1,0 +1,84 @@
+"""`ServingSpec`: how `albert_tf.export.saved_model` serves one model class; each model kind declares its own
+(`albert_tf.registry.ModelKind.serving_spec`, next to its model class).
+
+A spec says what the signatures of `export_saved_model` take and return for its class: the token inputs of
+`serving_default` and how the model is called on them, the named outputs, the `tf.Example` features of
+`serve_examples` (from the TFRecord schemas of `albert_tf.data.features`), the raw-text inputs of `serve_text`
+and how they are packed (`albert_tf.text.ops.TextPipeline`), and the checks of the export arguments.
+"""
+
+import abc
+
+import tensorflow as tf
+
+from albert_tf.data import features
+from albert_tf.errors import InputError
+
+TOKEN_INPUTS = ("input_ids", "input_mask", "segment_ids")
+
+
+def string_specs(names):
+    """`{name: TensorSpec([None], tf.string)}`: one string per example for each input in `names`."""
+    return {name: tf.TensorSpec([None], tf.string, name=name) for name in names}
+
+
+class ServingSpec(abc.ABC):
+    """How one model class is served. Subclasses override what differs; the model kind that declares a spec
+    (`albert_tf.registry.ModelKind.serving_spec`) sets `kind` and `model_class` when it is registered.
+
+    The defaults describe a model called on the three token inputs `[batch, seq]` and served from the
+    sentence (pair) inputs `text_a`, `text_b`, packed as GLUE's `convert_single_example`.
+    """
+
+    kind = None
+    model_class = None
+
+    # serving_default: named int32 features -> model call -> named outputs.
+
+    def token_specs(self):
+        """`{name: TensorSpec}` of the `serving_default` inputs."""
+        return {name: tf.TensorSpec([None, None], tf.int32, name=name) for name in TOKEN_INPUTS}
+
+    def model_inputs(self, features):
+        """The model's call inputs from the serving features."""
+        return {name: features[name] for name in TOKEN_INPUTS}
+
+    @abc.abstractmethod
+    def outputs(self, out, threshold):
+        """The named serving outputs from the model's output dict."""
+
+    # serve_examples: the original TFRecord features.
+
+    def example_spec(self, max_seq_length, max_predictions_per_seq):
+        """`{name: FixedLenFeature}` parsed by `serve_examples` (the token features of the GLUE schema)."""
+        del max_predictions_per_seq  # Used by the pretrainer.
+        return features.parse_spec(features.select(features.CLASSIFIER, TOKEN_INPUTS), seq=max_seq_length)
+
+    def example_features(self, parsed, max_seq_length):
+        """(int32 serving features, outputs passed through) from the parsed `tf.Example`s."""
+        del max_seq_length  # Used by the multiple-choice layout.
+        return {name: tf.cast(parsed[name], tf.int32) for name in TOKEN_INPUTS}, {}
+
+    # serve_text: raw strings -> tokenized and packed in the graph.
+
+    def text_specs(self):
+        """`{name: TensorSpec}` of the `serve_text` inputs."""
+        return string_specs(("text_a", "text_b"))
+
+    def text_features(self, pipeline, texts):
+        """Packed int32 features from the `serve_text` inputs."""
+        return pipeline.pack_texts(texts["text_a"], texts["text_b"])
+
+    def text_outputs(self, outputs, features):
+        """The `serve_text` outputs: the model's outputs plus the packed `input_ids`."""
+        outputs["input_ids"] = features["input_ids"]
+        return outputs
+
+    # Arguments.
+
+    def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
+        """Raises ValueError on export arguments that do not fit this model class."""
+        del max_seq_length, max_query_length, max_qa_length  # Used by the task specs.
+        if threshold is not None:
+            raise InputError(f"`threshold` applies to classifiers only. Received `threshold={threshold}` for a "
+                             f"{type(model).__name__}.")

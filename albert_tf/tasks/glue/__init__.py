@@ -1,0 +1,10 @@
+"""GLUE (sentence and sentence-pair classification and regression), as the original `run_classifier.py`.
+
+- `data`: the processors of every GLUE task (TSV layouts), features and cached TFRecords.
+- `model`: `AlbertClassifier` and its loss (the `classifier` model kind).
+- `task`: the `GlueTask` and `run_classifier`.
+"""
+
+# The Keras classes of `model`, known by name before TensorFlow loads (`albert_tf.keras_names`,
+# `albert_tf.__all__`); this module imports nothing.
+KERAS_CLASSES = ('AlbertClassifier',)

@@ -1,0 +1,145 @@
+"""`AlbertClassifier`: the GLUE sentence(-pair) classification / regression model (`classifier_utils.create_model`)."""
+
+import keras
+import tensorflow as tf
+
+from albert_tf import registry
+from albert_tf.checkpoints import table
+from albert_tf.checkpoints.foreign import Link
+from albert_tf.errors import InputError
+from albert_tf.layers.heads import AlbertOutputProjection
+from albert_tf.models.albert_model import AlbertModel, as_config
+from albert_tf.models.base import PretrainedMixin
+from albert_tf.export.serving import ServingSpec
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertClassifier(PretrainedMixin, keras.Model):
+    """ALBERT with the original GLUE head: `pooled_output` -> dropout -> `output_weights`/`output_bias`.
+
+    The dropout rate is the original's fixed 0.1 (independent of the config's dropout), applied only with
+    `training=True`. `num_labels=1` is the STS-B regression head.
+
+    Outputs (float32) for classification: `logits [batch, num_labels]`, `probabilities` (softmax) and
+    `predictions` (int32 argmax) `[batch]`. For regression, as the original: `logits [batch]` (squeezed),
+    `probabilities [batch, 1]` (the raw value) and `predictions [batch]` (the value).
+
+    Attributes used by the checkpoint table: `encoder` (`AlbertModel`), `classifier_head`
+    (`AlbertOutputProjection(num_labels)`: TF1 root-scope `output_weights [num_labels, H]`, `output_bias`).
+
+    Args:
+        config: `AlbertConfig`, dict or JSON path; or pass `encoder=` an existing `AlbertModel`.
+        num_labels: int, number of classes; 1 for regression.
+        encoder: optional `AlbertModel` to put the head on.
+        dropout_rate: float, dropout on the pooled output during training.
+        recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
+            in keeps its own).
+        preprocessor: optional `albert_tf.AlbertPreprocessor`: the model then also takes raw strings, or pairs
+            as a tuple `(texts_a, texts_b)`, in `fit`, `evaluate`, `predict` and calls (see `PretrainedMixin`).
+
+    `compile()` defaults: `SparseCategoricalCrossentropy(from_logits=True)` on the logits (the original's mean
+    cross entropy) and accuracy, or `MeanSquaredError` for regression; AdamW with the original's schedule and
+    the MNLI settings of `run_glue.sh` (peak 3e-5, 10000 steps, 1000 warm-up steps).
+    """
+
+    _CONFIG_ARGUMENTS = ("num_labels", "dropout_rate", "recompute")
+
+    def __init__(self, config=None, num_labels=2, encoder=None, dropout_rate=0.1, recompute=False, preprocessor=None,
+                 **kwargs):
+        kwargs.setdefault("name", "albert_classifier")
+        if not isinstance(num_labels, int) or num_labels < 1:
+            raise InputError(f"`num_labels` must be a positive int. Received: {num_labels!r}.")
+        if not 0.0 <= dropout_rate < 1.0:
+            raise InputError(f"`dropout_rate` must be in [0, 1). Received: {dropout_rate!r}.")
+        if encoder is None:
+            if config is None:
+                raise InputError("Pass `config` or `encoder` to AlbertClassifier.")
+            encoder = AlbertModel(as_config(config), recompute=recompute, dtype=kwargs.get("dtype"))
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.config = encoder.config
+        self.recompute = encoder.recompute
+        self.num_labels = num_labels
+        self.dropout_rate = dropout_rate
+        # Dropout is `tf.nn.dropout` in `call`, as the original, not a Keras `Dropout`: that layer owns a
+        # seed-generator variable whose auto-numbered path would have to match between saved and restored models.
+        self.classifier_head = AlbertOutputProjection(num_labels, self.config.hidden_size,
+                                                      self.config.initializer_range,
+                                                      dtype=self.dtype_policy, name="classifier_head")
+        self.classifier_head.build()
+        self.set_preprocessor(preprocessor)
+        self.built = True
+
+    @property
+    def is_regression(self):
+        return self.num_labels == 1
+
+    def call(self, inputs, training=None):
+        inputs = self.token_inputs(inputs)
+        pooled = self.encoder(inputs, training=training)["pooled_output"]     # [batch, H]
+        if training and self.dropout_rate > 0:
+            pooled = tf.nn.dropout(pooled, rate=self.dropout_rate)
+        logits = self.classifier_head(pooled)                                 # [batch, num_labels] float32
+        if self.is_regression:
+            value = tf.squeeze(logits, [-1])                                  # [batch]
+            return {"logits": value, "probabilities": logits, "predictions": value}
+        probabilities = tf.nn.softmax(logits, axis=-1)
+        return {"logits": logits, "probabilities": probabilities,
+                "predictions": tf.argmax(probabilities, axis=-1, output_type=tf.int32)}
+
+    def default_loss(self):
+        if self.is_regression:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        return [] if self.is_regression else [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def loss_output(self, outputs):
+        return outputs["logits"] if isinstance(outputs, dict) else outputs
+
+
+def classifier_loss(outputs, label_ids, num_labels):
+    """Per-example loss of the original `create_model`: softmax cross entropy, or `(value - label)^2`.
+
+    Args:
+        outputs: the model's output dict.
+        label_ids: `[batch]` int class ids, or float targets for regression.
+        num_labels: int, the model's `num_labels`.
+
+    Returns:
+        float32 `[batch]` per-example loss (the training loss is its mean).
+    """
+    if num_labels == 1:
+        return tf.square(tf.cast(outputs["logits"], tf.float32) - tf.cast(label_ids, tf.float32))
+    log_probs = tf.nn.log_softmax(tf.cast(outputs["logits"], tf.float32), axis=-1)
+    one_hot = tf.one_hot(tf.cast(label_ids, tf.int32), depth=num_labels, dtype=tf.float32)
+    return -tf.reduce_sum(one_hot * log_probs, axis=-1)
+
+
+# === Model kind (`albert_tf.registry`) ===
+
+
+class ClassifierSpec(ServingSpec):
+    """`AlbertClassifier`: probabilities and predictions, and an optional constant `threshold` output."""
+
+    def outputs(self, out, threshold):
+        outputs = {"probabilities": out["probabilities"], "predictions": out["predictions"]}
+        if threshold is not None:
+            # A constant shipped with the model (e.g. a tuned decision threshold), one value per example so
+            # that TF Serving's row format can split it like the other outputs.
+            outputs["threshold"] = tf.fill(tf.shape(out["predictions"])[:1], tf.constant(threshold, tf.float32))
+        return outputs
+
+    def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
+        pass  # Every argument applies.
+
+
+# `classifier_utils.create_model`: root-scope `output_weights [num_labels, H]`, `output_bias`; transformers'
+# `AlbertForSequenceClassification` names.
+HEAD = registry.Head(
+    table.CLASSIFIER, rows=tuple(table.output_projection_rows(table.CLASSIFIER, "", "classifier_head")),
+    hf_links=(Link("output_weights", "classifier.weight"), Link("output_bias", "classifier.bias")))
+KIND = registry.register(registry.ModelKind(
+    name="classifier", model_class=AlbertClassifier, heads=(HEAD,), serving_spec=ClassifierSpec(),
+    hf_architecture="AlbertForSequenceClassification", labels_variable="output_weights", order=2))

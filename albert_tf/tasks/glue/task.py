@@ -1,0 +1,393 @@
+"""GLUE fine-tuning, evaluation and prediction: the GLUE task of the driver and the library side of
+`run_classifier.py`.
+
+`run_classifier(...)` does what the original `run_classifier.py` main does, with explicit arguments instead of
+flags (`albert_tf.training.driver` runs the stages):
+
+* `do_train`: features cached as `<cached_dir>/<task>_train.tf_record` (reused when present), model
+  initialised from `init_checkpoint` / `albert_hub_module_handle`, trained `train_step` steps with the
+  original AdamW (or LAMB) and schedule, a checkpoint every `save_checkpoints_steps`, all kept.
+* `do_eval`: every checkpoint in `output_dir` is evaluated on the dev set; the best by `pearson` (sts-b),
+  `matthew_corr` (cola) or `eval_accuracy` (others) is kept as `model.ckpt-best`, the others deleted;
+  `eval_results.txt` and `best_trial.txt` as the original.
+* `do_predict`: the test set through `model.ckpt-best`; `test_results.tsv` (probabilities),
+  `submit_results.tsv` (`index\\tprediction`) and the GLUE leaderboard file (`MNLI-m.tsv`, `AX.tsv`, ...).
+* `export_dir`: a SavedModel of `model.ckpt-best` (serialized `tf.Example` serving input, as the original).
+"""
+
+import math
+import os
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.export import saved_model as export_lib
+from albert_tf.checkpoints import init_from_checkpoint, source_num_labels
+from albert_tf.tasks.glue import data as glue
+from albert_tf.errors import InputError
+from albert_tf.fileio import write_text_atomic
+from albert_tf.tasks.glue.model import AlbertClassifier, classifier_loss
+from albert_tf.text.tokenization import FullTokenizer
+from albert_tf.training import driver
+from albert_tf.training import metrics as metrics_lib
+from albert_tf.training import options as options_lib
+
+# The per-task values of the original `run_glue.sh`, all with max_seq_length 512,
+# adamw and lower casing. WNLI is not in run_glue.sh: the paper's values (save interval chosen here).
+_RUN_GLUE_COMMON = dict(max_seq_length=512, optimizer="adamw", do_lower_case=True)
+_RUN_GLUE = {
+    "cola": dict(learning_rate=1e-5, train_batch_size=16, train_step=5336, warmup_step=320,
+                 save_checkpoints_steps=100),
+    "sts-b": dict(learning_rate=2e-5, train_batch_size=16, train_step=3598, warmup_step=214,
+                  save_checkpoints_steps=100),
+    "sst-2": dict(learning_rate=1e-5, train_batch_size=32, train_step=20935, warmup_step=1256,
+                  save_checkpoints_steps=100),
+    "mnli": dict(learning_rate=3e-5, train_batch_size=128, train_step=10000, warmup_step=1000,
+                 save_checkpoints_steps=100),
+    "qnli": dict(learning_rate=1e-5, train_batch_size=32, train_step=33112, warmup_step=1986,
+                 save_checkpoints_steps=200),
+    "qqp": dict(learning_rate=5e-5, train_batch_size=128, train_step=14000, warmup_step=1000,
+                save_checkpoints_steps=100),
+    "rte": dict(learning_rate=3e-5, train_batch_size=32, train_step=800, warmup_step=200,
+                save_checkpoints_steps=100),
+    "mrpc": dict(learning_rate=2e-5, train_batch_size=32, train_step=800, warmup_step=200,
+                 save_checkpoints_steps=100),
+    "wnli": dict(learning_rate=2e-5, train_batch_size=16, train_step=2000, warmup_step=250,
+                 save_checkpoints_steps=100),
+}
+_RUN_GLUE["mismnli"] = _RUN_GLUE["mnli"]
+HPARAMS_PRESETS = {"albert": {task: dict(_RUN_GLUE_COMMON, **values) for task, values in _RUN_GLUE.items()}}
+
+
+def hparams_preset(name, task_name):
+    """The preset hyper-parameters of `task_name`, e.g. `hparams_preset("albert", "rte")` (run_glue.sh).
+
+    Returns:
+        dict with `learning_rate`, `train_batch_size`, `train_step`, `warmup_step`, `save_checkpoints_steps`,
+        `max_seq_length`, `optimizer`, `do_lower_case`.
+    """
+    if name not in HPARAMS_PRESETS:
+        raise InputError(f"`hparams_preset` must be one of {sorted(HPARAMS_PRESETS)}. Received: {name!r}.")
+    task = (task_name or "").lower()
+    if task not in HPARAMS_PRESETS[name]:
+        raise InputError(f"`hparams_preset={name}` has no values for `task_name` {task_name!r}; it has "
+                         f"{sorted(HPARAMS_PRESETS[name])}.")
+    return dict(HPARAMS_PRESETS[name][task])
+
+
+def best_metric_key(task_name):
+    """The metric that picks `model.ckpt-best`: `pearson` (sts-b), `matthew_corr` (cola), `eval_accuracy`."""
+    return {"sts-b": "pearson", "cola": "matthew_corr"}.get(task_name, "eval_accuracy")
+
+
+def compute_eval_metrics(task_name, label_ids, predictions, per_example_loss, weights, batch_losses=None):
+    """The eval metrics of the task from whole-dev-set arrays.
+
+    All tasks: `eval_loss` (weighted mean per-example loss) and `loss` (mean of the batch losses, what the
+    Estimator reports). Classification: `eval_accuracy`; `f1` for mrpc/qqp; `matthew_corr` for cola.
+    STS-B (the original's regression metrics): `pearson`, `MSE`, plus `spearman`.
+    """
+    result = {"eval_loss": metrics_lib.weighted_mean(per_example_loss, weights)}
+    if batch_losses is not None and len(batch_losses):
+        result["loss"] = float(np.mean(batch_losses))
+    if task_name == "sts-b":
+        result["pearson"] = metrics_lib.pearson(predictions, label_ids, weights)
+        result["spearman"] = metrics_lib.spearman(predictions, label_ids, weights)
+        result["MSE"] = metrics_lib.mean_squared_error(label_ids, predictions, weights)
+        return result
+    result["eval_accuracy"] = metrics_lib.accuracy(label_ids, predictions, weights)
+    if task_name == "cola":
+        result["matthew_corr"] = metrics_lib.matthews_corr(label_ids, predictions, weights)
+    if task_name in ("mrpc", "qqp"):
+        result["f1"] = metrics_lib.f1(label_ids, predictions, weights)
+    return result
+
+
+def make_inference_step(model, jit_compile=False):
+    """A `tf.function` computing a batch's outputs and per-example loss (traced once, reused per checkpoint);
+    `jit_compile` compiles it with XLA."""
+    num_labels = model.num_labels
+
+    @tf.function(jit_compile=jit_compile)
+    def step(features):
+        outputs = model(features, training=False)
+        loss = classifier_loss(outputs, features["label_ids"], num_labels)
+        return {"probabilities": outputs["probabilities"], "predictions": outputs["predictions"],
+                "label_ids": features["label_ids"], "is_real_example": features["is_real_example"],
+                "per_example_loss": loss}
+
+    return step
+
+
+def run_model_on_dataset(model, dataset, strategy, num_examples=None, what="eval", step=None):
+    """Runs `model(training=False)` over a dataset of feature dicts; returns NumPy arrays in order.
+
+    Args:
+        model: `AlbertClassifier`.
+        dataset: batched `tf.data.Dataset` of the cached features (global batch size).
+        strategy: the `tf.distribute.Strategy` the model was built under.
+        num_examples: int, for the progress log's ETA.
+        what: str, name in the progress log.
+        step: optional `make_inference_step(model)` result, to reuse its trace.
+
+    Returns:
+        dict with `probabilities`, `predictions`, `label_ids`, `is_real_example`, `per_example_loss`, and
+        `batch_loss` (one mean loss per batch).
+    """
+    step = step or make_inference_step(model)
+    collected = {}
+    batch_loss = []
+    for arrays in driver.inference_batches(step, dataset, strategy, what, num_examples):
+        for key, value in arrays.items():
+            collected.setdefault(key, []).append(value)
+        real = arrays["is_real_example"].astype(np.float64)
+        if real.sum() > 0:
+            batch_loss.append(float((arrays["per_example_loss"] * real).sum() / real.sum()))
+    arrays = {k: np.concatenate(v) if v else np.zeros([0]) for k, v in collected.items()}
+    arrays["batch_loss"] = np.asarray(batch_loss)
+    return arrays
+
+
+def _label_string(label_list, prediction, regression):
+    return str(prediction) if regression else label_list[int(prediction)]
+
+
+def write_predictions(output_dir, task_name, label_list, examples, probabilities, predictions, leaderboard_file):
+    """Writes `test_results.tsv`, `submit_results.tsv` and the GLUE leaderboard file (atomically).
+
+    `test_results.tsv`: one line per example, its probabilities tab-separated (the raw value for STS-B).
+    `submit_results.tsv` and `leaderboard_file`: header `index\\tprediction`, then `guid\\tlabel` (a float for
+    STS-B).
+
+    Returns:
+        list of the paths written.
+    """
+    regression = label_list == [None]
+    if len(examples) != len(predictions):
+        raise InputError(f"Got {len(predictions)} predictions for {len(examples)} examples.")
+    test_lines = []
+    submit_lines = ["index\tprediction"]
+    for example, probs, prediction in zip(examples, probabilities, predictions):
+        test_lines.append("\t".join(str(p) for p in np.reshape(probs, [-1])))
+        submit_lines.append(f"{example.guid}\t{_label_string(label_list, prediction, regression)}")
+    paths = [os.path.join(output_dir, "test_results.tsv"), os.path.join(output_dir, "submit_results.tsv")]
+    write_text_atomic(paths[0], "".join(line + "\n" for line in test_lines))
+    submit_text = "".join(line + "\n" for line in submit_lines)
+    write_text_atomic(paths[1], submit_text)
+    if leaderboard_file:
+        paths.append(os.path.join(output_dir, leaderboard_file))
+        write_text_atomic(paths[2], submit_text)
+    return paths
+
+
+def init_classifier(model, path):
+    """Initialises `model` from any checkpoint source, keeping a fresh head when the label counts differ.
+
+    A fine-tuned classifier (e.g. an MNLI run's `model.ckpt-best`, 3 labels) used for another task (RTE,
+    2 labels): the encoder is loaded and the head skipped (logged). The head is read into a throwaway
+    head on the shared encoder, so the checkpoint helper still checks every encoder variable.
+    """
+    source_labels = source_num_labels(path)
+    if source_labels is not None and source_labels != model.num_labels:
+        logging.info("Checkpoint %s has a %d-label classifier head, the model %d labels: loading the encoder "
+                     "only; the head is skipped and starts from its initial values.", path, source_labels,
+                     model.num_labels)
+        donor = AlbertClassifier(encoder=model.encoder, num_labels=source_labels)
+        return init_from_checkpoint(donor, path, allow_missing_heads=True)
+    return init_from_checkpoint(model, path, allow_missing_heads=True)
+
+
+class GlueTask(driver.Task):
+    """A GLUE task: cached `tf.Example` features, `AlbertClassifier`, the original's metrics and files."""
+
+    def __init__(self, options, tokenizer, strategy, spm_model_file=None, seed=None):
+        """`options`: `ClassifierOptions` (features cached in `cached_dir`, default `output_dir`);
+        `spm_model_file`: the resolved SentencePiece model (None: WordPiece)."""
+        self.name = options.task_name.lower()
+        self.metric_key = best_metric_key(self.name)
+        self.processor = glue.PROCESSORS[self.name](use_spm=bool(spm_model_file), do_lower_case=options.do_lower_case)
+        self.label_list = self.processor.get_labels()
+        self.data_dir, self.output_dir = options.data_dir, options.output_dir
+        self.cached_dir = options.cached_dir or options.output_dir
+        self.tokenizer, self.max_seq_length = tokenizer, options.max_seq_length
+        self.eval_batch_size, self.predict_batch_size = options.eval_batch_size, options.predict_batch_size
+        self.strategy, self.spm_model_file, self.do_lower_case = strategy, spm_model_file, options.do_lower_case
+        self.threshold_to_export, self.seed = options.threshold_to_export, seed
+        self.num_train_steps, self.num_warmup_steps = options.train_step, options.warmup_step
+        self._eval = None
+
+    @classmethod
+    def validate(cls, options):
+        task_name = options.task_name.lower() if options.task_name else ""
+        if task_name not in glue.PROCESSORS:
+            raise InputError(f"Task not found: `task_name` must be one of {sorted(glue.PROCESSORS)}. "
+                             f"Received: {task_name!r}.")
+        if not (options.do_train or options.do_eval or options.do_predict or options.export_dir):
+            raise InputError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
+        if not (options.albert_config_file or options.albert_hub_module_handle or options.init_checkpoint):
+            raise InputError("At least one of `albert_config_file`, `albert_hub_module_handle` and "
+                             "`init_checkpoint` (a source with its config) must be set.")
+        if not options.output_dir:
+            raise InputError(f"`output_dir` must be set. Received: {options.output_dir!r}.")
+        if task_name == "ax" and (options.do_train or options.do_eval):
+            raise InputError("Task `ax` (GLUE diagnostic) has only a test set: use `do_predict` with the "
+                             "`output_dir` of an MNLI run.")
+        if options.optimizer not in ("adamw", "lamb"):
+            raise InputError(f"`optimizer` must be 'adamw' or 'lamb'. Received: {options.optimizer!r}.")
+        logging.info("***** %s: learning_rate = %g, train_batch_size = %d, train_step = %d, warmup_step = %d, "
+                     "save_checkpoints_steps = %d, max_seq_length = %d, optimizer = %s, do_lower_case = %s *****",
+                     task_name, options.learning_rate, options.train_batch_size, options.train_step,
+                     options.warmup_step, options.save_checkpoints_steps, options.max_seq_length,
+                     options.optimizer, options.do_lower_case)
+
+    @classmethod
+    def check_inputs(cls, options, config, spm_model_file):
+        if not spm_model_file and not options.vocab_file:
+            raise InputError("Set `spm_model_file` (or a hub module with one) or `vocab_file`.")
+
+    @classmethod
+    def from_options(cls, options, runtime, strategy, spm_model_file):
+        tokenizer = FullTokenizer(vocab_file=options.vocab_file, do_lower_case=options.do_lower_case,
+                                  spm_model_file=spm_model_file or None)
+        tf.io.gfile.makedirs(options.cached_dir or options.output_dir)
+        return cls(options, tokenizer, strategy, spm_model_file=spm_model_file, seed=runtime.random_seed)
+
+    def results(self, stages):
+        names = {"eval": "eval", "predict": "predict_files", "export_path": "export_path"}
+        return {names[key]: value for key, value in stages.items() if key in names}
+
+    def build_model(self, config, **model_kwargs):
+        return AlbertClassifier(config, num_labels=len(self.label_list), **model_kwargs)
+
+    def init_weights(self, model, path):
+        logging.info("Initialising from %s", path)
+        return init_classifier(model, path)
+
+    def feature_files(self):
+        return [glue.cache_file(self.cached_dir, self.name, split) for split in ("train", "eval", "predict")]
+
+    def prepare_training(self):
+        examples = self.processor.get_train_examples(self.data_dir)
+        if not examples:
+            raise InputError(f"The {self.name} train set in {self.data_dir!r} has no examples.")
+        self.train_file = glue.cache_file(self.cached_dir, self.name, "train")
+        glue.ensure_cached_features(examples, self.label_list, self.max_seq_length, self.tokenizer,
+                                    self.train_file, self.name)
+        logging.info("***** Running training *****")
+        logging.info("  Num examples = %d", len(examples))
+        logging.info("  Num steps = %d", self.num_train_steps)
+        return self.num_train_steps, self.num_warmup_steps
+
+    def train_dataset(self, input_context, batch_size, start_batch=0):
+        return glue.file_based_dataset(self.train_file, self.max_seq_length, True, True, self.name, batch_size,
+                                       input_context=input_context, seed=self.seed, start_batch=start_batch)
+
+    def loss(self, model, features, training):
+        num_labels = len(self.label_list)
+        outputs = model(features, training=training)
+        loss = tf.reduce_mean(classifier_loss(outputs, features["label_ids"], num_labels))
+        if num_labels == 1:
+            return loss, {}
+        correct = tf.cast(tf.equal(outputs["predictions"], tf.cast(features["label_ids"], tf.int32)),
+                          tf.float32)
+        return loss, {"accuracy": tf.reduce_mean(correct)}
+
+    def _dataset(self, examples, what, batch_size, split):
+        num_actual = len(examples)
+        static = self.static_batches()
+        if static:
+            # TPUs and XLA take fixed batches: pad with fake examples (is_real_example=0, weight 0 in every metric).
+            examples = glue.pad_examples(examples, batch_size)
+        glue.ensure_cached_features(examples, self.label_list, self.max_seq_length, self.tokenizer,
+                                    glue.cache_file(self.cached_dir, self.name, split), self.name,
+                                    check_count=True)
+        logging.info("***** Running %s *****", what)
+        logging.info("  Num examples = %d (%d actual, %d padding)", len(examples), num_actual,
+                     len(examples) - num_actual)
+        logging.info("  Batch size = %d", batch_size)
+        return glue.file_based_dataset(glue.cache_file(self.cached_dir, self.name, split), self.max_seq_length,
+                                       False, static, self.name, batch_size)
+
+    def prepare_evaluation(self):
+        examples = self.processor.get_dev_examples(self.data_dir)
+        self._eval = (examples, self._dataset(examples, "evaluation", self.eval_batch_size, "eval"))
+
+    def evaluate(self, model):
+        examples, dataset = self._eval
+        if getattr(self, "_eval_model", None) is not model:
+            self._eval_model, self._eval_step = model, make_inference_step(model, self.jit_compile)
+        arrays = run_model_on_dataset(model, dataset, self.strategy, len(examples), "eval", step=self._eval_step)
+        result = compute_eval_metrics(self.name, arrays["label_ids"], arrays["predictions"],
+                                      arrays["per_example_loss"], arrays["is_real_example"], arrays["batch_loss"])
+        logging.info("Eval: %s", ", ".join(f"{k} = {v:.6g}" for k, v in sorted(result.items())))
+        return result
+
+    def predict(self, model, checkpoint, step):
+        examples = self.processor.get_test_examples(self.data_dir)
+        dataset = self._dataset(examples, "prediction", self.predict_batch_size, "predict")
+        arrays = run_model_on_dataset(model, dataset, self.strategy, len(examples), "predict",
+                                      step=make_inference_step(model, self.jit_compile))
+        n = len(examples)
+        paths = write_predictions(self.output_dir, self.name, self.label_list, examples,
+                                  arrays["probabilities"][:n], arrays["predictions"][:n],
+                                  self.processor.LEADERBOARD_FILE)
+        logging.info("Wrote %d predictions: %s", n, ", ".join(paths))
+        return paths
+
+    def export(self, model, export_dir):
+        threshold = self.threshold_to_export
+        threshold = None if threshold is None or math.isnan(threshold) else threshold
+        path = export_lib.export_saved_model(model, export_dir, spm_model_file=self.spm_model_file or None,
+                                             do_lower_case=self.do_lower_case, max_seq_length=self.max_seq_length,
+                                             threshold=threshold)
+        logging.info("Model exported to %s.", path)
+        return {"export_path": path}
+
+
+def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm_model_file=None,
+                   vocab_file=None, cached_dir=None, init_checkpoint=None, albert_hub_module_handle=None,
+                   do_lower_case=True, max_seq_length=512, do_train=False, do_eval=False, do_predict=False,
+                   train_batch_size=32, eval_batch_size=8, predict_batch_size=8, learning_rate=5e-5,
+                   train_step=1000, warmup_step=0, save_checkpoints_steps=1000, keep_checkpoint_max=5,
+                   iterations_per_loop=1000, optimizer="adamw", export_dir=None,
+                   threshold_to_export=float("nan"), strategy="one_device", use_tpu=False, tpu_name=None,
+                   tpu_zone=None, gcp_project=None, master=None, num_tpu_cores=8, mixed_precision=None,
+                   jit_compile=False, random_seed=None, recompute=False):
+    """Fine-tunes, evaluates and/or predicts a GLUE task, as the original `run_classifier.py`.
+
+    Args:
+        task_name: str, `cola mnli mismnli mrpc rte sst-2 sts-b qqp qnli wnli` or `ax` (case-insensitive).
+        data_dir: str, GLUE root holding `MNLI/`, `CoLA/`, ... (`diagnostic/` for ax).
+        output_dir: str, checkpoints and result files.
+        albert_config_file: str, `albert_config.json`; optional with `albert_hub_module_handle`, or with an
+            `init_checkpoint` source that has one (a release, a keras-hub or Hugging Face directory).
+        spm_model_file: str, SentencePiece model; None or "from_tf_hub" takes the hub module's (or the
+            `init_checkpoint` source's) asset.
+        vocab_file: str, WordPiece vocab (used only without an spm model).
+        cached_dir: str, where `<task>_{train,eval,predict}.tf_record` are cached (default `output_dir`).
+        init_checkpoint: str, any checkpoint `albert_tf.checkpoints.init_from_checkpoint` reads (Google TF1,
+            release dir/tarball, TF-Hub module, or one of ours, e.g. an MNLI run's `model.ckpt-best`).
+        albert_hub_module_handle: str, local TF-Hub TF1 module dir (config, weights, spm model).
+        do_lower_case: bool.
+        max_seq_length: int, at most the config's `max_position_embeddings`.
+        do_train, do_eval, do_predict: bool.
+        train_batch_size, eval_batch_size, predict_batch_size: int, global batch sizes.
+        learning_rate: float, peak learning rate.
+        train_step: int, total training steps.
+        warmup_step: int, linear warm-up steps.
+        save_checkpoints_steps: int.
+        keep_checkpoint_max: int, accepted for the original's flag; as the original (RunConfig
+            `keep_checkpoint_max=0`) every checkpoint is kept until evaluation.
+        iterations_per_loop: int, steps per `tf.function` call (min with `save_checkpoints_steps`).
+        optimizer: "adamw" or "lamb".
+        export_dir: str, SavedModel export of `model.ckpt-best`.
+        threshold_to_export: float, NaN = none; else a constant `threshold` output of the serving signature.
+        strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
+            jit_compile, random_seed, recompute: runtime options (`albert_tf.training.options.RuntimeOptions`).
+
+    Returns:
+        dict: `eval` (best metrics, with `best_step`) when `do_eval`, `predict_files` when `do_predict`,
+        `export_path` when exporting.
+    """
+    return driver.run(GlueTask, *options_lib.split(options_lib.ClassifierOptions, locals()))

@@ -1,0 +1,12 @@
+"""Token classification (named entities), with CoNLL-2003 data.
+
+- `data`: the CoNLL reader, word-to-piece alignment and TFRecords.
+- `model`: `AlbertTokenClassifier` and its loss (the `token_classifier` model kind).
+- `conlleval`: entity-level precision, recall and F1 (as `conlleval.pl` and seqeval).
+- `task`: the NER task and `run_ner`.
+- `pipeline`: the `token-classification` pipeline.
+"""
+
+# The Keras classes of `model`, known by name before TensorFlow loads (`albert_tf.keras_names`,
+# `albert_tf.__all__`); this module imports nothing.
+KERAS_CLASSES = ('AlbertTokenClassifier',)

@@ -1,0 +1,230 @@
+"""`AlbertTokenClassifier`: one label per token (NER-style tagging) on the ALBERT encoder.
+
+The original release has no token-classification head; this one is the BERT-style tagger that transformers'
+`AlbertForTokenClassification` also is: `sequence_output` -> dropout -> a dense layer to `num_labels` logits per
+token. Its TF1 variables are `token_classification/output_weights [num_labels, H]` and
+`token_classification/output_bias [num_labels]` (its own scope: a checkpoint holding them is told apart from a
+GLUE classifier's root-scope `output_weights`), its transformers names `classifier.weight [num_labels, H]` and
+`classifier.bias`.
+"""
+
+import os
+
+import keras
+import tensorflow as tf
+
+from albert_tf import registry
+from albert_tf.text import ops as text_ops
+from albert_tf.checkpoints import hf, table
+from albert_tf.checkpoints.foreign import Link
+from albert_tf.errors import InputError
+from albert_tf.layers.heads import AlbertOutputProjection
+from albert_tf.models.albert_model import AlbertModel, as_config
+from albert_tf.models.base import PretrainedMixin
+from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs
+
+HEAD_NAME = "token_classification"
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertTokenClassifier(PretrainedMixin, keras.Model):
+    """ALBERT with a per-token head: `sequence_output` -> dropout -> `output_weights`/`output_bias`.
+
+    Inputs: a dict of int32 `input_ids`, `input_mask`, `segment_ids` `[batch, seq]`, and optionally
+    `word_positions [batch, words]` (each word's first-piece position, -1 for no word). Outputs:
+    `logits [batch, seq, num_labels]` and `probabilities` (softmax), float32, `predictions [batch, seq]` int32
+    (argmax); with `word_positions` also one tag per word (`word_outputs`): `word_tags` (the names of
+    `labels`), `word_predictions`, `word_scores`.
+
+    Attributes used by the checkpoint table: `encoder` (`AlbertModel`), `token_classifier_head`
+    (`AlbertOutputProjection(num_labels)`).
+
+    Args:
+        config: `AlbertConfig`, dict or JSON path; or pass `encoder=` an existing `AlbertModel`.
+        num_labels: int, number of tags.
+        labels: optional sequence of `num_labels` tag names (default `LABEL_0`, `LABEL_1`, ...).
+        encoder: optional `AlbertModel` to put the head on.
+        dropout_rate: float, dropout on the sequence output during training.
+        recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config`.
+        preprocessor: optional `albert_tf.AlbertPreprocessor` (see `PretrainedMixin`).
+    """
+
+    _CONFIG_ARGUMENTS = ("num_labels", "labels", "dropout_rate", "recompute")
+    _IGNORED_LABEL = -100
+
+    def __init__(self, config=None, num_labels=2, labels=None, encoder=None, dropout_rate=0.1, recompute=False,
+                 preprocessor=None, **kwargs):
+        kwargs.setdefault("name", "albert_token_classifier")
+        if not isinstance(num_labels, int) or num_labels < 1:
+            raise InputError(f"`num_labels` must be a positive int. Received: {num_labels!r}.")
+        labels = [f"LABEL_{i}" for i in range(num_labels)] if labels is None else [str(x) for x in labels]
+        if len(labels) != num_labels:
+            raise InputError(f"`labels` must name the {num_labels} labels. Received {len(labels)}: {labels!r}.")
+        if not 0.0 <= dropout_rate < 1.0:
+            raise InputError(f"`dropout_rate` must be in [0, 1). Received: {dropout_rate!r}.")
+        if encoder is None:
+            if config is None:
+                raise InputError("Pass `config` or `encoder` to AlbertTokenClassifier.")
+            encoder = AlbertModel(as_config(config), recompute=recompute, dtype=kwargs.get("dtype"))
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.config = encoder.config
+        self.recompute = encoder.recompute
+        self.num_labels = num_labels
+        self.labels = labels
+        self.dropout_rate = dropout_rate
+        # Dropout is `tf.nn.dropout` in `call`, as the other heads: a Keras `Dropout` owns a seed-generator
+        # variable whose auto-numbered path would have to match between saved and restored models.
+        self.token_classifier_head = AlbertOutputProjection(num_labels, self.config.hidden_size,
+                                                            self.config.initializer_range,
+                                                            dtype=self.dtype_policy, name="token_classifier_head")
+        self.token_classifier_head.build()
+        self.set_preprocessor(preprocessor)
+        self.built = True
+
+    @classmethod
+    def from_pretrained(cls, path, config=None, preprocessor=None, **model_kwargs):
+        """`PretrainedMixin.from_pretrained`; from a Hugging Face directory, `labels` (and `num_labels`) default to
+        its `config.json` `id2label` when that names the tags."""
+        if model_kwargs.get("labels") is None and isinstance(path, (str, os.PathLike)) and os.path.isdir(path) and (
+                hf.is_hf_dir(path)):
+            labels = hf.labels_of(path, model_kwargs.get("num_labels"))
+            if labels is not None:
+                model_kwargs.update(labels=labels, num_labels=len(labels))
+        return super().from_pretrained(path, config=config, preprocessor=preprocessor, **model_kwargs)
+
+    def call(self, inputs, training=None):
+        inputs = self.token_inputs(inputs)
+        token_inputs = {name: inputs[name] for name in TOKEN_INPUTS if inputs.get(name) is not None}
+        sequence = self.encoder(token_inputs, training=training)["sequence_output"]   # [batch, seq, H]
+        if training and self.dropout_rate > 0:
+            sequence = tf.nn.dropout(sequence, rate=self.dropout_rate)
+        logits = tf.cast(self.token_classifier_head(sequence), tf.float32)         # [batch, seq, num_labels]
+        probabilities = tf.nn.softmax(logits, axis=-1)
+        outputs = {"logits": logits, "probabilities": probabilities,
+                   "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+        if inputs.get("word_positions") is not None:
+            outputs.update(self.word_outputs(outputs, inputs["word_positions"]))
+        return outputs
+
+    def word_outputs(self, outputs, word_positions):
+        """One tag per word from the per-token outputs, read at each word's first piece.
+
+        Args:
+            outputs: the per-token outputs of `call`.
+            word_positions: int `[batch, words]`, each word's first-piece position, -1 for no word.
+
+        Returns:
+            `word_tags` tf.string `[batch, words]` (`""` for no word), `word_predictions` int32 (-1) and
+            `word_scores` float32 (0), the probability of the tag.
+        """
+        positions = tf.cast(word_positions, tf.int32)
+        valid = positions >= 0
+        at = tf.maximum(positions, 0)
+        predictions = tf.where(valid, tf.gather(outputs["predictions"], at, batch_dims=1), -1)
+        scores = tf.gather(tf.reduce_max(outputs["probabilities"], axis=-1), at, batch_dims=1)
+        tags = tf.gather(tf.constant(self.labels), tf.maximum(predictions, 0))
+        return {"word_tags": tf.where(valid, tags, ""), "word_predictions": predictions,
+                "word_scores": tf.where(valid, scores, 0.0)}
+
+    def default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=-100)
+
+    def loss_output(self, outputs):
+        return outputs["logits"] if isinstance(outputs, dict) else outputs
+
+
+def token_classification_loss(logits, label_ids, ignore_id=-100):
+    """Mean softmax cross entropy over the positions whose label is not `ignore_id`.
+
+    Args:
+        logits: float `[batch, seq, num_labels]`.
+        label_ids: int `[batch, seq]`, `ignore_id` where no label applies.
+
+    Returns:
+        `(loss, num_labelled)`: the float32 scalar mean (0 without labelled positions) and their count.
+    """
+    label_ids = tf.cast(label_ids, tf.int32)
+    weights = tf.cast(tf.not_equal(label_ids, ignore_id), tf.float32)
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
+    one_hot = tf.one_hot(tf.maximum(label_ids, 0), depth=tf.shape(logits)[-1], dtype=tf.float32)
+    per_token = -tf.reduce_sum(one_hot * log_probs, axis=-1) * weights
+    count = tf.reduce_sum(weights)
+    return tf.math.divide_no_nan(tf.reduce_sum(per_token), count), count
+
+
+# === Model kind (`albert_tf.registry`) ===
+
+
+def pack_words(pipeline, text):
+    """Whitespace-separated words -> `[CLS] pieces [SEP]` features and each word's first-piece position.
+
+    Each word is tokenized on its own (`preprocess_text` + SentencePiece, in the graph), as
+    `albert_tf.tasks.ner.data` does; a word longer than `max_seq_length - 2` pieces keeps its first ones. Words
+    past the first `max_seq_length - 2` pieces, and a word that normalises to nothing (combining marks only),
+    are not packed: their position is -1 (`albert_tf.tasks.ner.data` tags the latter `O`).
+
+    Args:
+        pipeline: `albert_tf.text.ops.TextPipeline`.
+        text: tf.string `[batch]`.
+
+    Returns:
+        dict of int32 `input_ids`, `input_mask`, `segment_ids` `[batch, L]` and `word_positions
+        [batch, max words]` (-1 past a row's words).
+    """
+    words = tf.strings.split(text)                                                    # [batch, (w)]
+    batch = tf.shape(text, out_type=tf.int64)[0]
+    pieces = pipeline.tokenize(words.flat_values)                                    # [W, (p)]
+    budget = pipeline.max_seq_length - 2
+    pieces = pieces[:, :budget]
+    lengths = pieces.row_lengths()                                                   # [W]
+    row_ids = words.value_rowids()                                                   # [W]
+    before = tf.concat([tf.cumsum(lengths, exclusive=True), tf.reduce_sum(lengths, keepdims=True)], 0)
+    starts = tf.cumsum(lengths, exclusive=True) - tf.gather(before, tf.gather(words.row_starts(), row_ids))
+    keep = (starts + lengths <= budget) & (lengths > 0)                              # [W]
+    kept = tf.ragged.boolean_mask(pieces, keep)
+    sequence = tf.RaggedTensor.from_value_rowids(kept, tf.boolean_mask(row_ids, keep), nrows=batch)
+    sequence = sequence.merge_dims(1, 2)                                             # [batch, (n)]
+    ones = tf.ones([batch], tf.int64)
+    ids = tf.concat([text_ops.fill_rows(ones, pipeline.cls_id), sequence,
+                     text_ops.fill_rows(ones, pipeline.sep_id)], axis=1)
+    shape = [None, pipeline.max_seq_length]
+    positions = tf.where(keep, tf.cast(starts, tf.int32) + 1, -1)
+    return {"input_ids": ids.to_tensor(0, shape=shape),
+            "input_mask": tf.ones_like(ids).to_tensor(0, shape=shape),
+            "segment_ids": tf.zeros_like(ids).to_tensor(0, shape=shape),
+            "word_positions": tf.RaggedTensor.from_value_rowids(positions, row_ids, nrows=batch).to_tensor(-1)}
+
+
+class TokenClassifierSpec(ServingSpec):
+    """`serving_default` / `serve_examples`: per-token logits, probabilities and predictions; `serve_text` takes
+    `text` (whitespace-tokenised words, one sentence per row) and returns one tag per word: `tags [batch, words]`
+    (`""` past a row's words), `predictions` (-1 there) and `scores` (the tag's probability), and the packed
+    `input_ids`."""
+
+    def model_inputs(self, features):
+        names = TOKEN_INPUTS + (("word_positions",) if "word_positions" in features else ())
+        return {name: features[name] for name in names}
+
+    def outputs(self, out, threshold):
+        names = ("logits", "probabilities", "predictions", "word_tags", "word_predictions", "word_scores")
+        return {name: out[name] for name in names if name in out}
+
+    def text_specs(self):
+        return string_specs(("text",))
+
+    def text_features(self, pipeline, texts):
+        return pack_words(pipeline, texts["text"])
+
+    def text_outputs(self, outputs, features):
+        return {"tags": outputs["word_tags"], "predictions": outputs["word_predictions"],
+                "scores": outputs["word_scores"], "input_ids": features["input_ids"]}
+
+
+HEAD = registry.Head(
+    HEAD_NAME, rows=tuple(table.output_projection_rows(HEAD_NAME, HEAD_NAME, "token_classifier_head")),
+    hf_links=(Link(f"{HEAD_NAME}/output_weights", "classifier.weight"),
+              Link(f"{HEAD_NAME}/output_bias", "classifier.bias")))
+KIND = registry.register(registry.ModelKind(
+    name="token_classifier", model_class=AlbertTokenClassifier, heads=(HEAD,), serving_spec=TokenClassifierSpec(),
+    hf_architecture="AlbertForTokenClassification", labels_variable=f"{HEAD_NAME}/output_weights", order=6))

@@ -1,0 +1,269 @@
+"""Token classification (NER) fine-tuning, evaluation and prediction on CoNLL-2003-layout data.
+
+`run_ner(...)` is the library behind `run_ner.py`; `albert_tf.training.driver` runs the stages as for the other
+tasks: train `AlbertTokenClassifier` for `train_step` steps (AdamW, warm-up then linear decay), score every saved
+checkpoint on `valid.txt`/`dev.txt` (entity F1 picks `model.ckpt-best`; `eval_results.txt`, `best_trial.txt`),
+on `do_predict` tag `test.txt` with the best checkpoint (`predictions.txt`: each input line with the predicted
+tag as a last column, and `predict_results.txt`), and export a SavedModel whose `serve_text` tags words.
+
+The metrics are `conlleval`'s (`albert_tf.tasks.ner.conlleval`): entity-level micro precision, recall and F1,
+the same per entity type, and the token accuracy, computed on whole sentences (windows put back together).
+"""
+
+import dataclasses
+import os
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.export import saved_model as export_lib
+from albert_tf.tasks.ner import data as conll
+from albert_tf.errors import InputError
+from albert_tf.fileio import write_text_atomic
+from albert_tf.tasks.ner.model import AlbertTokenClassifier, token_classification_loss
+from albert_tf.text.tokenization import FullTokenizer
+from albert_tf.training import driver
+from albert_tf.tasks.ner import conlleval
+from albert_tf.training import options as options_lib
+
+PREDICTIONS_FILE = "predictions.txt"
+PREDICT_RESULTS_FILE = "predict_results.txt"
+TRAIN_RECORD_FILE = "train.tf_record"
+METRIC_KEY = "eval_f1"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NerOptions(options_lib.Stages):
+    """`run_ner`'s task options (see `run_ner`)."""
+
+    data_dir: str
+    output_dir: str
+    albert_config_file: Optional[str] = None
+    spm_model_file: Optional[str] = None
+    vocab_file: Optional[str] = None
+    init_checkpoint: Optional[str] = None
+    albert_hub_module_handle: Optional[str] = None
+    labels: Optional[str] = None
+    do_lower_case: bool = True
+    max_seq_length: int = 128
+    dropout_prob: float = 0.1
+    do_train: bool = False
+    do_eval: bool = False
+    do_predict: bool = False
+    train_batch_size: int = 32
+    eval_batch_size: int = 8
+    predict_batch_size: int = 8
+    learning_rate: float = 5e-5
+    train_step: int = 1000
+    warmup_step: int = 0
+    save_checkpoints_steps: int = 1000
+    optimizer: str = "adamw"
+    export_dir: Optional[str] = None
+
+
+def run_ner(data_dir, output_dir, albert_config_file=None, spm_model_file=None, vocab_file=None,
+            init_checkpoint=None, albert_hub_module_handle=None, labels=None, do_lower_case=True,
+            max_seq_length=128, dropout_prob=0.1, do_train=False, do_eval=False, do_predict=False,
+            train_batch_size=32, eval_batch_size=8, predict_batch_size=8, learning_rate=5e-5, train_step=1000,
+            warmup_step=0, save_checkpoints_steps=1000, optimizer="adamw", export_dir=None,
+            strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None, master=None,
+            num_tpu_cores=8, mixed_precision="float32", jit_compile=False, gradient_accumulation_steps=1,
+            iterations_per_loop=1000, random_seed=None, recompute=False):
+    """Fine-tunes, evaluates and predicts token classification on CoNLL-2003-layout data.
+
+    Args:
+        data_dir: str, holds `train.txt`, `valid.txt` (or `dev.txt`) and `test.txt`.
+        output_dir: str, checkpoints, `train.tf_record` and the result files.
+        albert_config_file, spm_model_file, vocab_file, init_checkpoint, albert_hub_module_handle, do_lower_case:
+            as `run_classifier`.
+        labels: optional comma-separated tags (`O,B-PER,I-PER,...`); default: read from `train.txt` (`O` first,
+            then the others sorted).
+        max_seq_length: int, pieces per window (`[CLS]` and `[SEP]` included); longer sentences are split into
+            windows of whole words.
+        dropout_prob: float, dropout on the sequence output while training.
+        do_train, do_eval, do_predict: bool, the stages.
+        train_batch_size, eval_batch_size, predict_batch_size, learning_rate, train_step, warmup_step,
+            save_checkpoints_steps, optimizer: as `run_race` (batch sizes in windows).
+        export_dir: str, a SavedModel of the best model (`serve_text` tags whitespace-separated words).
+        strategy ... recompute: runtime options (`albert_tf.training.options.RuntimeOptions`); `random_seed` also
+            seeds the training shuffle.
+
+    Returns:
+        dict with `eval` (best dev metrics, with `best_step`), `predict` (test metrics) and `export_path`, for the
+        stages run.
+    """
+    return driver.run(NerTask, *options_lib.split(NerOptions, locals()))
+
+
+def make_logits_fn(model, strategy, jit_compile=False):
+    """A function mapping a dataset of windows to NumPy `logits [n, seq, num_labels]` (one trace, reused);
+    `jit_compile` compiles the step with XLA."""
+
+    @tf.function(jit_compile=jit_compile)
+    def replica_step(batch):
+        inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+        return {"logits": model(inputs, training=False)["logits"]}
+
+    def run(dataset):
+        chunks = [arrays["logits"] for arrays in driver.inference_batches(replica_step, dataset, strategy, "Tagging",
+                                                                           unit="windows")]
+        return np.concatenate(chunks) if chunks else np.zeros([0, 0, model.num_labels], np.float32)
+
+    return run
+
+
+class NerTask(driver.Task):
+    """CoNLL-2003 NER: `AlbertTokenClassifier`, label on each word's first piece, `conlleval` entity F1."""
+
+    name = "ner"
+    metric_key = METRIC_KEY
+
+    def __init__(self, data_dir, output_dir, tokenizer, strategy, labels, max_seq_length, do_lower_case=True,
+                 eval_batch_size=8, predict_batch_size=8, train_step=1000, warmup_step=0, dropout_prob=0.1,
+                 spm_model_file=None, shuffle_seed=None):
+        self.data_dir, self.output_dir, self.tokenizer, self.strategy = data_dir, output_dir, tokenizer, strategy
+        self.labels, self.max_seq_length, self.do_lower_case = list(labels), max_seq_length, do_lower_case
+        self.eval_batch_size, self.predict_batch_size = eval_batch_size, predict_batch_size
+        self.train_step, self.warmup_step, self.dropout_prob = train_step, warmup_step, dropout_prob
+        self.spm_model_file, self.shuffle_seed = spm_model_file, shuffle_seed
+        self.train_file = os.path.join(output_dir, TRAIN_RECORD_FILE)
+        self.best_value = None
+        self._logits_fn = None
+
+    @classmethod
+    def validate(cls, options):
+        if not (options.do_train or options.do_eval or options.do_predict or options.export_dir):
+            raise InputError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
+        if not options.output_dir:
+            raise InputError("`output_dir` is required.")
+        if not options.data_dir:
+            raise InputError("`data_dir` is required (the CoNLL-2003 layout: train.txt, valid.txt, test.txt).")
+        if options.max_seq_length < 3:
+            raise InputError(f"`max_seq_length` must be >= 3. Received: `max_seq_length={options.max_seq_length}`.")
+        for name in ("train_batch_size", "eval_batch_size", "predict_batch_size"):
+            if int(getattr(options, name)) < 1:
+                raise InputError(f"`{name}` must be >= 1. Received: `{name}={getattr(options, name)}`.")
+        if options.labels is not None:
+            conll.parse_labels(options.labels)
+
+    @classmethod
+    def check_inputs(cls, options, config, spm_model_file):
+        if not spm_model_file and not options.vocab_file:
+            raise InputError("`spm_model_file` is required (or `vocab_file` for a WordPiece model).")
+        if options.labels is None:
+            conll.split_path(options.data_dir, "train")   # The label list is read from it.
+        if options.do_train:
+            conll.split_path(options.data_dir, "train")
+        if options.do_eval:
+            conll.split_path(options.data_dir, "dev")
+        if options.do_predict:
+            conll.split_path(options.data_dir, "test")
+
+    @classmethod
+    def from_options(cls, options, runtime, strategy, spm_model_file):
+        tokenizer = FullTokenizer(vocab_file=options.vocab_file, do_lower_case=options.do_lower_case,
+                                  spm_model_file=spm_model_file)
+        if options.labels is not None:
+            labels = conll.parse_labels(options.labels)
+        else:
+            labels = conll.labels_from_sentences(conll.read_sentences(conll.split_path(options.data_dir, "train")))
+        logging.info("Labels: %s", ", ".join(labels))
+        return cls(options.data_dir, options.output_dir, tokenizer, strategy, labels, options.max_seq_length,
+                   do_lower_case=options.do_lower_case, eval_batch_size=options.eval_batch_size,
+                   predict_batch_size=options.predict_batch_size, train_step=options.train_step,
+                   warmup_step=options.warmup_step, dropout_prob=options.dropout_prob,
+                   spm_model_file=spm_model_file, shuffle_seed=runtime.random_seed)
+
+    def results(self, stages):
+        result = {key: value for key, value in stages.items() if key != "train"}
+        if "eval" in result and result["eval"]["best_step"] is None:
+            result["eval"]["best_step"] = 0      # the initial weights were scored
+        return result
+
+    def build_model(self, config, **model_kwargs):
+        return AlbertTokenClassifier(config, num_labels=len(self.labels), labels=self.labels,
+                                     dropout_rate=self.dropout_prob, **model_kwargs)
+
+    def _tagger(self, model):
+        # One trace of the tagging step per model, reused for every checkpoint.
+        if self._logits_fn is None or self._logits_fn[0] is not model:
+            self._logits_fn = (model, make_logits_fn(model, self.strategy, self.jit_compile))
+        return self._logits_fn[1]
+
+    def _read(self, split):
+        path = conll.split_path(self.data_dir, split)
+        sentences = conll.read_sentences(path)
+        conll.check_tags(sentences, self.labels, path)
+        windows = conll.convert_sentences(sentences, self.tokenizer, self.labels, self.max_seq_length,
+                                          self.do_lower_case)
+        return sentences, windows
+
+    def prepare_training(self):
+        sentences, windows = self._read("train")
+        conll.write_tfrecord(windows, self.max_seq_length, self.train_file)
+        logging.info("***** Running training *****\n  Num sentences = %d\n  Num windows = %d\n  Num steps = %d",
+                     len(sentences), len(windows), self.train_step)
+        return self.train_step, self.warmup_step
+
+    def train_dataset(self, input_context, batch_size):
+        return conll.dataset(self.train_file, self.max_seq_length, batch_size, is_training=True,
+                             input_context=input_context, seed=self.shuffle_seed, drop_remainder=True)
+
+    def loss(self, model, features, training):
+        outputs = model(features, training=training)
+        loss, count = token_classification_loss(outputs["logits"], features["label_ids"])
+        labelled = tf.not_equal(features["label_ids"], conll.IGNORE_ID)
+        correct = tf.logical_and(labelled, tf.equal(outputs["predictions"], features["label_ids"]))
+        return loss, {"accuracy": tf.math.divide_no_nan(tf.reduce_sum(tf.cast(correct, tf.float32)), count)}
+
+    def tag(self, model, sentences, windows, batch_size):
+        """`(predicted tags per sentence, mean loss over labelled first pieces)` of the windows of `sentences`."""
+        arrays = conll.window_arrays(windows, self.max_seq_length)
+        padded = arrays
+        if self.static_batches():
+            # One batch shape for a TPU or XLA: empty windows (no piece, no label) fill the last batch.
+            fill = (-len(windows)) % batch_size
+            padded = {key: np.concatenate([value, np.zeros((fill,) + value.shape[1:], value.dtype)])
+                      for key, value in arrays.items()}
+        batches = tf.data.Dataset.from_tensor_slices(padded).batch(batch_size)
+        logits = self._tagger(model)(batches)[:len(windows)]
+        loss, _ = token_classification_loss(logits, arrays["label_ids"]) if len(windows) else (0.0, 0)
+        predicted = conll.word_predictions(sentences, windows, logits.argmax(-1), self.labels)
+        return predicted, float(loss)
+
+    def score(self, model, sentences, windows, batch_size):
+        predicted, loss = self.tag(model, sentences, windows, batch_size)
+        metrics = conlleval.conll_metrics([s.tags for s in sentences], predicted)
+        return dict(conlleval.flat_metrics(metrics), eval_loss=loss, num_sentences=len(sentences)), predicted
+
+    def prepare_evaluation(self):
+        self.eval_sentences, self.eval_windows = self._read("dev")
+        logging.info("***** Running evaluation *****\n  Num sentences = %d\n  Num windows = %d",
+                     len(self.eval_sentences), len(self.eval_windows))
+
+    def evaluate(self, model):
+        metrics, _ = self.score(model, self.eval_sentences, self.eval_windows, self.eval_batch_size)
+        logging.info("NER dev: %s", metrics)
+        value = metrics[METRIC_KEY]
+        self.best_value = value if self.best_value is None else max(self.best_value, value)
+        return metrics
+
+    def predict(self, model, checkpoint, step):
+        sentences, windows = self._read("test")
+        metrics, predicted = self.score(model, sentences, windows, self.predict_batch_size)
+        write_text_atomic(os.path.join(self.output_dir, PREDICTIONS_FILE),
+                          conll.format_predictions(sentences, predicted))
+        if step is not None:
+            metrics["global_step"] = step
+        write_text_atomic(os.path.join(self.output_dir, PREDICT_RESULTS_FILE),
+                          "***** Predict results *****\n" + "".join(f"{k} = {metrics[k]}\n" for k in sorted(metrics)))
+        logging.info("NER test: %s", metrics)
+        return metrics
+
+    def export(self, model, export_dir):
+        path = export_lib.export_saved_model(model, export_dir, spm_model_file=self.spm_model_file,
+                                             do_lower_case=self.do_lower_case, max_seq_length=self.max_seq_length)
+        logging.info("Model exported to %s", path)
+        return {"export_path": path}

@@ -1,0 +1,12 @@
+"""Pretraining: the TFRecord writer of the original `create_pretraining_data.py` (SOP pairs, n-gram masking;
+local or Apache Beam), its reader, the pretrainer head (MLM + SOP) and the `run_pretraining` task.
+
+- `instances`, `records`, `shuffle`, `writer`, `beam_writer`, `create_data`: the writer (`albert-create-pretraining-data`).
+- `inputs`: the pretraining TFRecords as a `tf.data` pipeline.
+- `model`: `AlbertPretrainer` and its loss (the `pretrainer` model kind).
+- `task`: `run_pretraining`.
+"""
+
+# The Keras classes of `model`, known by name before TensorFlow loads (`albert_tf.keras_names`,
+# `albert_tf.__all__`); this module imports nothing.
+KERAS_CLASSES = ('AlbertPretrainer',)

@@ -1,0 +1,187 @@
+"""`AlbertPretrainer`: the encoder with the original MLM and SOP heads (`run_pretraining.py`)."""
+
+import keras
+import tensorflow as tf
+
+from albert_tf import registry
+from albert_tf.checkpoints import table
+from albert_tf.checkpoints.foreign import TRANSPOSE, Link
+from albert_tf.data import features
+from albert_tf.errors import InputError
+from albert_tf.layers.heads import AlbertMaskedLMHead, AlbertOutputProjection
+from albert_tf.models.albert_model import AlbertModel, as_config
+from albert_tf.models.base import PretrainedMixin
+from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertPretrainer(PretrainedMixin, keras.Model):
+    """ALBERT with `cls/predictions` (tied MLM) and `cls/seq_relationship` (SOP) heads.
+
+    Inputs: the encoder's dict plus `masked_lm_positions` int32 `[batch, P]`. Outputs: the encoder's outputs
+    plus `mlm_logits [batch, P, V]` and `sop_logits [batch, 2]` (label 0 = in order, 1 = swapped), float32.
+
+    Attributes used by the checkpoint table: `encoder` (`AlbertModel`), `mlm_head`
+    (`AlbertMaskedLMHead`), `sop_head` (`AlbertOutputProjection` with `[2, H]` weights).
+
+    Args:
+        config: `AlbertConfig`, dict or JSON path; or pass `encoder=` an existing `AlbertModel`.
+        encoder: optional `AlbertModel` to put the heads on.
+        recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
+            in keeps its own).
+        preprocessor: optional `albert_tf.AlbertPreprocessor`: the model then also takes raw strings (or pairs
+            as a tuple of two lists) in which each literal `[MASK]` is predicted; `predict` returns
+            `mlm_logits [batch, P, V]` for the first `max_predictions_per_seq` masks with the packed
+            `input_ids`, `masked_lm_positions` and `masked_lm_weights` (1 on real masks).
+
+    `compile()` defaults: the original's `total_loss` (`pretraining_loss`; `y` a dict of `masked_lm_ids`,
+    `masked_lm_weights`, `next_sentence_labels`, and `masked_lm_positions` among the inputs) and LAMB with the
+    original's schedule and the settings of its README (peak 0.00176, 125000 steps, 3125 warm-up steps).
+    """
+
+    _CONFIG_ARGUMENTS = ("recompute",)
+    _PREPROCESS_MODE = "masked"
+    _PREDICT_PASSTHROUGH = ("input_ids", "masked_lm_positions", "masked_lm_weights")
+    _TRAINING_DEFAULTS = dict(optimizer="lamb", learning_rate=0.00176, num_train_steps=125000,
+                              num_warmup_steps=3125)
+
+    def __init__(self, config=None, encoder=None, recompute=False, preprocessor=None, **kwargs):
+        kwargs.setdefault("name", "albert_pretrainer")
+        if encoder is None:
+            if config is None:
+                raise InputError("Pass `config` or `encoder` to AlbertPretrainer.")
+            encoder = AlbertModel(as_config(config), recompute=recompute, dtype=kwargs.get("dtype"))
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        config = encoder.config
+        self.config = config
+        self.recompute = encoder.recompute
+        self.mlm_head = AlbertMaskedLMHead(config.vocab_size, config.embedding_size, config.hidden_size,
+                                           config.hidden_act, config.initializer_range,
+                                           dtype=self.dtype_policy, name="predictions")
+        self.sop_head = AlbertOutputProjection(2, config.hidden_size, config.initializer_range,
+                                               dtype=self.dtype_policy, name="seq_relationship")
+        self.mlm_head.build()
+        self.sop_head.build()
+        self.set_preprocessor(preprocessor)
+        self.built = True
+
+    def call(self, inputs, training=None):
+        inputs = self.token_inputs(inputs)
+        outputs = dict(self.encoder(inputs, training=training))
+        positions = inputs.get("masked_lm_positions")
+        if positions is not None:
+            outputs["mlm_logits"] = self.mlm_head(outputs["sequence_output"], positions,
+                                                  self.encoder.embedding_table)
+        outputs["sop_logits"] = self.sop_head(outputs["pooled_output"])
+        return outputs
+
+    def task_loss(self, x, y, outputs, sample_weight=None):
+        if not isinstance(y, dict):
+            raise InputError("The pretraining loss needs `y` as a dict of `masked_lm_ids`, `masked_lm_weights` and "
+                             f"`next_sentence_labels`. Received: {type(y).__name__}.")
+        return pretraining_loss(outputs, y)[0]
+
+
+def pretraining_terms(outputs, features):
+    """The per-position terms of the original's pretraining loss and metrics (`run_pretraining.py`).
+
+    Returns a dict: `mlm_log_probs` `[batch, P, V]`, `mlm_ids` and `mlm_weights` `[batch, P]`, `mlm_nll`
+    `[batch, P]` (the NLL of each masked position), `sop_log_probs` `[batch, 2]`, `sop_labels` and `sop_nll`
+    `[batch]`; `features` holds `masked_lm_ids`, `masked_lm_weights` `[batch, P]` and `next_sentence_labels`
+    `[batch]` or `[batch, 1]`.
+    """
+    log_probs = tf.nn.log_softmax(tf.cast(outputs["mlm_logits"], tf.float32), axis=-1)
+    ids = tf.cast(features["masked_lm_ids"], tf.int32)
+    labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
+    sop_log_probs = tf.nn.log_softmax(tf.cast(outputs["sop_logits"], tf.float32), axis=-1)
+    return {"mlm_log_probs": log_probs, "mlm_ids": ids,
+            "mlm_weights": tf.cast(features["masked_lm_weights"], tf.float32),
+            "mlm_nll": -tf.gather(log_probs, ids, batch_dims=2),
+            "sop_log_probs": sop_log_probs, "sop_labels": labels,
+            "sop_nll": -tf.gather(sop_log_probs, labels, batch_dims=1)}
+
+
+def pretraining_loss(outputs, features, terms=None, sentence_loss_weight=1.0):
+    """The original `total_loss` (`model_fn` in `run_pretraining.py`): weighted MLM NLL with the 1e-5
+    guard + mean SOP CE.
+
+    Returns `(total_loss, masked_lm_loss, sentence_order_loss)`, all scalars; `features` as
+    `pretraining_terms`, whose result `terms` may be passed in when already computed. `sentence_loss_weight`
+    scales the sentence-level term in `total_loss`: 1.0 (the default) is the original's `masked_lm_loss +
+    sentence_order_loss`; 0.0 trains on the MLM loss alone (the "none" row of the paper's Table 5), the SOP
+    head and the pooler then get no gradient. `sentence_order_loss` is returned unscaled either way.
+    """
+    terms = pretraining_terms(outputs, features) if terms is None else terms
+    weights = terms["mlm_weights"]
+    masked_lm_loss = tf.reduce_sum(weights * terms["mlm_nll"]) / (tf.reduce_sum(weights) + 1e-5)
+    sentence_order_loss = tf.reduce_mean(terms["sop_nll"])
+    if sentence_loss_weight == 1.0:   # the original's graph, op for op
+        return masked_lm_loss + sentence_order_loss, masked_lm_loss, sentence_order_loss
+    return masked_lm_loss + sentence_loss_weight * sentence_order_loss, masked_lm_loss, sentence_order_loss
+
+
+# === Model kind (`albert_tf.registry`) ===
+
+
+class PretrainerSpec(ServingSpec):
+    """`AlbertPretrainer`: the TF-Hub `mlm` signature (masked-LM logits at `mlm_positions`) plus SOP.
+
+    `serve_text` turns each literal `[MASK]` into the mask id and predicts every masked position.
+    """
+
+    def token_specs(self):
+        specs = super().token_specs()
+        specs["mlm_positions"] = tf.TensorSpec([None, None], tf.int32, name="mlm_positions")
+        return specs
+
+    def model_inputs(self, features):
+        inputs = super().model_inputs(features)
+        inputs["masked_lm_positions"] = features["mlm_positions"]
+        return inputs
+
+    def outputs(self, out, threshold):
+        return {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"],
+                "mlm_logits": out["mlm_logits"],                                         # [batch, P, V]
+                "sop_log_probs": tf.nn.log_softmax(tf.cast(out["sop_logits"], tf.float32), axis=-1)}
+
+    def example_spec(self, max_seq_length, max_predictions_per_seq):
+        names = TOKEN_INPUTS + ("masked_lm_positions",)
+        return features.parse_spec(features.select(features.PRETRAINING, names), seq=max_seq_length,
+                                   pred=max_predictions_per_seq)
+
+    def example_features(self, parsed, max_seq_length):
+        features, passthrough = super().example_features(parsed, max_seq_length)
+        features["mlm_positions"] = tf.cast(parsed["masked_lm_positions"], tf.int32)
+        return features, passthrough
+
+    def text_features(self, pipeline, texts):
+        return pipeline.pack_masked_texts(texts["text_a"], texts["text_b"])              # mlm_positions [batch, P]
+
+    def text_outputs(self, outputs, features):
+        outputs = super().text_outputs(outputs, features)
+        outputs["mlm_positions"] = features["mlm_positions"]
+        outputs["mlm_weights"] = features["mlm_weights"]
+        outputs["mlm_predictions"] = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
+        return outputs
+
+
+# `run_pretraining.py`'s `get_masked_lm_output` and `get_sentence_order_output`; the MLM output matrix is the tied
+# `word_embeddings`. transformers' names as `AlbertForPreTraining`.
+MLM_HEAD = registry.Head(
+    table.MLM,
+    rows=tuple(table.dense_rows(table.MLM, "cls/predictions/transform/dense", "mlm_head.dense")
+               + table.layer_norm_rows(table.MLM, "cls/predictions/transform/LayerNorm", "mlm_head.layer_norm")
+               + [table.Row(table.MLM, "cls/predictions/output_bias", "mlm_head.output_bias")]),
+    hf_links=(Link("cls/predictions/transform/dense/kernel", "predictions.dense.weight", TRANSPOSE),
+              Link("cls/predictions/transform/dense/bias", "predictions.dense.bias"),
+              Link("cls/predictions/transform/LayerNorm/gamma", "predictions.LayerNorm.weight"),
+              Link("cls/predictions/transform/LayerNorm/beta", "predictions.LayerNorm.bias"),
+              Link("cls/predictions/output_bias", "predictions.bias")))
+SOP_HEAD = registry.Head(
+    table.SOP, rows=tuple(table.output_projection_rows(table.SOP, "cls/seq_relationship", "sop_head")),
+    hf_links=(Link("cls/seq_relationship/output_weights", "sop_classifier.classifier.weight"),
+              Link("cls/seq_relationship/output_bias", "sop_classifier.classifier.bias")))
+KIND = registry.register(registry.ModelKind(
+    name="pretrainer", model_class=AlbertPretrainer, heads=(MLM_HEAD, SOP_HEAD), serving_spec=PretrainerSpec(),
+    hf_architecture="AlbertForPreTraining", order=1))

@@ -1,0 +1,207 @@
+"""MLM + SOP pretraining: the pretraining task of the driver and the library side of `run_pretraining.py`.
+
+`run_pretraining(...)` takes the original flags as arguments (plus the TF2 runtime ones), trains
+`AlbertPretrainer` with the original LAMB/AdamW and schedule through `albert_tf.training.driver` (the custom
+loop `loop.run_training`), and with `do_eval` evaluates every checkpoint (ours or the original's) on
+`max_eval_steps` batches: `masked_lm_accuracy`, `masked_lm_loss`, `sentence_order_accuracy`,
+`sentence_order_loss` (and `loss`, `global_step`) in `eval_results.txt`, the best `masked_lm_accuracy`
+checkpoint copied to `model.ckpt-best`.
+"""
+
+import tensorflow as tf
+from absl import logging
+
+from albert_tf import checkpoints
+from albert_tf.tasks.pretraining.inputs import check_record_lengths, expand_input_files, pretraining_dataset
+from albert_tf.errors import InputError
+from albert_tf.tasks.pretraining.model import AlbertPretrainer, pretraining_loss, pretraining_terms
+from albert_tf.training import driver, loop, optimization
+from albert_tf.training import options as options_lib
+
+
+def pretraining_loss_fn(model, features, training, sentence_loss_weight=1.0):
+    """`loop.run_training` loss: the original `total_loss` and its two parts (`model_fn` of `run_pretraining.py`);
+    `sentence_loss_weight` as `pretraining_loss`."""
+    total_loss, masked_lm_loss, sentence_order_loss = pretraining_loss(model(features, training=training),
+                                                                       features,
+                                                                       sentence_loss_weight=sentence_loss_weight)
+    return total_loss, {"masked_lm_loss": masked_lm_loss, "sentence_order_loss": sentence_order_loss}
+
+
+def pretraining_metrics(model, dataset, num_steps, sentence_loss_weight=1.0, jit_compile=False):
+    """The original `metric_fn` over `num_steps` batches of `dataset` (streaming, as `tf.metrics`); `jit_compile`
+    compiles the step with XLA.
+
+    Returns a dict of floats: `masked_lm_accuracy` and `masked_lm_loss` (weighted by `masked_lm_weights`),
+    `sentence_order_accuracy`, `sentence_order_loss` (per-example means) and `loss` (mean of the batches'
+    total loss, as the Estimator's `loss`, with `sentence_loss_weight` as `pretraining_loss`).
+    """
+
+    @tf.function(jit_compile=jit_compile)
+    def batch_sums(features):
+        outputs = model(features, training=False)
+        terms = pretraining_terms(outputs, features)
+        total_loss, _, _ = pretraining_loss(outputs, features, terms, sentence_loss_weight)
+        weights, labels = terms["mlm_weights"], terms["sop_labels"]
+        correct = tf.cast(tf.equal(tf.argmax(terms["mlm_log_probs"], axis=-1, output_type=tf.int32),
+                                   terms["mlm_ids"]), tf.float32)
+        sop_correct = tf.cast(tf.equal(tf.argmax(terms["sop_log_probs"], axis=-1, output_type=tf.int32), labels),
+                              tf.float32)
+        return {"mlm_correct": tf.reduce_sum(weights * correct),
+                "mlm_nll": tf.reduce_sum(weights * terms["mlm_nll"]), "mlm_weight": tf.reduce_sum(weights),
+                "sop_correct": tf.reduce_sum(sop_correct),
+                "sop_nll": tf.reduce_sum(terms["sop_nll"]), "sop_count": tf.cast(tf.size(labels), tf.float32),
+                "loss": total_loss}
+
+    sums, batches = {}, 0
+    for features in dataset.take(num_steps):
+        for key, value in batch_sums(features).items():
+            sums[key] = sums.get(key, 0.0) + float(value)
+        batches += 1
+    if not batches:
+        raise InputError("The eval dataset produced no batch.")
+
+    def ratio(a, b):
+        return sums[a] / sums[b] if sums[b] else 0.0
+
+    return {"masked_lm_accuracy": ratio("mlm_correct", "mlm_weight"),
+            "masked_lm_loss": ratio("mlm_nll", "mlm_weight"),
+            "sentence_order_accuracy": ratio("sop_correct", "sop_count"),
+            "sentence_order_loss": ratio("sop_nll", "sop_count"),
+            "loss": sums["loss"] / batches}
+
+
+def _init_model(model, init_checkpoint, init_from_group0):
+    if init_from_group0:
+        mapping = checkpoints.init_groups_from_group0(model, init_checkpoint)
+        logging.info("Initialised %d variables from %s (groups from group_0).", len(mapping), init_checkpoint)
+    else:
+        result = checkpoints.init_from_checkpoint(model, init_checkpoint, allow_missing_heads=True)
+        logging.info("Initialised %s from %s (%s).", ", ".join(result.loaded), init_checkpoint, result.format)
+
+
+class PretrainingTask(driver.Task):
+    """MLM + SOP pretraining on the TFRecords of `create_pretraining_data.py`, scored by `masked_lm_accuracy`."""
+
+    name = "pretraining"
+    metric_key = "masked_lm_accuracy"
+    checkpoint_iterator = True
+    delete_non_best = False
+
+    def __init__(self, input_files, max_seq_length, max_predictions_per_seq, num_train_steps=125000,
+                 num_warmup_steps=3125, eval_batch_size=64, max_eval_steps=100, masked_lm_budget=0, seed=None,
+                 init_from_group0=False, output_dir=None, init_checkpoint=None, train_batch_size=None,
+                 sentence_loss_weight=1.0):
+        self.output_dir, self.init_checkpoint, self.train_batch_size = output_dir, init_checkpoint, train_batch_size
+        self.input_files, self.max_seq_length = input_files, max_seq_length
+        self.max_predictions_per_seq, self.masked_lm_budget, self.seed = max_predictions_per_seq, masked_lm_budget, seed
+        self.num_train_steps, self.num_warmup_steps = num_train_steps, num_warmup_steps
+        self.eval_batch_size, self.max_eval_steps = eval_batch_size, max_eval_steps
+        self.init_from_group0, self.sentence_loss_weight = init_from_group0, sentence_loss_weight
+
+    @classmethod
+    def validate(cls, options):
+        if not options.do_train and not options.do_eval:
+            raise InputError("At least one of `do_train` or `do_eval` must be True.")
+        if options.optimizer not in optimization.OPTIMIZERS:
+            raise InputError(f"`optimizer` must be one of {optimization.OPTIMIZERS}. "
+                             f"Received: {options.optimizer!r}.")
+
+    @classmethod
+    def check_inputs(cls, options, config, spm_model_file):
+        input_files = expand_input_files(options.input_file)
+        logging.info("*** Input Files ***")
+        for path in input_files:
+            logging.info("  %s", path)
+        check_record_lengths(input_files, options.max_seq_length, options.max_predictions_per_seq)
+
+    @classmethod
+    def from_options(cls, options, runtime, strategy, spm_model_file):
+        return cls(expand_input_files(options.input_file), options.max_seq_length, options.max_predictions_per_seq,
+                   num_train_steps=options.num_train_steps, num_warmup_steps=options.num_warmup_steps,
+                   eval_batch_size=options.eval_batch_size, max_eval_steps=options.max_eval_steps,
+                   masked_lm_budget=options.masked_lm_budget, seed=runtime.random_seed,
+                   init_from_group0=options.init_from_group0, output_dir=options.output_dir,
+                   init_checkpoint=options.init_checkpoint, train_batch_size=options.train_batch_size,
+                   sentence_loss_weight=options.sentence_loss_weight)
+
+    def build_model(self, config, **model_kwargs):
+        return AlbertPretrainer(config, **model_kwargs)
+
+    def init_weights(self, model, path):
+        _init_model(model, path, self.init_from_group0)
+
+    def prepare_training(self):
+        if self.init_checkpoint and loop.list_checkpoints(self.output_dir):
+            logging.info("%s has checkpoints: resuming, `init_checkpoint` not read.", self.output_dir)
+        logging.info("***** Running training *****")
+        if self.train_batch_size:
+            logging.info("  Batch size = %d", self.train_batch_size)
+        return self.num_train_steps, self.num_warmup_steps
+
+    def train_dataset(self, input_context, batch_size, start_batch=0):
+        return pretraining_dataset(self.input_files, self.max_seq_length, self.max_predictions_per_seq, batch_size,
+                                   is_training=True, input_context=input_context,
+                                   masked_lm_budget=self.masked_lm_budget, seed=self.seed, start_batch=start_batch)
+
+    def loss(self, model, features, training):
+        return pretraining_loss_fn(model, features, training, self.sentence_loss_weight)
+
+    def prepare_evaluation(self):
+        logging.info("***** Running evaluation *****")
+        logging.info("  Batch size = %d", self.eval_batch_size)
+        self.eval_dataset = pretraining_dataset(self.input_files, self.max_seq_length, self.max_predictions_per_seq,
+                                                self.eval_batch_size, is_training=False,
+                                                masked_lm_budget=self.masked_lm_budget)
+
+    def evaluate(self, model):
+        return pretraining_metrics(model, self.eval_dataset, self.max_eval_steps, self.sentence_loss_weight,
+                                   jit_compile=self.jit_compile)
+
+    def evaluation_stage(self, model, output_dir, init_path):
+        """Every checkpoint of `output_dir` scored; without one, a warning and no metrics (as the original, the
+        initial weights are not scored)."""
+        if not loop.list_checkpoints(output_dir):
+            logging.warning("No checkpoint in %s to evaluate.", output_dir)
+            return None
+        return super().evaluation_stage(model, output_dir, None)
+
+    def results(self, stages):
+        result = {"train": stages.get("train"), "eval": stages.get("eval")}
+        if result["train"] is not None:
+            result["train"].pop("num_train_steps")
+        if result["eval"] is not None:
+            result["eval"].pop("best_step")
+        return result
+
+
+def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=None, max_seq_length=512,
+                    max_predictions_per_seq=20, do_train=True, do_eval=False, train_batch_size=4096,
+                    eval_batch_size=64, optimizer="lamb", learning_rate=0.00176, poly_power=1.0,
+                    num_train_steps=125000, num_warmup_steps=3125, start_warmup_step=0,
+                    save_checkpoints_steps=5000, keep_checkpoint_max=5, iterations_per_loop=1000,
+                    max_eval_steps=100, use_tpu=False, init_from_group0=False, tpu_name=None, tpu_zone=None,
+                    gcp_project=None, master=None, num_tpu_cores=8, masked_lm_budget=0, strategy="one_device",
+                    mixed_precision="float32", jit_compile=False, gradient_accumulation_steps=1, seed=None,
+                    recompute=False, sentence_loss_weight=1.0):
+    """Pretrains ALBERT (MLM + SOP) as the original `run_pretraining.py`; arguments are its flags.
+
+    Beyond the original flags: `strategy`, `mixed_precision`, `jit_compile`, `gradient_accumulation_steps`
+    (see `flags.define_runtime_flags`), `seed` (`--random_seed`: deterministic input order and initialisation;
+    None: unseeded, as the original) and `recompute` (recompute each transformer layer's activations in the
+    backward pass). `sentence_loss_weight` (no flag) scales the sentence-level term of the training loss:
+    1.0, the default, is the original's `total_loss = masked_lm_loss + sentence_order_loss`; 0.0 trains on
+    the masked-LM loss alone (the "none" row of the paper's Table 5, as `benchmarks/ablations.py` runs it).
+    The sentence-level task is what the records hold: SOP pairs, or BERT's NSP pairs from a writer run with
+    `random_next_sentence=True`; the head and the labels are the same.
+    `train_batch_size` is the global batch: it must divide by replicas x `gradient_accumulation_steps`.
+    A job restarted with the same `output_dir` resumes from its latest checkpoint; `init_checkpoint` (ours,
+    or Google's TF1 checkpoint / release / TF-Hub module) is read only when `output_dir` has none.
+
+    Returns:
+        dict with `train` (the loop's final step and losses, or None) and `eval` (the best checkpoint's
+        metrics, or None).
+    """
+    values = dict(locals())
+    values["random_seed"] = values.pop("seed")
+    return driver.run(PretrainingTask, *options_lib.split(options_lib.PretrainingOptions, values))

@@ -1,0 +1,10 @@
+"""RACE multiple-choice reading comprehension, as the original `run_race.py`.
+
+- `data`: the RACE JSON reader, features (four choices) and TFRecords.
+- `model`: `AlbertRace` and its loss (the `race` model kind).
+- `task`: the RACE task and `run_race`.
+"""
+
+# The Keras classes of `model`, known by name before TensorFlow loads (`albert_tf.keras_names`,
+# `albert_tf.__all__`); this module imports nothing.
+KERAS_CLASSES = ('AlbertRace',)

@@ -1,0 +1,171 @@
+"""`AlbertRace`: the multiple-choice model of the original `race_utils.create_model`."""
+
+import keras
+import tensorflow as tf
+
+from albert_tf import registry
+from albert_tf.checkpoints import table
+from albert_tf.checkpoints.foreign import Link
+from albert_tf.data import features
+from albert_tf.data.features import RACE_NUM_CHOICES
+from albert_tf.errors import InputError
+from albert_tf.layers.heads import AlbertOutputProjection
+from albert_tf.models.albert_model import AlbertModel, as_config
+from albert_tf.models.base import PretrainedMixin
+from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertRace(PretrainedMixin, keras.Model):
+    """ALBERT scoring each of the 4 (article, question + option) pairs with one unit, softmax over the choices.
+
+    Inputs: a dict of int32 `[batch, 4, seq]` tensors `input_ids`, `input_mask`, `segment_ids`. The choices are
+    folded into the batch (`[batch * 4, seq]`), encoded, and the pooled output goes through dropout
+    (`dropout_prob`, training only) and the 1-unit scorer `race_head` (TF1 `output_weights [1, H]`,
+    `output_bias [1]` at the root scope). Outputs, float32 except `predictions`:
+    `logits [batch, 4]`, `probabilities [batch, 4]` (softmax), `predictions [batch]` int32 (argmax).
+
+    Attributes used by the checkpoint table: `encoder` (`AlbertModel`), `race_head` (`AlbertOutputProjection(1)`).
+
+    Args:
+        config: `AlbertConfig`, dict or path of an `albert_config.json`; or pass `encoder=`.
+        encoder: an existing `AlbertModel` (its config is used).
+        dropout_prob: float, dropout on the pooled output while training (the original's `--dropout_prob`, 0.1).
+        recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
+            in keeps its own).
+        preprocessor: optional `albert_tf.AlbertPreprocessor`: the model then also takes raw text, a dict of
+            `article`, `question` `[batch]` and `options` `[batch, 4]` strings, in `fit`, `evaluate`, `predict`
+            and calls (see `PretrainedMixin`).
+
+    `compile()` defaults: `SparseCategoricalCrossentropy(from_logits=True)` on the logits (the original's loss)
+    and accuracy; AdamW with the original's schedule and the settings of the README's RACE command (peak 1e-5,
+    12000 steps, 1000 warm-up steps).
+    """
+
+    _CONFIG_ARGUMENTS = ("dropout_prob", "recompute")
+    _PREPROCESS_MODE = "race"
+    _TRAINING_DEFAULTS = dict(optimizer="adamw", learning_rate=1e-5, num_train_steps=12000, num_warmup_steps=1000)
+
+    def __init__(self, config=None, encoder=None, dropout_prob=0.1, recompute=False, preprocessor=None, **kwargs):
+        kwargs.setdefault("name", "albert_race")
+        if encoder is None:
+            if config is None:
+                raise InputError("Pass `config` or `encoder` to AlbertRace. Received neither.")
+            encoder = AlbertModel(as_config(config), recompute=recompute, dtype=kwargs.get("dtype"))
+        if not 0.0 <= float(dropout_prob) < 1.0:
+            raise InputError(f"`dropout_prob` must be in [0, 1). Received: `dropout_prob={dropout_prob}`.")
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.config = encoder.config
+        self.recompute = encoder.recompute
+        self.dropout_prob = float(dropout_prob)
+        self.num_choices = RACE_NUM_CHOICES
+
+        # === Layers ===
+        # Dropout is `tf.nn.dropout` in `call` (as the original), not a Keras `Dropout`: that one owns a
+        # seed-generator variable whose auto-numbered name would have to match between saved and restored models.
+        self.race_head = AlbertOutputProjection(1, self.config.hidden_size, self.config.initializer_range,
+                                                dtype=self.dtype_policy, name="race_head")
+        self.race_head.build()
+        self.set_preprocessor(preprocessor)
+        self.built = True
+
+    def call(self, inputs, training=None):
+        inputs = self.token_inputs(inputs)
+        if not isinstance(inputs, dict) or "input_ids" not in inputs:
+            raise TypeError("AlbertRace inputs must be a dict with `input_ids`, `input_mask`, `segment_ids`. "
+                            f"Received: {type(inputs).__name__}.")
+        input_ids = tf.convert_to_tensor(inputs["input_ids"])
+        if input_ids.shape.rank != 3 or input_ids.shape[1] not in (None, RACE_NUM_CHOICES):
+            raise InputError("AlbertRace `input_ids` must be `[batch, 4, seq]`. "
+                             f"Received shape: {input_ids.shape}.")
+        seq_length = tf.shape(input_ids)[-1]
+        flat = {}
+        for name in ("input_ids", "input_mask", "segment_ids"):
+            if inputs.get(name) is not None:
+                flat[name] = tf.reshape(tf.cast(inputs[name], tf.int32), [-1, seq_length])   # [batch*4, seq]
+        pooled = self.encoder(flat, training=training)["pooled_output"]                     # [batch*4, H]
+        if training and self.dropout_prob > 0:
+            pooled = tf.nn.dropout(pooled, rate=self.dropout_prob)
+        scores = self.race_head(pooled)                                                      # [batch*4, 1]
+        logits = tf.reshape(scores, [-1, self.num_choices])                                  # [batch, 4]
+        probabilities = tf.nn.softmax(logits, axis=-1)
+        return {
+            "logits": logits,
+            "probabilities": probabilities,
+            "predictions": tf.argmax(probabilities, axis=-1, output_type=tf.int32),
+        }
+
+    def default_loss(self):
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def loss_output(self, outputs):
+        return outputs["logits"] if isinstance(outputs, dict) else outputs
+
+
+def race_loss(logits, label_ids):
+    """The original's loss: `per_example_loss = -sum(one_hot(label) * log_softmax(logits))`, `loss = mean`.
+
+    Args:
+        logits: float `[batch, 4]`.
+        label_ids: int `[batch]`.
+
+    Returns:
+        `(loss, per_example_loss)`: a scalar and `[batch]`, float32.
+    """
+    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)                       # [batch, 4]
+    labels = tf.reshape(tf.cast(label_ids, tf.int32), [-1])
+    one_hot = tf.one_hot(labels, depth=RACE_NUM_CHOICES, dtype=tf.float32)
+    per_example_loss = -tf.reduce_sum(one_hot * log_probs, axis=-1)                            # [batch]
+    return tf.reduce_mean(per_example_loss), per_example_loss
+
+
+# === Model kind (`albert_tf.registry`) ===
+
+
+class RaceSpec(ServingSpec):
+    """`AlbertRace`: four choices per example, `[batch, 4, seq]` inputs; `serve_text` takes the article, the
+    question and the four options."""
+
+    def token_specs(self):
+        return {name: tf.TensorSpec([None, RACE_NUM_CHOICES, None], tf.int32, name=name) for name in TOKEN_INPUTS}
+
+    def outputs(self, out, threshold):
+        return {"logits": out["logits"], "probabilities": out["probabilities"], "predictions": out["predictions"]}
+
+    def example_spec(self, max_seq_length, max_predictions_per_seq):
+        return features.parse_spec(features.select(features.RACE, TOKEN_INPUTS),
+                                   choices_seq=max_seq_length * RACE_NUM_CHOICES)
+
+    def example_features(self, parsed, max_seq_length):
+        return {name: tf.reshape(tf.cast(parsed[name], tf.int32), [-1, RACE_NUM_CHOICES, max_seq_length])
+                for name in TOKEN_INPUTS}, {}                                             # [batch, 4, seq]
+
+    def text_specs(self):
+        specs = string_specs(("article", "question"))
+        specs["options"] = tf.TensorSpec([None, RACE_NUM_CHOICES], tf.string, name="options")
+        return specs
+
+    def text_features(self, pipeline, texts):
+        return pipeline.pack_race_texts(texts["article"], texts["question"], texts["options"],
+                                        RACE_NUM_CHOICES)                                # [batch, 4, L]
+
+    def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
+        if max_qa_length > max_seq_length - 3:
+            raise InputError(f"`max_qa_length={max_qa_length}` leaves no room in `max_seq_length={max_seq_length}`: "
+                             "need max_qa_length <= max_seq_length - 3.")
+        super().check_arguments(model, max_seq_length, max_query_length, max_qa_length, threshold)
+
+
+# `race_utils.create_model`: root-scope `output_weights [1, H]`, `output_bias [1]` (the names of the classifier
+# head: a TF1 checkpoint with them reads as `classifier`, the lower `order`); transformers'
+# `AlbertForMultipleChoice`.
+HEAD = registry.Head(
+    table.RACE, rows=tuple(table.output_projection_rows(table.RACE, "", "race_head")),
+    hf_links=(Link("output_weights", "classifier.weight"), Link("output_bias", "classifier.bias")))
+KIND = registry.register(registry.ModelKind(
+    name="race", model_class=AlbertRace, heads=(HEAD,), serving_spec=RaceSpec(),
+    hf_architecture="AlbertForMultipleChoice", order=5))

@@ -1,0 +1,316 @@
+"""RACE fine-tuning, evaluation and prediction: the RACE task of the driver and the library behind `run_race.py`.
+
+`run_race(...)` does what the original `run_race.py` does, with a TF2 custom training loop instead of a
+TPUEstimator (`albert_tf.training.driver` runs the stages): train for `train_step` steps (AdamW, warm-up then
+linear decay), evaluate every saved checkpoint on the dev set (`eval_results.txt`, `best_trial.txt`, best
+copied to `model.ckpt-best`), and on `do_predict` score the test set with the best checkpoint
+(`predict_results.txt`, plus per-question `predictions.tsv`).
+Accuracy is reported overall and per level (`middle`, `high`).
+"""
+
+import csv
+import io
+import os
+
+import numpy as np
+import tensorflow as tf
+from absl import logging
+
+from albert_tf.export import saved_model as export_lib
+from albert_tf.tasks.race import data as race_data
+from albert_tf.data.features import RACE_NUM_CHOICES
+from albert_tf.errors import InputError
+from albert_tf.fileio import write_text_atomic
+from albert_tf.tasks.race.model import AlbertRace, race_loss
+from albert_tf.text.tokenization import FullTokenizer
+from albert_tf.training import driver
+from albert_tf.training import options as options_lib
+
+PREDICTIONS_FILE = "predictions.tsv"
+PREDICT_RESULTS_FILE = "predict_results.txt"
+METRIC_KEY = "eval_accuracy"
+
+
+def check_race_tfrecord(path, max_seq_length, expected_count=None):
+    """Checks that a cached RACE TFRecord matches `max_seq_length` (and the number of questions, if given)."""
+    first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+    if first is None:
+        raise InputError(f"RACE TFRecord `{path}` is empty; delete it to regenerate it.")
+    example = tf.train.Example.FromString(first.numpy())
+    length = len(example.features.feature["input_ids"].int64_list.value)
+    if length != RACE_NUM_CHOICES * max_seq_length:
+        raise InputError(f"RACE TFRecord `{path}` holds `input_ids` of length {length}, expected "
+                         f"{RACE_NUM_CHOICES} * max_seq_length = {RACE_NUM_CHOICES * max_seq_length}: it was "
+                         "written with another `max_seq_length`; delete it or pass another file to regenerate it.")
+    if expected_count is not None:
+        count = race_data.count_records(path)
+        if count != expected_count:
+            raise InputError(f"RACE TFRecord `{path}` holds {count} records but the data has {expected_count} "
+                             "questions (other data or --high_only/--middle_only); delete it or pass another "
+                             "file to regenerate it.")
+
+
+def prepare_tfrecord(examples, tokenizer, path, max_seq_length, max_qa_length, num_padding=0, check_count=True):
+    """Writes `path` unless it exists (the original's cache semantics), then checks it fits the request."""
+    if tf.io.gfile.exists(path):
+        logging.info("Using cached RACE features %s", path)
+        check_race_tfrecord(path, max_seq_length, len(examples) + num_padding if check_count else None)
+    else:
+        race_data.write_race_tfrecord(examples, tokenizer, max_seq_length, max_qa_length, path, num_padding)
+    return path
+
+
+def make_logits_fn(model, strategy=None, jit_compile=False):
+    """A function mapping a dataset to NumPy `logits [n, 4]`, `label_ids [n]`, `is_real [n]` in its order (one
+    trace of the per-replica step, reused for every checkpoint)."""
+    strategy = strategy or tf.distribute.get_strategy()
+
+    @tf.function(jit_compile=jit_compile)
+    def replica_step(batch):
+        inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+        return {"logits": model(inputs, training=False)["logits"], "label_ids": batch["label_ids"],
+                "is_real_example": batch["is_real_example"]}
+
+    def run(dataset):
+        logits, labels, real = [], [], []
+        for arrays in driver.inference_batches(replica_step, dataset, strategy, "Scoring", unit="questions"):
+            logits.append(arrays["logits"])
+            labels.append(arrays["label_ids"])
+            real.append(arrays["is_real_example"])
+        if not logits:
+            return np.zeros([0, RACE_NUM_CHOICES], np.float32), np.zeros([0], np.int32), np.zeros([0], bool)
+        return np.concatenate(logits), np.concatenate(labels), np.concatenate(real).astype(bool)
+
+    return run
+
+
+def score_examples(logits_fn, examples, tfrecord, max_seq_length, batch_size, drop_remainder=False):
+    """Scores the questions of `tfrecord` (written from `examples`, in order) with `make_logits_fn(...)`.
+
+    Returns:
+        `(metrics, logits)`: `accuracy_by_level` metrics (with `eval_loss`), `logits [n, 4]` of real examples.
+    """
+    dataset = race_data.race_dataset(tfrecord, max_seq_length, batch_size, is_training=False,
+                                     drop_remainder=drop_remainder)
+    logits, labels, real = logits_fn(dataset)
+    logits, labels = logits[real], labels[real]
+    if len(labels) != len(examples):
+        raise InputError(f"RACE TFRecord `{tfrecord}` yielded {len(labels)} questions, expected {len(examples)}.")
+    labeled = labels != race_data.NO_LABEL
+    per_example_loss = np.zeros(len(labels), np.float32)
+    if labeled.any():
+        _, loss = race_loss(logits[labeled], labels[labeled])
+        per_example_loss[labeled] = loss.numpy()
+    metrics = race_data.accuracy_by_level(logits.argmax(-1), labels, [e.level for e in examples],
+                                          per_example_loss)
+    return metrics, logits
+
+
+def write_predictions(path, examples, logits):
+    """Per-question TSV: id, level, predicted letter, gold letter (empty if unknown), probabilities A-D."""
+    probabilities = tf.nn.softmax(logits, axis=-1).numpy()
+    text = io.StringIO()
+    writer = csv.writer(text, delimiter="\t", lineterminator="\n")
+    writer.writerow(["id", "level", "prediction", "answer"] + [f"prob_{c}" for c in race_data.LABELS])
+    for example, probs in zip(examples, probabilities):
+        answer = "" if example.label is None else race_data.LABELS[example.label]
+        writer.writerow([example.example_id, example.level, race_data.LABELS[int(probs.argmax())], answer]
+                        + [f"{p:.6f}" for p in probs])
+    write_text_atomic(path, text.getvalue())
+
+
+def _format_results(title, metrics):
+    lines = [title] if title else []
+    lines += [f"{key} = {metrics[key]}" for key in sorted(metrics)]
+    return "\n".join(lines) + "\n"
+
+
+def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None, vocab_file=None,
+             task_name="race", train_file=None, eval_file=None, predict_file=None, init_checkpoint=None,
+             albert_hub_module_handle=None, do_lower_case=True, dropout_prob=0.1, max_seq_length=512,
+             max_qa_length=128, num_keep_checkpoint=5, high_only=False, middle_only=False, do_train=True,
+             do_eval=True, do_predict=False, train_batch_size=32, eval_batch_size=8, predict_batch_size=8,
+             learning_rate=1e-5, train_step=12000, warmup_step=1000, save_checkpoints_steps=100,
+             iterations_per_loop=1000, export_dir=None, optimizer="adamw", delete_non_best=True,
+             strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None, master=None,
+             num_tpu_cores=8, mixed_precision="float32", jit_compile=False, gradient_accumulation_steps=1,
+             random_seed=None, recompute=False):
+    """Fine-tunes, evaluates and predicts RACE as the original `run_race.py`.
+
+    Args:
+        data_dir: str, the directory containing `RACE/{train,dev,test}/{middle,high}`.
+        output_dir: str, checkpoints and result files.
+        albert_config_file: str, `albert_config.json` (else taken from the hub module / release dir).
+        spm_model_file: str, SentencePiece model (else, or with `from_tf_hub`, from the hub module / release
+            dir).
+        vocab_file: str, WordPiece vocabulary, used only without `spm_model_file`.
+        task_name: str, must be `race` (case-insensitive).
+        train_file, eval_file, predict_file: str, TFRecord caches, written when missing. Defaults:
+            `output_dir/{train,eval,predict}.tf_record`.
+        init_checkpoint: str, any source `albert_tf.checkpoints.init_from_checkpoint` reads.
+        albert_hub_module_handle: str, a TF-Hub TF1 module directory used as initial weights.
+        do_lower_case: bool.
+        dropout_prob: float, dropout on the pooled output while training.
+        max_seq_length: int.
+        max_qa_length: int, tokens kept (the last ones) of question+option.
+        num_keep_checkpoint: int, unused, as in the original (its RunConfig keeps every checkpoint so that each
+            one is evaluated).
+        high_only, middle_only: bool, read one level only.
+        do_train, do_eval, do_predict: bool, run the stages (as `run_classifier`).
+        train_batch_size, eval_batch_size, predict_batch_size, learning_rate, train_step, warmup_step,
+            save_checkpoints_steps: as `run_classifier` (global batch sizes, peak rate, linear warm-up).
+        iterations_per_loop: int, steps per `tf.function` call (at most `save_checkpoints_steps`).
+        export_dir: str, export a SavedModel of the best model here (`albert_tf.export.saved_model`).
+        optimizer: str, `adamw` (the original's RACE optimizer) or `lamb`.
+        delete_non_best: bool, after evaluation delete the checkpoints other than the best and the latest (the
+            original deletes them while evaluating).
+        strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
+            jit_compile, gradient_accumulation_steps, random_seed, recompute: runtime options
+            (`albert_tf.training.options.RuntimeOptions`).
+
+    Returns:
+        dict with `eval` (best dev metrics, with `best_step`), `predict` (test metrics) and `export_path`, for
+        the stages run.
+    """
+    return driver.run(RaceTask, *options_lib.split(options_lib.RaceOptions, locals()))
+
+
+class RaceTask(driver.Task):
+    """RACE: four (article, question + option) sequences per question, `AlbertRace`, accuracy per level."""
+
+    name = "race"
+    metric_key = METRIC_KEY
+    checkpoint_iterator = True
+
+    def __init__(self, options, tokenizer, strategy, spm_model_file=None, jit_compile=False, seed=None):
+        """`options`: `RaceOptions` (the TFRecord caches default to `output_dir/{train,eval,predict}.tf_record`);
+        `spm_model_file`: the resolved SentencePiece model; `jit_compile`: XLA for the scoring step too."""
+        out = options.output_dir
+        self.options, self.data_dir, self.output_dir = options, options.data_dir, out
+        self.tokenizer, self.strategy = tokenizer, strategy
+        self.read = dict(do_lower_case=options.do_lower_case, high_only=options.high_only,
+                         middle_only=options.middle_only, use_spm=bool(spm_model_file))
+        self.max_seq_length, self.max_qa_length = options.max_seq_length, options.max_qa_length
+        self.train_file = options.train_file or os.path.join(out, "train.tf_record")
+        self.eval_file = options.eval_file or os.path.join(out, "eval.tf_record")
+        self.predict_file = options.predict_file or os.path.join(out, "predict.tf_record")
+        self.eval_batch_size, self.predict_batch_size = options.eval_batch_size, options.predict_batch_size
+        self.delete_non_best, self.jit_compile, self.spm_model_file = options.delete_non_best, jit_compile, \
+            spm_model_file
+        self.seed = seed
+        self.best_value = None
+        self._logits_fn = None
+
+    @classmethod
+    def validate(cls, options):
+        if not (options.do_train or options.do_eval or options.do_predict or options.export_dir):
+            raise InputError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
+        if str(options.task_name).lower() != "race":
+            raise InputError(f"Task not found: `task_name={options.task_name!r}`; run_race supports `race`.")
+        if not options.output_dir:
+            raise InputError("`output_dir` is required.")
+        race_data.levels_for(options.high_only, options.middle_only)
+        if options.max_qa_length > options.max_seq_length - 3:
+            raise InputError(f"`max_qa_length` must be <= `max_seq_length` - 3. Received: "
+                             f"`max_qa_length={options.max_qa_length}`, `max_seq_length={options.max_seq_length}`.")
+        for name in ("train_batch_size", "eval_batch_size", "predict_batch_size"):
+            value = getattr(options, name)
+            if int(value) < 1:
+                raise InputError(f"`{name}` must be >= 1. Received: `{name}={value}`.")
+
+    @classmethod
+    def check_inputs(cls, options, config, spm_model_file):
+        if not spm_model_file and not options.vocab_file:
+            raise InputError("`spm_model_file` is required (or `vocab_file` for a WordPiece model).")
+
+    @classmethod
+    def from_options(cls, options, runtime, strategy, spm_model_file):
+        tokenizer = FullTokenizer(vocab_file=options.vocab_file, do_lower_case=options.do_lower_case,
+                                  spm_model_file=spm_model_file)
+        return cls(options, tokenizer, strategy, spm_model_file=spm_model_file, jit_compile=runtime.jit_compile,
+                   seed=runtime.random_seed)
+
+    def results(self, stages):
+        result = {key: value for key, value in stages.items() if key != "train"}
+        if "eval" in result and result["eval"]["best_step"] is None:
+            result["eval"]["best_step"] = 0      # the initial weights were scored
+        return result
+
+    def build_model(self, config, **model_kwargs):
+        return AlbertRace(config, dropout_prob=self.options.dropout_prob, **model_kwargs)
+
+    def _scorer(self, model):
+        # One trace of the scoring step per model, reused for every checkpoint.
+        if self._logits_fn is None or self._logits_fn[0] is not model:
+            self._logits_fn = (model, make_logits_fn(model, self.strategy, self.jit_compile))
+        return self._logits_fn[1]
+
+    def feature_files(self):
+        return [self.train_file, self.eval_file, self.predict_file]
+
+    def prepare_training(self):
+        examples = race_data.read_race_examples(self.data_dir, "train", **self.read)
+        prepare_tfrecord(examples, self.tokenizer, self.train_file, self.max_seq_length, self.max_qa_length,
+                         check_count=False)
+        logging.info("***** Running training *****\n  Num examples = %d\n  Num steps = %d", len(examples),
+                     self.options.train_step)
+        return self.options.train_step, self.options.warmup_step
+
+    def train_dataset(self, input_context, batch_size, start_batch=0):
+        return race_data.race_dataset(self.train_file, self.max_seq_length, batch_size, is_training=True,
+                                      drop_remainder=True, input_context=input_context, seed=self.seed,
+                                      start_batch=start_batch)
+
+    def loss(self, model, features, training):
+        outputs = model(features, training=training)
+        loss, _ = race_loss(outputs["logits"], features["label_ids"])
+        labels = tf.cast(tf.reshape(features["label_ids"], [-1]), tf.int32)
+        accuracy = tf.reduce_mean(tf.cast(tf.equal(outputs["predictions"], labels), tf.float32))
+        return loss, {"accuracy": accuracy}
+
+    def prepare_evaluation(self):
+        self.eval_examples = race_data.read_race_examples(self.data_dir, "dev", **self.read)
+        padding = (-len(self.eval_examples)) % self.eval_batch_size if self.static_batches() else 0
+        prepare_tfrecord(self.eval_examples, self.tokenizer, self.eval_file, self.max_seq_length,
+                         self.max_qa_length, padding)
+        logging.info("***** Running evaluation *****\n  Num examples = %d (%d padding)\n  Batch size = %d",
+                     len(self.eval_examples), padding, self.eval_batch_size)
+
+    def evaluate(self, model):
+        metrics, _ = score_examples(self._scorer(model), self.eval_examples, self.eval_file, self.max_seq_length,
+                                    self.eval_batch_size, drop_remainder=self.static_batches())
+        logging.info("RACE dev: %s", metrics)
+        value = metrics[METRIC_KEY]
+        self.best_value = value if self.best_value is None else max(self.best_value, value)
+        return metrics
+
+    def predict(self, model, checkpoint, step):
+        examples = race_data.read_race_examples(self.data_dir, "test", require_answers=False, **self.read)
+        batch_size = self.predict_batch_size
+        padding = (-len(examples)) % batch_size if self.static_batches() else 0
+        prepare_tfrecord(examples, self.tokenizer, self.predict_file, self.max_seq_length, self.max_qa_length,
+                         padding)
+        logging.info("***** Running prediction *****\n  Num examples = %d (%d padding)\n  Batch size = %d",
+                     len(examples), padding, batch_size)
+        metrics, logits = score_examples(self._scorer(model), examples, self.predict_file, self.max_seq_length,
+                                         batch_size, drop_remainder=self.static_batches())
+        write_predictions(os.path.join(self.output_dir, PREDICTIONS_FILE), examples, logits)
+        if metrics["num_examples"] == 0:  # No answers in the test data: no accuracy to report.
+            metrics = {"num_questions": len(examples)}
+        else:
+            metrics["num_questions"] = len(examples)
+        if step is not None:
+            metrics["global_step"] = step
+        if self.best_value is not None:
+            metrics["best"] = self.best_value
+        write_text_atomic(os.path.join(self.output_dir, PREDICT_RESULTS_FILE),
+                          _format_results("***** Predict results *****", metrics))
+        logging.info("RACE test: %s", metrics)
+        return metrics
+
+    def export(self, model, export_dir):
+        path = export_lib.export_saved_model(model, export_dir, spm_model_file=self.spm_model_file,
+                                             do_lower_case=self.read["do_lower_case"],
+                                             max_seq_length=self.max_seq_length, max_qa_length=self.max_qa_length)
+        logging.info("Model exported to %s", path)
+        return {"export_path": path}

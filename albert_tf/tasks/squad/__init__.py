@@ -1,0 +1,11 @@
+"""SQuAD 1.1 and 2.0 question answering, as the original `run_squad_v1.py` / `run_squad_v2.py`.
+
+- `data`: the SQuAD JSON reader, features (doc stride) and TFRecords.
+- `postprocess`: n-best answers, null odds and the official evaluation.
+- `model`: `AlbertSquadV1`, `AlbertSquadV2` and their losses (the `squad_v1`, `squad_v2` model kinds).
+- `task`: the SQuAD task and `run_squad`.
+"""
+
+# The Keras classes of `model`, known by name before TensorFlow loads (`albert_tf.keras_names`,
+# `albert_tf.__all__`); this module imports nothing.
+KERAS_CLASSES = ('AlbertSquadV1', 'AlbertSquadV2')

@@ -1,0 +1,370 @@
+"""SQuAD task models: the v1 span head and the v2 XLNet-style head (the original `squad_utils.create_v1_model`
+and `create_v2_model`)."""
+
+import keras
+import tensorflow as tf
+
+from albert_tf import registry
+from albert_tf.checkpoints import table
+from albert_tf.checkpoints.foreign import Link
+from albert_tf.data import features
+from albert_tf.errors import InputError
+from albert_tf.layers.embeddings import truncated_normal
+from albert_tf.layers.heads import AlbertOutputProjection
+from albert_tf.models.albert_model import AlbertModel, as_config
+from albert_tf.models.base import PretrainedMixin
+from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs
+
+
+def _encoder(config, encoder, dtype, recompute):
+    if encoder is None:
+        if config is None:
+            raise InputError("Pass `config` or `encoder`.")
+        encoder = AlbertModel(as_config(config), recompute=recompute, dtype=dtype)
+    if not isinstance(encoder, AlbertModel):
+        raise TypeError(f"`encoder` must be an AlbertModel. Received: {type(encoder).__name__}.")
+    return encoder
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertSquadV1(PretrainedMixin, keras.Model):
+    """ALBERT with the SQuAD 1.1 span head `cls/squad/output_weights [2, H]` (`squad_utils.create_v1_model`).
+
+    Inputs: the encoder's dict. Outputs: `start_logits`, `end_logits` float32 `[batch, seq]` (raw logits, no
+    masking; the original calls them `start_log_prob`/`end_log_prob` in its predictions) and the encoder's
+    outputs.
+
+    Attributes: `encoder` (`AlbertModel`), `squad_head` (`AlbertOutputProjection(2)`).
+
+    Args:
+        config: `AlbertConfig`, dict or JSON path; or pass `encoder=` an existing `AlbertModel`.
+        encoder: optional `AlbertModel`.
+        recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
+            in keeps its own).
+        preprocessor: optional `albert_tf.AlbertPreprocessor`: the model then also takes raw text, a dict of
+            `question` and `context` strings `[batch]`, in `evaluate`, `predict` and calls, packed as the first
+            document span of `run_squad.py` (longer contexts need its doc-stride windows, outside the model);
+            `predict` adds the packed `input_ids` and `p_mask`.
+
+    `compile()` defaults: the original's loss (`squad_v1_loss`; `y` a dict of `start_positions`, `end_positions`)
+    and AdamW with the original's schedule and the paper's SQuAD 1.1 settings (peak 5e-5, 3649
+    steps, 365 warm-up steps).
+    """
+
+    _CONFIG_ARGUMENTS = ("recompute",)
+    _PREPROCESS_MODE = "squad"
+    _PREDICT_PASSTHROUGH = ("input_ids", "p_mask")
+    _TRAINING_DEFAULTS = dict(optimizer="adamw", learning_rate=5e-5, num_train_steps=3649, num_warmup_steps=365)
+
+    def __init__(self, config=None, encoder=None, recompute=False, preprocessor=None, **kwargs):
+        kwargs.setdefault("name", "albert_squad_v1")
+        encoder = _encoder(config, encoder, kwargs.get("dtype"), recompute)
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.config = encoder.config
+        self.recompute = encoder.recompute
+        self.squad_head = AlbertOutputProjection(2, self.config.hidden_size, self.config.initializer_range,
+                                                 dtype=self.dtype_policy, name="squad")
+        self.squad_head.build()
+        self.set_preprocessor(preprocessor)
+        self.built = True
+
+    def call(self, inputs, training=None):
+        inputs = self.token_inputs(inputs)
+        outputs = dict(self.encoder(inputs, training=training))
+        logits = self.squad_head(outputs["sequence_output"])                   # [batch, seq, 2]
+        outputs["start_logits"] = logits[:, :, 0]
+        outputs["end_logits"] = logits[:, :, 1]
+        return outputs
+
+    def task_loss(self, x, y, outputs, sample_weight=None):
+        _check_targets(y, ("start_positions", "end_positions"))
+        return squad_v1_loss(outputs, y)
+
+
+def _check_targets(y, names):
+    """InputError unless `y` is a dict holding `names` (the SQuAD training targets)."""
+    if not isinstance(y, dict) or any(name not in y for name in names):
+        received = sorted(y) if isinstance(y, dict) else type(y).__name__
+        raise InputError(f"The SQuAD loss needs `y` as a dict of {', '.join(f'`{n}`' for n in names)}. "
+                         f"Received: {received}.")
+
+
+def _position_ce(log_probs, positions):
+    """Mean over the batch of `-log_probs[b, positions[b]]` (the original's one-hot sum)."""
+    positions = tf.reshape(tf.cast(positions, tf.int32), [-1])
+    return -tf.reduce_mean(tf.gather(log_probs, positions, batch_dims=1))
+
+
+def squad_v1_loss(outputs, features):
+    """`(CE_start + CE_end) / 2` over raw logits (`v1_model_fn_builder`)."""
+    start_log_probs = tf.nn.log_softmax(tf.cast(outputs["start_logits"], tf.float32), axis=-1)
+    end_log_probs = tf.nn.log_softmax(tf.cast(outputs["end_logits"], tf.float32), axis=-1)
+    return (_position_ce(start_log_probs, features["start_positions"])
+            + _position_ce(end_log_probs, features["end_positions"])) / 2.0
+
+
+def default_p_mask(input_mask, segment_ids):
+    """`p_mask` of the `[CLS] query [SEP] doc [SEP]` layout from the mask and segments.
+
+    0 for `[CLS]` and the doc tokens (segment 1, real, before the final `[SEP]`), 1 elsewhere; this equals the
+    `p_mask` written by `albert_tf.tasks.squad.data` and lets serving callers pass only the three encoder inputs.
+    """
+    input_mask = tf.cast(input_mask, tf.int32)
+    segment_ids = tf.cast(segment_ids, tf.int32)
+    positions = tf.range(tf.shape(input_mask)[1])[None, :]                   # [1, seq]
+    last_real = tf.reduce_sum(input_mask, axis=1, keepdims=True) - 1        # [batch, 1]
+    is_doc = (segment_ids == 1) & (input_mask == 1) & (positions < last_real)
+    is_cls = positions == 0
+    return 1 - tf.cast(is_doc | is_cls, tf.int32)
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertSquadV2(PretrainedMixin, keras.Model):
+    """ALBERT with the XLNet-style SQuAD 2.0 head of `squad_utils.create_v2_model`.
+
+    Start logits `Dense(1)`, masked by `p_mask` (`logits * (1 - p_mask) - 1e30 * p_mask`), log-softmax. End
+    logits are conditioned on a start: `Dense(H, tanh)` over `[token, start token]` -> LayerNorm -> `Dense(1)`,
+    masked, log-softmax. With `start_positions` in the inputs (training) the gold start is used; without, the
+    `start_n_top` best starts are expanded to their `end_n_top` best ends. The answer class
+    `Dense(H, tanh)` over `[expected start feature, [CLS] feature]` -> dropout -> `Dense(1, no bias)` gives
+    `cls_logits` (larger = more likely unanswerable).
+
+    Inputs: the encoder's dict plus `p_mask` int `[batch, seq]` (1 = cannot be an answer; derived from
+    `input_mask`/`segment_ids` by `default_p_mask` when absent) and optionally `start_positions` `[batch]`.
+    Outputs (float32, index tensors int32): with `start_positions`: `start_log_probs`, `end_log_probs`
+    `[batch, seq]`; without: `start_top_log_probs`, `start_top_index` `[batch, start_n_top]`,
+    `end_top_log_probs`, `end_top_index` `[batch, start_n_top * end_n_top]` (entry `i * end_n_top + j` is the
+    j-th end of the i-th start); always `cls_logits` `[batch]` and the encoder's outputs.
+
+    Attributes (the TF1 names of `squad_utils.create_v2_model`): `encoder`, `start_dense`
+    (`start_logits/dense`), `end_dense_0` (`end_logits/dense_0`), `end_layer_norm` (`end_logits/LayerNorm`),
+    `end_dense_1` (`end_logits/dense_1`), `answer_class_dense_0` (`answer_class/dense_0`),
+    `answer_class_dense_1` (`answer_class/dense_1`).
+
+    Args:
+        config: `AlbertConfig`, dict or JSON path; or pass `encoder=`.
+        encoder: optional `AlbertModel`.
+        start_n_top: int, beam size for starts at inference.
+        end_n_top: int, beam size for ends per start at inference.
+        dropout_prob: float, dropout in the answer-class head (training only).
+        recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
+            in keeps its own).
+        preprocessor: optional `albert_tf.AlbertPreprocessor`: the model then also takes raw text, a dict of
+            `question` and `context` strings `[batch]`, in `evaluate`, `predict` and calls, packed as the first
+            document span of `run_squad.py` (longer contexts need its doc-stride windows, outside the model);
+            `predict` adds the packed `input_ids` and `p_mask`.
+
+    `compile()` defaults: the original's loss (`squad_v2_loss`; `y` a dict of `start_positions`, `end_positions`, `is_impossible`; training also needs `start_positions` among the inputs)
+    and AdamW with the original's schedule and the paper's SQuAD 2.0 settings (peak 3e-5, 8144
+    steps, 814 warm-up steps).
+    """
+
+    _CONFIG_ARGUMENTS = ("start_n_top", "end_n_top", "dropout_prob", "recompute")
+    _PREPROCESS_MODE = "squad"
+    _PREDICT_PASSTHROUGH = ("input_ids", "p_mask")
+    _TRAINING_DEFAULTS = dict(optimizer="adamw", learning_rate=3e-5, num_train_steps=8144, num_warmup_steps=814)
+
+    def __init__(self, config=None, encoder=None, start_n_top=5, end_n_top=5, dropout_prob=0.1, recompute=False,
+                 preprocessor=None, **kwargs):
+        kwargs.setdefault("name", "albert_squad_v2")
+        encoder = _encoder(config, encoder, kwargs.get("dtype"), recompute)
+        for name, value in (("start_n_top", start_n_top), ("end_n_top", end_n_top)):
+            if not isinstance(value, int) or value < 1:
+                raise InputError(f"`{name}` must be a positive int. Received: {value!r}.")
+        if not 0.0 <= dropout_prob < 1.0:
+            raise InputError(f"`dropout_prob` must be in [0, 1). Received: {dropout_prob!r}.")
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.config = encoder.config
+        self.recompute = encoder.recompute
+        self.start_n_top = start_n_top
+        self.end_n_top = end_n_top
+        self.dropout_prob = dropout_prob
+        hidden = self.config.hidden_size
+
+        def dense(units, name, activation=None, use_bias=True):
+            return keras.layers.Dense(units, activation=activation, use_bias=use_bias,
+                                      kernel_initializer=truncated_normal(self.config.initializer_range),
+                                      dtype=self.dtype_policy, name=name)
+
+        self.start_dense = dense(1, "start_logits_dense")
+        self.end_dense_0 = dense(hidden, "end_logits_dense_0", activation="tanh")
+        self.end_layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, dtype="float32",
+                                                              name="end_logits_LayerNorm")
+        self.end_dense_1 = dense(1, "end_logits_dense_1")
+        self.answer_class_dense_0 = dense(hidden, "answer_class_dense_0", activation="tanh")
+        self.answer_class_dense_1 = dense(1, "answer_class_dense_1", use_bias=False)
+        self.answer_class_dropout = keras.layers.Dropout(dropout_prob, name="answer_class_dropout")
+
+        self.start_dense.build((None, None, hidden))
+        self.end_dense_0.build((None, None, 2 * hidden))
+        self.end_layer_norm.build((None, None, hidden))
+        self.end_dense_1.build((None, None, hidden))
+        self.answer_class_dense_0.build((None, 2 * hidden))
+        self.answer_class_dense_1.build((None, hidden))
+        self.set_preprocessor(preprocessor)
+        self.built = True
+
+    def _end_log_probs(self, end_input, p_mask):
+        """`end_input [..., seq, 2H]`, `p_mask [..., seq]` float -> masked end log-probs `[..., seq]`."""
+        x = self.end_dense_0(end_input)
+        x = self.end_layer_norm(tf.cast(x, tf.float32))
+        end_logits = tf.squeeze(tf.cast(self.end_dense_1(tf.cast(x, self.compute_dtype)), tf.float32), -1)
+        end_logits_masked = end_logits * (1.0 - p_mask) - 1e30 * p_mask
+        return tf.nn.log_softmax(end_logits_masked, axis=-1)
+
+    def call(self, inputs, training=None):
+        inputs = self.token_inputs(inputs)
+        outputs = dict(self.encoder(inputs, training=training))
+        sequence_output = outputs["sequence_output"]                           # [batch, seq, H]
+        p_mask = inputs.get("p_mask")
+        if p_mask is None:
+            p_mask = default_p_mask(inputs.get("input_mask", tf.ones_like(inputs["input_ids"])),
+                                    inputs.get("segment_ids", tf.zeros_like(inputs["input_ids"])))
+        p_mask = tf.cast(p_mask, tf.float32)                                   # [batch, seq]
+        seq_length = tf.shape(sequence_output)[1]
+
+        start_logits = tf.squeeze(tf.cast(self.start_dense(sequence_output), tf.float32), -1)   # [batch, seq]
+        start_logits_masked = start_logits * (1.0 - p_mask) - 1e30 * p_mask
+        start_log_probs = tf.nn.log_softmax(start_logits_masked, axis=-1)
+
+        start_positions = inputs.get("start_positions")
+        if start_positions is not None:
+            # Teacher forcing: end logits given the gold start.
+            start_positions = tf.reshape(tf.cast(start_positions, tf.int32), [-1])
+            start_features = tf.gather(sequence_output, start_positions, batch_dims=1)        # [batch, H]
+            start_features = tf.tile(start_features[:, None, :], [1, seq_length, 1])         # [batch, seq, H]
+            end_input = tf.concat([sequence_output, start_features], axis=-1)                # [batch, seq, 2H]
+            outputs["start_log_probs"] = start_log_probs
+            outputs["end_log_probs"] = self._end_log_probs(end_input, p_mask)
+        else:
+            # Beam: the start_n_top best starts, each with its end_n_top best ends.
+            k = self.start_n_top
+            start_top_log_probs, start_top_index = tf.nn.top_k(start_log_probs, k=k)         # [batch, k]
+            start_features = tf.gather(sequence_output, start_top_index, batch_dims=1)       # [batch, k, H]
+            end_input = tf.concat([
+                tf.tile(sequence_output[:, None, :, :], [1, k, 1, 1]),
+                tf.tile(start_features[:, :, None, :], [1, 1, seq_length, 1])], axis=-1)    # [batch, k, seq, 2H]
+            end_log_probs = self._end_log_probs(end_input, p_mask[:, None, :])             # [batch, k, seq]
+            end_top_log_probs, end_top_index = tf.nn.top_k(end_log_probs, k=self.end_n_top)  # [batch, k, k']
+            outputs["start_log_probs"] = start_log_probs
+            outputs["start_top_log_probs"] = start_top_log_probs
+            outputs["start_top_index"] = start_top_index
+            outputs["end_top_log_probs"] = tf.reshape(end_top_log_probs, [-1, k * self.end_n_top])
+            outputs["end_top_index"] = tf.reshape(end_top_index, [-1, k * self.end_n_top])
+
+        # Answer class from [CLS] and the expected start representation (no dependency on the end).
+        cls_feature = tf.cast(sequence_output[:, 0], tf.float32)                              # [batch, H]
+        start_p = tf.nn.softmax(start_logits_masked, axis=-1)                                # [batch, seq]
+        start_feature = tf.einsum("bl,blh->bh", start_p, tf.cast(sequence_output, tf.float32))
+        ans_feature = tf.concat([start_feature, cls_feature], axis=-1)                        # [batch, 2H]
+        ans_feature = self.answer_class_dense_0(tf.cast(ans_feature, self.compute_dtype))
+        ans_feature = self.answer_class_dropout(ans_feature, training=training)
+        outputs["cls_logits"] = tf.squeeze(tf.cast(self.answer_class_dense_1(ans_feature), tf.float32), -1)
+        return outputs
+
+    def task_loss(self, x, y, outputs, sample_weight=None):
+        _check_targets(y, ("start_positions", "end_positions", "is_impossible"))
+        if "end_log_probs" not in outputs:
+            raise InputError("Training AlbertSquadV2 needs `start_positions` among the inputs too (its end logits "
+                             "are conditioned on the gold start).")
+        return squad_v2_loss(outputs, y)[0]
+
+
+def squad_v2_loss(outputs, features):
+    """`0.5 * (CE_start + CE_end) + 0.5 * sigmoid_CE(cls_logits, is_impossible)` (`v2_model_fn_builder`).
+
+    Returns `(total_loss, {"start_loss", "end_loss", "cls_loss"})`.
+    """
+    start_loss = _position_ce(outputs["start_log_probs"], features["start_positions"])
+    end_loss = _position_ce(outputs["end_log_probs"], features["end_positions"])
+    is_impossible = tf.cast(tf.reshape(features["is_impossible"], [-1]), tf.float32)
+    cls_loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=is_impossible,
+                                                                      logits=outputs["cls_logits"]))
+    total = (start_loss + end_loss) * 0.5 + cls_loss * 0.5
+    return total, {"start_loss": start_loss, "end_loss": end_loss, "cls_loss": cls_loss}
+
+
+# === Model kinds (`albert_tf.registry`) ===
+
+
+class SquadV1Spec(ServingSpec):
+    """`AlbertSquadV1`: start/end logits; `serve_text` packs the first document span of (question, context)."""
+
+    def outputs(self, out, threshold):
+        return {"start_logits": out["start_logits"], "end_logits": out["end_logits"]}
+
+    # `unique_ids` is passed through so that a client can match the outputs with its features, as the original
+    # predict; a client may leave it out.
+    example_names = TOKEN_INPUTS + ("unique_ids",)
+
+    def example_spec(self, max_seq_length, max_predictions_per_seq):
+        return features.parse_spec(features.select(features.SQUAD, self.example_names), defaults={"unique_ids": 0},
+                                   seq=max_seq_length)
+
+    def example_features(self, parsed, max_seq_length):
+        features, _ = super().example_features(parsed, max_seq_length)
+        return features, {"unique_ids": parsed["unique_ids"]}
+
+    def text_specs(self):
+        return string_specs(("question", "context"))
+
+    def text_features(self, pipeline, texts):
+        features = pipeline.pack_squad_texts(texts["question"], texts["context"])
+        features.pop("p_mask")
+        return features
+
+    def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
+        if max_seq_length <= max_query_length + 3:
+            # The original's `validate_flags_or_throw` rule: the document needs room after the question.
+            raise InputError(f"`max_seq_length={max_seq_length}` must be greater than `max_query_length="
+                             f"{max_query_length}` + 3.")
+        super().check_arguments(model, max_seq_length, max_query_length, max_qa_length, threshold)
+
+
+class SquadV2Spec(SquadV1Spec):
+    """`AlbertSquadV2` (XLNet-style head): top-k start/end log-probs and indices and the answerability logit.
+
+    `p_mask` comes with `tf.Example`s and `serve_text`; `serving_default` lets the model derive it from
+    `input_mask` and `segment_ids`.
+    """
+
+    def model_inputs(self, features):
+        inputs = super().model_inputs(features)
+        if "p_mask" in features:
+            inputs["p_mask"] = features["p_mask"]
+        return inputs
+
+    def outputs(self, out, threshold):
+        return {name: out[name] for name in ("start_top_log_probs", "start_top_index", "end_top_log_probs",
+                                             "end_top_index", "cls_logits")}
+
+    example_names = SquadV1Spec.example_names + ("p_mask",)
+
+    def example_features(self, parsed, max_seq_length):
+        features, passthrough = super().example_features(parsed, max_seq_length)
+        features["p_mask"] = tf.cast(parsed["p_mask"], tf.int32)
+        return features, passthrough
+
+    def text_features(self, pipeline, texts):
+        return pipeline.pack_squad_texts(texts["question"], texts["context"])
+
+
+# `squad_utils.create_v1_model`: `cls/squad/output_weights [2, H]`; transformers' `AlbertForQuestionAnswering`.
+V1_HEAD = registry.Head(
+    table.SQUAD_V1, rows=tuple(table.output_projection_rows(table.SQUAD_V1, "cls/squad", "squad_head")),
+    hf_links=(Link("cls/squad/output_weights", "qa_outputs.weight"), Link("cls/squad/output_bias", "qa_outputs.bias")))
+V1_KIND = registry.register(registry.ModelKind(
+    name="squad_v1", model_class=AlbertSquadV1, heads=(V1_HEAD,), serving_spec=SquadV1Spec(),
+    hf_architecture="AlbertForQuestionAnswering", order=3))
+# `squad_utils.create_v2_model` (XLNet-style); transformers has no such head.
+V2_HEAD = registry.Head(table.SQUAD_V2, rows=tuple(
+    table.dense_rows(table.SQUAD_V2, "start_logits/dense", "start_dense")
+    + table.dense_rows(table.SQUAD_V2, "end_logits/dense_0", "end_dense_0")
+    + table.layer_norm_rows(table.SQUAD_V2, "end_logits/LayerNorm", "end_layer_norm")
+    + table.dense_rows(table.SQUAD_V2, "end_logits/dense_1", "end_dense_1")
+    + table.dense_rows(table.SQUAD_V2, "answer_class/dense_0", "answer_class_dense_0")
+    + table.dense_rows(table.SQUAD_V2, "answer_class/dense_1", "answer_class_dense_1", bias=False)))
+V2_KIND = registry.register(registry.ModelKind(
+    name="squad_v2", model_class=AlbertSquadV2, heads=(V2_HEAD,), serving_spec=SquadV2Spec(), order=4))

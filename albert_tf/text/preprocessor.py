@@ -1,0 +1,344 @@
+"""`AlbertPreprocessor`: raw strings -> packed ALBERT features as a serializable Keras layer.
+
+The layer holds the in-graph tokenizer and packing of `albert_tf.text.ops.TextPipeline` (the same code as the
+`serve_text` exports): `preprocess_text` with the digit-comma rule, SentencePiece ids and the original's
+feature converters. A task model holding one (`AlbertClassifier(..., preprocessor=pre)`) takes raw strings
+in `fit`, `evaluate` and `predict`; the layer runs in the `tf.data` input pipeline there, so the model's own
+computation stays the same graph of int32 features on every device.
+
+The SentencePiece model is kept in the layer's config as a base64 string, so that a `.keras` file of a model
+holding the layer carries its tokenizer.
+"""
+
+import base64
+import hashlib
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from albert_tf.text import ops as text_ops
+from albert_tf.checkpoints import resolve_source
+from albert_tf.config import AlbertConfig, check_max_seq_length
+from albert_tf.data.features import RACE_NUM_CHOICES
+from albert_tf.errors import InputError
+
+# How `call` packs its inputs; None decides by their structure (see `AlbertPreprocessor.call`).
+MODES = ("text", "masked", "squad", "race")
+DEFAULT_MAX_SEQ_LENGTH = 512   # `--max_seq_length` of run_classifier.py and run_race.py.
+
+
+# SHA-256 -> bytes of the SentencePiece models of the preprocessors made in this process (for `from_config`).
+_PROTOS = {}
+# `spm_model` of a preprocessor whose SentencePiece model comes later, from a `.keras` file's assets.
+_PENDING = object()
+# The asset file of the SentencePiece model in a `.keras` file.
+ASSET = "spiece.model"
+
+
+def _proto_bytes(spm_model):
+    """The bytes of a SentencePiece model given as bytes or as the path of a `.model` file."""
+    if isinstance(spm_model, (bytes, bytearray, memoryview)):
+        return bytes(spm_model)
+    if isinstance(spm_model, (str, os.PathLike)):
+        path = os.fspath(spm_model)
+        if not tf.io.gfile.exists(path):
+            raise InputError(f"SentencePiece model not found: `{path}`.")
+        with tf.io.gfile.GFile(path, "rb") as f:
+            return f.read()
+    raise InputError("`spm_model` must be the bytes of a SentencePiece model or the path of its `.model` file. "
+                     f"Received: {type(spm_model).__name__}.")
+
+
+def _positive_int(name, value, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise InputError(f"`{name}` must be an int >= {minimum}. Received: `{name}={value!r}`.")
+    return int(value)
+
+
+def _strings(name, value):
+    """`value` as a tf.string tensor; InputError for anything that is not text."""
+    if isinstance(value, tf.Tensor):
+        if value.dtype != tf.string:
+            raise InputError(f"`{name}` must be strings. Received a {value.dtype.name} tensor.")
+        return value
+    if isinstance(value, (str, bytes)):
+        value = [value]
+    try:
+        tensor = tf.convert_to_tensor(value)
+    except (TypeError, ValueError) as e:
+        raise InputError(f"`{name}` must be a string or a list of strings. Received: {type(value).__name__} "
+                         f"({e}).") from None
+    if tensor.dtype != tf.string:
+        raise InputError(f"`{name}` must be strings. Received values of dtype {tensor.dtype.name}.")
+    return tensor
+
+
+def string_tensors(inputs):
+    """Text inputs (a string or list of strings, a tuple of them, or a dict of them) as tf.string tensors."""
+    if isinstance(inputs, dict):
+        return {key: _strings(key, value) for key, value in inputs.items()}
+    if isinstance(inputs, tuple):
+        return tuple(_strings(f"inputs[{i}]", value) for i, value in enumerate(inputs))
+    return _strings("inputs", inputs)
+
+
+@keras.saving.register_keras_serializable(package="albert_tf")
+class AlbertPreprocessor(keras.layers.Layer):
+    """Raw strings -> the int32 features of an ALBERT task model, packed as the original's converters.
+
+    Called on:
+      * a string tensor or list `[batch]`: single sentences, GLUE `convert_single_example` (`[CLS] a [SEP]`,
+        the first `max_seq_length - 2` tokens);
+      * a tuple `(text_a, text_b)` of two `[batch]` string tensors or lists: sentence pairs, truncated by
+        `_truncate_seq_pair` (a row with an empty `text_b` is a single sentence); also a dict `text_a`, `text_b`;
+      * a dict `question`, `context`: SQuAD `[CLS] question [SEP] context [SEP]` of the first document span
+        (the question keeps its first `max_query_length` tokens), plus `p_mask`;
+      * a dict `article`, `question`, `options [batch, 4]`: RACE, features `[batch, 4, max_seq_length]` (the
+        question+option keeps its last `max_qa_length` tokens, the article is cut).
+    With `mode="masked"`, single sentences or pairs in which each literal `[MASK]` becomes the mask id, plus
+    `masked_lm_positions` and `masked_lm_weights` int32 `[batch, max_predictions_per_seq]` (the first masks;
+    0 after them).
+
+    Returns a dict of int32 tensors `input_ids`, `input_mask`, `segment_ids` `[batch, max_seq_length]` (and the
+    extra features above).
+
+    Args:
+        spm_model: bytes of the SentencePiece model, or the path of its `.model` file.
+        max_seq_length: int, L, the padded length.
+        do_lower_case: bool, lower-case in the normalisation (True for every English release).
+        max_query_length: optional int, SQuAD question tokens kept (the original's `--max_query_length`);
+            default 64, or `max_seq_length - 4` when that is smaller (the document needs room).
+        max_qa_length: optional int, RACE question+option tokens kept (the original's `--max_qa_length`);
+            default 128, or `max_seq_length - 3` when that is smaller.
+        max_predictions_per_seq: int, mask position slots of `mode="masked"`.
+
+    Example:
+        pre = albert_tf.AlbertPreprocessor.from_pretrained("albert_base_v2", max_seq_length=128)
+        features = pre(["the movie was good ."])            # {"input_ids": [1, 128], ...}
+    """
+
+    def __init__(self, spm_model, max_seq_length=DEFAULT_MAX_SEQ_LENGTH, do_lower_case=True, max_query_length=None,
+                 max_qa_length=None, max_predictions_per_seq=20, **kwargs):
+        kwargs.setdefault("name", "albert_preprocessor")
+        kwargs.setdefault("trainable", False)
+        super().__init__(**kwargs)
+        self.max_seq_length = _positive_int("max_seq_length", max_seq_length, 4)
+        if max_query_length is None:
+            max_query_length = min(64, self.max_seq_length - 4)
+        if max_qa_length is None:
+            max_qa_length = min(128, self.max_seq_length - 3)
+        self.max_query_length = _positive_int("max_query_length", max_query_length)
+        self.max_qa_length = _positive_int("max_qa_length", max_qa_length)
+        self.max_predictions_per_seq = _positive_int("max_predictions_per_seq", max_predictions_per_seq)
+        self.do_lower_case = bool(do_lower_case)
+        self._proto = self.pipeline = self.vocab_size = self._spm_sha256 = None
+        if spm_model is not _PENDING:
+            self._set_proto(_proto_bytes(spm_model))
+        self.built = True
+
+    def _set_proto(self, proto):
+        self._proto = proto
+        self._spm_sha256 = hashlib.sha256(proto).hexdigest()
+        _PROTOS[self._spm_sha256] = proto
+        self.pipeline = self._new_pipeline()
+        self.vocab_size = self.pipeline.tokenizer.vocab_size
+
+    def _require_proto(self):
+        if self._proto is None:
+            raise InputError(f"This AlbertPreprocessor was rebuilt from a config that names its SentencePiece model "
+                             f"only by SHA-256 ({self._spm_sha256}): load the `.keras` file that holds the model, or "
+                             "create the preprocessor with `spm_model=`.")
+
+    def _new_pipeline(self):
+        return text_ops.TextPipeline(self._proto, self.do_lower_case, self.max_seq_length,
+                                     max_query_length=self.max_query_length, max_qa_length=self.max_qa_length)
+
+    def ensure_tokenizer(self):
+        """Rebuilds the tokenizer when its SentencePiece resource is gone; call it eagerly before tracing uses.
+
+        tensorflow-text's SentencePiece resource created eagerly belongs to its op kernel, and TensorFlow drops
+        eager kernels when the global seed is set (`tf.random.set_seed`, `keras.utils.set_random_seed`), which
+        deletes the resource: graphs traced afterwards would fail with "Resource ... SentencepieceOp ... does not
+        exist". A one-string probe finds that out and a new tokenizer replaces the dead one.
+        """
+        self._require_proto()
+        if not tf.executing_eagerly():
+            return
+        try:
+            self.pipeline.tokenizer.tokenize_normalized(tf.constant([""]))
+        except tf.errors.NotFoundError:
+            self.pipeline = self._new_pipeline()
+
+    @property
+    def spm_model_proto(self):
+        """bytes, the serialized SentencePiece model."""
+        return self._proto
+
+    def check_model(self, config, mode="text"):
+        """Raises InputError when this preprocessor does not fit a model of `config` (an `AlbertConfig`) packed
+        in `mode` (one of `MODES`)."""
+        if self.vocab_size is not None and self.vocab_size > config.vocab_size:
+            raise InputError(f"The preprocessor's SentencePiece model has {self.vocab_size} pieces but the model's "
+                             f"`vocab_size` is {config.vocab_size}: they must come from the same release.")
+        check_max_seq_length(self.max_seq_length, config.max_position_embeddings)
+        if mode == "squad" and self.max_seq_length <= self.max_query_length + 3:
+            raise InputError(f"`max_seq_length={self.max_seq_length}` must be greater than `max_query_length="
+                             f"{self.max_query_length}` + 3.")
+        if mode == "race" and self.max_qa_length > self.max_seq_length - 3:
+            raise InputError(f"`max_qa_length={self.max_qa_length}` leaves no room in `max_seq_length="
+                             f"{self.max_seq_length}`: need max_qa_length <= max_seq_length - 3.")
+
+    def __call__(self, inputs, *args, **kwargs):
+        # Keras layers take tensors as positional inputs: Python strings and lists are converted first.
+        inputs = string_tensors(inputs)
+        self.ensure_tokenizer()
+        return super().__call__(inputs, *args, **kwargs)
+
+    def validate(self, inputs, mode=None):
+        """Raises InputError when `inputs` are not text that `call` packs (without tokenizing anything); returns
+        the kind of inputs: `"text"`, `"squad"` or `"race"`. Task models run it eagerly on the whole input
+        before they build their `tf.data` pipeline, so errors come with their message rather than from inside
+        a dataset function."""
+        if mode is not None and mode not in MODES:
+            raise InputError(f"`mode` must be one of {MODES} or None. Received: `mode={mode!r}`.")
+        inputs = string_tensors(inputs)
+        if isinstance(inputs, dict):
+            keys = set(inputs)
+            if {"article", "question", "options"} <= keys:
+                options = inputs["options"]
+                if options.shape.rank != 2 or options.shape[1] not in (None, RACE_NUM_CHOICES):
+                    raise InputError(f"RACE `options` must be {RACE_NUM_CHOICES} strings per question, shape "
+                                     f"`[batch, {RACE_NUM_CHOICES}]`. Received shape {options.shape}.")
+                _check_same_batch(*((name, inputs[name]) for name in ("article", "question", "options")))
+                return "race"
+            if {"question", "context"} <= keys:
+                _check_same_batch(*((name, inputs[name]) for name in ("question", "context")))
+                return "squad"
+            if "text_a" in keys:
+                _check_same_batch(*((name, inputs[name]) for name in ("text_a", "text_b") if name in inputs))
+                return "text"
+            raise InputError("Text inputs given as a dict need `text_a` (and optionally `text_b`), `question` and "
+                             f"`context` (SQuAD), or `article`, `question` and `options` (RACE). Received keys: "
+                             f"{sorted(keys)}.")
+        if isinstance(inputs, tuple):
+            if len(inputs) != 2:
+                raise InputError("Sentence pairs are a tuple of two lists `(text_a, text_b)`. Received a tuple of "
+                                 f"{len(inputs)} items.")
+            _check_same_batch(("text_a", inputs[0]), ("text_b", inputs[1]))
+        return "text"
+
+    def call(self, inputs, mode=None):
+        """Packs `inputs` (see the class docstring); `mode` is one of `MODES` or None (by the inputs' structure)."""
+        self._require_proto()
+        kind = self.validate(inputs, mode)
+        if kind == "race":
+            return self._race(inputs)
+        if kind == "squad":
+            return self.pipeline.pack_squad_texts(tf.reshape(inputs["question"], [-1]),
+                                                  tf.reshape(inputs["context"], [-1]))
+        if isinstance(inputs, dict):
+            return self._texts(inputs["text_a"], inputs.get("text_b"), mode == "masked")
+        if isinstance(inputs, tuple):
+            return self._texts(inputs[0], inputs[1], mode == "masked")
+        return self._texts(inputs, None, mode == "masked")
+
+    def _texts(self, text_a, text_b, masked):
+        text_a = tf.reshape(_strings("text_a", text_a), [-1])
+        if text_b is None:
+            text_b = tf.fill(tf.shape(text_a), "")
+        else:
+            text_b = tf.reshape(_strings("text_b", text_b), [-1])
+            _check_same_batch(("text_a", text_a), ("text_b", text_b))
+        if not masked:
+            return self.pipeline.pack_texts(text_a, text_b)
+        features = self.pipeline.pack_masked_texts(text_a, text_b, width=self.max_predictions_per_seq)
+        features["masked_lm_positions"] = features.pop("mlm_positions")
+        features["masked_lm_weights"] = features.pop("mlm_weights")
+        return features
+
+    def _race(self, inputs):
+        article = tf.reshape(_strings("article", inputs["article"]), [-1])
+        question = tf.reshape(_strings("question", inputs["question"]), [-1])
+        return self.pipeline.pack_race_texts(article, question, _strings("options", inputs["options"]),
+                                             RACE_NUM_CHOICES)
+
+    def get_config(self):
+        """The config, with the SentencePiece model named by its SHA-256 only (a `.keras` file holds the model as
+        the asset `spiece.model`; `from_config` in this process finds it by the SHA-256), so that a config stays
+        short: Keras prints it whole in its errors."""
+        config = super().get_config()
+        config.update(spm_model_sha256=self._spm_sha256, max_seq_length=self.max_seq_length,
+                      do_lower_case=self.do_lower_case, max_query_length=self.max_query_length,
+                      max_qa_length=self.max_qa_length, max_predictions_per_seq=self.max_predictions_per_seq)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        """The preprocessor of `config`; its SentencePiece model comes from a preprocessor of this process with
+        the same SHA-256, the config itself (`spm_model_base64`, as older versions wrote), or the `.keras` file's
+        asset (`load_assets`, which Keras calls after `from_config`)."""
+        config = dict(config)
+        sha256 = config.pop("spm_model_sha256", None)
+        encoded = config.pop("spm_model_base64", None)
+        proto = base64.b64decode(encoded) if encoded else _PROTOS.get(sha256)
+        preprocessor = cls(_PENDING if proto is None else proto, **config)
+        if proto is None:
+            preprocessor._spm_sha256 = sha256   # pylint: disable=protected-access  (own class)
+        return preprocessor
+
+    def save_assets(self, dir_path):
+        """Writes the SentencePiece model to `dir_path/spiece.model` (Keras calls it when saving a `.keras` file)."""
+        with open(os.path.join(dir_path, ASSET), "wb") as f:
+            f.write(self._proto)
+
+    def load_assets(self, dir_path):
+        """Reads the SentencePiece model that `save_assets` wrote (Keras calls it when loading a `.keras` file)."""
+        with open(os.path.join(dir_path, ASSET), "rb") as f:
+            proto = f.read()
+        if self._spm_sha256 not in (None, hashlib.sha256(proto).hexdigest()):
+            raise InputError(f"The SentencePiece model in the `.keras` file is not the one its config names "
+                             f"(SHA-256 {self._spm_sha256}).")
+        if self._proto is None:
+            self._set_proto(proto)
+
+    @classmethod
+    def from_pretrained(cls, source, max_seq_length=None, spm_model=None, **kwargs):
+        """The preprocessor of a pretrained source: its SentencePiece model.
+
+        Args:
+            source: anything `albert_tf.checkpoints.resolve_source` reads (a release directory or `.tar.gz`, a
+                checkpoint prefix, a TF-Hub module, a keras-hub preset, a Hugging Face directory, one of our
+                checkpoint directories, a release name).
+            max_seq_length: optional int; default 512, or the source's `max_position_embeddings` when smaller.
+            spm_model: optional bytes or path of the SentencePiece model, for sources without one.
+            **kwargs: more constructor arguments (`do_lower_case`, `max_query_length`, ...).
+
+        Returns:
+            `AlbertPreprocessor`.
+        """
+        with resolve_source(source) as resolved:
+            if spm_model is None:
+                if resolved.spm_model_file is None:
+                    raise InputError(f"No SentencePiece model found with `{source}`; pass `spm_model=` (the "
+                                     "`.model` file or its bytes).")
+                spm_model = resolved.spm_model_file
+            proto = _proto_bytes(spm_model)
+            config = AlbertConfig.from_json_file(resolved.config_file) if resolved.config_file else None
+        if max_seq_length is None:
+            max_seq_length = DEFAULT_MAX_SEQ_LENGTH
+            if config is not None:
+                max_seq_length = min(max_seq_length, config.max_position_embeddings)
+        preprocessor = cls(proto, max_seq_length=max_seq_length, **kwargs)
+        if config is not None:
+            preprocessor.check_model(config)
+        return preprocessor
+
+
+def _check_same_batch(*named):
+    """InputError when named tensors have different static batch sizes (first dimension)."""
+    sizes = {name: t.shape[0] for name, t in named if t.shape.rank and t.shape[0] is not None}
+    if len(set(sizes.values())) > 1:
+        raise InputError("Text inputs must have one entry per example. Received sizes: "
+                         + ", ".join(f"{name}={size}" for name, size in sizes.items()) + ".")
