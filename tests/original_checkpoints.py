@@ -71,7 +71,7 @@ def _head_variables(model):
                 + _dense("answer_class/dense_1", model.answer_class_dense_1, bias=False))
     if isinstance(model, AlbertRace):         # race_utils.create_model
         return _projection("", model.race_head)
-    if isinstance(model, AlbertTokenClassifier):   # not in the original: its own scope (models/token_classifier.py)
+    if isinstance(model, AlbertTokenClassifier):   # not in the original: its own scope (tasks/ner/model.py)
         return _projection("token_classification/", model.token_classifier_head)
     return []
 

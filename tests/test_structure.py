@@ -1,6 +1,8 @@
 """Structure rules of the package: no function over 80 lines (scripts/long_functions.py, with the allow-list
-`scripts/long_functions_allow.txt`), no private Keras optimizer methods overridden or read."""
+`scripts/long_functions_allow.txt`), no private Keras optimizer methods overridden or read, no import circle
+(every import statement counts, those inside functions too), and the public names listed statically."""
 
+import ast
 import os
 import re
 import subprocess
@@ -70,3 +72,123 @@ def test_git_grep_finds_no_private_keras_optimizer_methods():
                            r"get_variable_index|learning_rate)\b", "--", "albert_tf"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and not proc.stdout, proc.stdout
+
+
+# --- The package's import graph and public names ------------------------------------------------------------------
+
+
+def _package_modules(root=ROOT):
+    """{dotted module name: path} of every module of albert_tf (a package is its `__init__`)."""
+    found = {}
+    for folder, dirs, names in os.walk(os.path.join(root, "albert_tf")):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in names:
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                dotted = os.path.relpath(path, root)[:-3].replace(os.sep, ".")
+                found[dotted[:-len(".__init__")] if dotted.endswith(".__init__") else dotted] = path
+    return found
+
+
+def import_graph(modules):
+    """{module: the albert_tf modules it imports}, from every import statement (at the top and in functions):
+    `from pkg import name` counts as importing `pkg.name` when that is a module, else `pkg`."""
+    def owner(name):
+        while name and name not in modules:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for module, path in modules.items():
+        with open(path, encoding="utf-8") as f:
+            tree = ast.parse(f.read(), path)
+        targets = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                targets.update(owner(alias.name) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets.update(owner(f"{node.module}.{alias.name}") if f"{node.module}.{alias.name}" in modules
+                               else owner(node.module) for alias in node.names)
+        graph[module] = targets - {None, module}
+    return graph
+
+
+def import_circles(graph):
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, circles = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return circles
+
+
+def test_import_circles_are_found():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}}
+    assert import_circles(graph) == [["a", "b", "c"]]
+
+
+def test_graph_reads_imports_in_functions_and_from_packages(tmp_path):
+    package = tmp_path / "albert_tf"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "one.py").write_text("def f():\n    from albert_tf.sub import two\n")
+    (package / "sub" / "two.py").write_text("import albert_tf.sub.one\nfrom albert_tf import sub\n")
+    graph = import_graph(_package_modules(str(tmp_path)))
+    assert graph["albert_tf.sub.one"] == {"albert_tf.sub.two"}
+    assert graph["albert_tf.sub.two"] == {"albert_tf.sub.one", "albert_tf.sub"}
+    assert import_circles(graph) == [["albert_tf.sub.one", "albert_tf.sub.two"]]
+
+
+def test_no_import_circle_in_the_package():
+    circles = import_circles(import_graph(_package_modules()))
+    assert not circles, "import circles: " + "; ".join(" <-> ".join(circle) for circle in circles)
+
+
+def test_public_names_are_listed_statically():
+    """`albert_tf.__all__` is a literal list in `albert_tf/__init__.py` (no registry or TensorFlow needed to read
+    it), and every name in it, the documented modules among them, is an attribute after `import albert_tf`."""
+    with open(os.path.join(ROOT, "albert_tf", "__init__.py"), encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    assigned = [node for node in tree.body if isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets)]
+    assert len(assigned) == 1
+    calls = {node.func.id for node in ast.walk(assigned[0].value) if isinstance(node, ast.Call)}
+    assert calls <= {"sorted", "list"}, calls
+    code = ("import sys, albert_tf\n"
+            "assert 'tensorflow' not in sys.modules\n"
+            "names = albert_tf.__all__\n"
+            "albert_tf.lite, albert_tf.pipeline, albert_tf.export\n"
+            "missing = [n for n in names if getattr(albert_tf, n, None) is None]\n"
+            "assert not missing, missing\n"
+            "from albert_tf import registry\n"
+            "classes = {kind.model_class.__name__ for kind in registry.kinds()}\n"
+            "assert {n for n in names if n.startswith('Albert') and n not in ('AlbertConfig', 'AlbertPreprocessor')}"
+            " <= classes\n"
+            "print(len(names))\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert int(proc.stdout.split()[-1]) > 20
