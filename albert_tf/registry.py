@@ -19,10 +19,13 @@ one `ModelKind`:
 The checkpoint table, the converter (`--model`, detection), export, the Hugging Face reader and writer,
 `from_pretrained` and `albert_tf`'s public names all read this registry; none lists the kinds itself.
 
-Each task's model module (`albert_tf.tasks.<task>.model`) registers its kind when it is imported. Every lookup
-first imports the model module of every task package (`load()`), so the registry is complete whatever was imported
-before, and a new task folder is found without an edit anywhere else. Code outside the package (a test, a user's head) calls
-`register` itself before its lookups.
+Each task's model module (`albert_tf.tasks.<task>.model`) registers its kind when it is imported, and its pipeline
+module (`albert_tf.tasks.<task>.pipeline`, when there is one) registers its `albert_tf.pipelines.Pipeline` class
+(`register_pipeline`): `albert_tf.pipeline(task, ...)` finds the pipeline of `task` here (`pipelines()`), and the
+kinds whose exports serve it through their serving specs (`serving_kinds`). Every lookup first imports the model
+module of every task package (`load()`; the pipeline lookups also import the pipeline modules), so the registry is
+complete whatever was imported before, and a new task folder is found without an edit anywhere else. Code outside
+the package (a test, a user's head) calls `register` itself before its lookups.
 """
 
 import collections.abc
@@ -35,6 +38,8 @@ from albert_tf.errors import InputError
 ENCODER_MODULE = "albert_tf.models.albert_model"   # registers the `encoder` kind
 TASKS_PACKAGE = "albert_tf.tasks"
 MODEL_MODULE = "model"   # the module of a task package that defines and registers its model kinds
+PIPELINES_MODULE = "albert_tf.pipelines"   # the shared pipeline base; registers the encoder's pipeline
+PIPELINE_MODULE = "pipeline"   # the module of a task package that defines and registers its pipelines
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,7 +90,8 @@ class ModelKind:
 
 
 _KINDS = {}          # name -> ModelKind, in registration order
-_state = {"loaded": False, "version": 0}
+_PIPELINES = {}      # pipeline task -> Pipeline class, in registration order
+_state = {"loaded": False, "pipelines_loaded": False, "version": 0}
 
 
 def register(kind):
@@ -137,6 +143,56 @@ def load():
         if importlib.util.find_spec(name) is not None:
             importlib.import_module(name)
     _state["loaded"] = True
+
+
+def _load_pipelines():
+    """Imports the shared pipeline module and the `pipeline` module of every task package once."""
+    load()
+    if _state["pipelines_loaded"]:
+        return
+    importlib.import_module(PIPELINES_MODULE)
+    package = importlib.import_module(TASKS_PACKAGE)
+    for task in package.names():
+        name = f"{TASKS_PACKAGE}.{task}.{PIPELINE_MODULE}"
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)
+    _state["pipelines_loaded"] = True
+
+
+def register_pipeline(cls):
+    """Adds the pipeline class `cls` (an `albert_tf.pipelines.Pipeline` with a `task` name) under its task; a
+    class of the same task and name replaces the earlier one.
+
+    Returns:
+        `cls`, so that it can decorate the class.
+    """
+    task = getattr(cls, "task", None)
+    if not isinstance(task, str) or not task:
+        raise TypeError(f"`register_pipeline` takes a Pipeline class with a `task` name. Received: {cls!r}.")
+    old = _PIPELINES.get(task)
+    if old is not None and old.__qualname__ != cls.__qualname__:
+        raise InputError(f"Pipeline task `{task}` is registered for {old.__qualname__}; cannot register it again "
+                         f"for {cls.__qualname__}.")
+    _PIPELINES[task] = cls
+    return cls
+
+
+def unregister_pipeline(task):
+    """Removes the pipeline of `task` (for pipelines registered by tests)."""
+    _PIPELINES.pop(task, None)
+
+
+def pipelines():
+    """`{task: Pipeline class}` of every registered pipeline, sorted by task."""
+    _load_pipelines()
+    return {task: _PIPELINES[task] for task in sorted(_PIPELINES)}
+
+
+def serving_kinds(task):
+    """The names of the kinds whose exports serve the pipeline task `task` (their serving spec lists it in
+    `pipeline_tasks`), by `order`."""
+    return tuple(kind.name for kind in kinds()
+                 if kind.serving_spec is not None and task in getattr(kind.serving_spec, "pipeline_tasks", ()))
 
 
 def version():

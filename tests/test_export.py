@@ -383,7 +383,7 @@ def exported(tmp_path_factory):
     shutil.copy(spm_file, release / "30k-clean.model")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     proc = subprocess.run(
-        [sys.executable, "-m", "albert_tf.export.saved_model", f"--input={release}", "--model=classifier", "--num_labels=3",
+        [sys.executable, "-m", "albert_tf.export.cli", f"--input={release}", "--model=classifier", "--num_labels=3",
          f"--export_dir={root / 'cli'}", f"--max_seq_length={MAX_SEQ}", "--noserve_text", "--threshold=0.25"],
         capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -444,6 +444,24 @@ def test_cli_export_from_a_tf1_release(exported):
     for name in ("probabilities", "predictions", "threshold"):
         np.testing.assert_allclose(got[f"cli/serving_default/got/{name}"],
                                    cases[f"cli/serving_default/out/{name}"], atol=ATOL, rtol=0)
+
+
+def test_every_export_carries_its_kind(exported):
+    """`assets.extra/albert_export.json`: the registry kind, the lengths and the signatures of each export
+    (written before the rename, beside TF Serving's warm-up file)."""
+    from albert_tf.export import metadata
+
+    for kind in KINDS + ("cli",):
+        path = exported["paths"][kind]
+        meta = metadata.read(path)
+        assert meta["format"] == "albert_tf.export/1"
+        assert meta["kind"] == ("classifier" if kind == "cli" else kind)
+        assert meta["max_seq_length"] == MAX_SEQ and meta["do_lower_case"] is True
+        assert meta["signatures"] == exported["report"]["signatures"][kind]
+    assert metadata.read(exported["paths"]["classifier"])["num_labels"] == 3
+    assert metadata.read(exported["paths"]["pretrainer"])["max_predictions_per_seq"] == MAX_PRED
+    assert {"start_n_top", "end_n_top"} <= set(metadata.read(exported["paths"]["squad_v2"]))
+    assert "albert_export.json" in os.listdir(os.path.join(exported["paths"]["cli"], "assets.extra"))
 
 
 def test_only_tensorflow_text_ops_beyond_core(exported):

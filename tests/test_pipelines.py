@@ -350,6 +350,21 @@ def test_lengths_come_from_the_export_or_the_config_and_long_questions_warn(squa
     assert "max_query_length" not in caplog.text
 
 
+def test_an_export_without_its_metadata_is_refused(pretrainer_sources, tmp_path):
+    """The kind comes from the export's `assets.extra/albert_export.json`, never from its outputs: an export
+    without the file (an earlier version's) is an InputError naming the directory and what to do."""
+    with open(os.path.join(pretrainer_sources["export"], "1", "assets.extra", "albert_export.json")) as f:
+        metadata = json.load(f)
+    assert metadata["format"] == "albert_tf.export/1" and metadata["kind"] == "pretrainer"
+    assert metadata["max_seq_length"] == SEQ and metadata["max_predictions_per_seq"] == 20
+    old = tmp_path / "old_export"
+    shutil.copytree(pretrainer_sources["export"], old)
+    os.remove(old / "1" / "assets.extra" / "albert_export.json")
+    with pytest.raises(InputError, match=re.escape(f"`{old / '1'}` has no `assets.extra/albert_export.json`")
+                       + ".*re-export it with this version"):
+        albert_tf.pipeline("feature-extraction", str(old))
+
+
 def test_bad_input_is_an_input_error(pretrainer_sources):
     release = pretrainer_sources["release"]
     with pytest.raises(InputError, match="Unknown task 'summarization'"):

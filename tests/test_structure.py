@@ -162,17 +162,6 @@ def test_graph_reads_imports_in_functions_and_from_packages(tmp_path):
     assert import_circles(graph) == [["albert_tf.sub.one", "albert_tf.sub.two"]]
 
 
-# The two circles left by the move into folders (issue #43 is open for them): the test fails when they go, so that
-# the mark goes with them.
-KNOWN_CIRCLES = [["albert_tf.export.cli", "albert_tf.export.lite", "albert_tf.export.saved_model"],
-                 ["albert_tf.pipelines", "albert_tf.tasks.ner.pipeline"]]
-
-
-def test_the_known_import_circles_are_the_only_ones():
-    assert import_circles(import_graph(_package_modules())) == KNOWN_CIRCLES
-
-
-@pytest.mark.xfail(strict=True, reason="the export and pipeline circles of KNOWN_CIRCLES are still there")
 def test_no_import_circle_in_the_package():
     circles = import_circles(import_graph(_package_modules()))
     assert not circles, "import circles: " + "; ".join(" <-> ".join(circle) for circle in circles)

@@ -1,5 +1,5 @@
-"""The `albert-export` command line (`python -m albert_tf.export.saved_model`): flags over `albert_tf.export.saved_model` (SavedModel)
-and `albert_tf.export.lite` (`--format=tflite`)."""
+"""The `albert-export` command line (`python -m albert_tf.export.cli`): flags over `albert_tf.export.saved_model`
+(SavedModel) and `albert_tf.export.lite` (`--format=tflite`); neither imports this module."""
 
 from absl import app, flags
 

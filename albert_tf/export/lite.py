@@ -4,12 +4,15 @@ dynamic-range int8 or integer int8, with its tokenizer, config and a metadata fi
 `export_tflite(model, output_dir, ...)` writes into `output_dir`:
 
 * `model.tflite`: one `serving_default` signature with the SavedModel's input and output names
-  (`export.SERVING_SPECS`), fixed int32 inputs `[batch_size, max_seq_length]` (`[batch_size, 4, max_seq_length]`
-  for RACE, plus `mlm_positions [batch_size, max_predictions_per_seq]` for the pretrainer). ALBERT's shared
+  (`export.SERVING_SPECS`), fixed int32 inputs `[batch_size, max_seq_length]` (`ServingSpec.fixed_input_shapes`:
+  `[batch_size, 4, max_seq_length]` for RACE, plus `mlm_positions [batch_size, max_predictions_per_seq]` for the
+  pretrainer). ALBERT's shared
   block is one set of variables applied `num_hidden_layers` times, so its weights appear once in the file,
   whatever the number of layers.
-* `albert_lite.json` (`METADATA_FILE`): the model kind, the signature's inputs and outputs with their shapes,
-  `max_seq_length`, `batch_size`, `do_lower_case`, the labels, the quantization and the other files' names.
+* `albert_lite.json` (`METADATA_FILE`): the model kind (its `albert_tf.registry` name), the signature's inputs and
+  outputs with their shapes, `max_seq_length`, `batch_size`, `do_lower_case`, the labels, the quantization, the
+  other files' names and the facts the kind's serving spec adds (`ServingSpec.export_facts`: the pretrainer's
+  `max_predictions_per_seq`, SQuAD 2.0's beam sizes, ...).
 * `albert_config.json` and the SentencePiece model, so that `albert_tf.pipeline(task, "<dir>/model.tflite")`
   (or the directory) runs the export on LiteRT with the runners' own preprocessing and decoding.
 
@@ -42,10 +45,10 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import registry
 from albert_tf.export import saved_model as export_lib
 from albert_tf.text import tokenization
 from albert_tf.config import AlbertConfig, check_max_seq_length
-from albert_tf.data.features import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
 from albert_tf.fileio import copy_atomic, write_bytes_atomic, write_text_atomic
 from albert_tf.models.albert_model import as_config
@@ -63,17 +66,9 @@ DEFAULT_CALIBRATION_STEPS = 100
 
 
 def input_shapes(model, batch_size, max_seq_length, max_predictions_per_seq=20):
-    """`{name: shape}` of the fixed-shape `serving_default` inputs of `model`'s LiteRT export."""
-    shapes = {}
-    for name, spec in export_lib.serving_spec(model).token_specs().items():
-        rank = len(spec.shape)
-        if name == "mlm_positions":
-            shapes[name] = [batch_size, max_predictions_per_seq]
-        elif rank == 3:
-            shapes[name] = [batch_size, int(spec.shape[1]), max_seq_length]
-        else:
-            shapes[name] = [batch_size, max_seq_length]
-    return shapes
+    """`{name: shape}` of the fixed-shape `serving_default` inputs of `model`'s LiteRT export (its serving
+    spec's `fixed_input_shapes`)."""
+    return export_lib.serving_spec(model).fixed_input_shapes(batch_size, max_seq_length, max_predictions_per_seq)
 
 
 def _serving_function(model, shapes, threshold):
@@ -179,64 +174,30 @@ def _is_tfrecord(path):
         return False
 
 
-def _tfrecord_features(path, kind, shapes, limit):
+def _tfrecord_features(path, spec, shapes, max_predictions_per_seq, limit):
+    """The `serve_examples` features of the first `limit` records of `path`, as the serving spec reads them."""
     seq = shapes["input_ids"][-1]
-    spec = export_lib.example_feature_spec(kind, seq, shapes.get("mlm_positions", [1, 20])[-1])
-    names = {"mlm_positions": "masked_lm_positions"}
+    example_spec = spec.example_spec(seq, max_predictions_per_seq)
     rows = []
     try:
         for record in tf.data.TFRecordDataset(path).take(limit):
-            parsed = tf.io.parse_single_example(record, spec)
-            rows.append({name: parsed[names.get(name, name)].numpy().astype(np.int32).reshape(shape[1:])
+            features, _ = spec.example_features(tf.io.parse_example(record[None], example_spec), seq)
+            rows.append({name: features[name][0].numpy().astype(np.int32).reshape(shape[1:])
                          for name, shape in shapes.items()})
     except tf.errors.InvalidArgumentError as e:
-        raise InputError(f"`{path}`: the records do not hold the {kind} features of length {seq} "
-                         f"({', '.join(spec)}): {str(e).splitlines()[0]}") from e
+        raise InputError(f"`{path}`: the records do not hold the {spec.kind} features of length {seq} "
+                         f"({', '.join(example_spec)}): {str(e).splitlines()[0]}") from e
     return rows
 
 
-def _text_features(path, kind, shapes, tokenizer, do_lower_case, limit):
-    """One example per line: `text_a[<TAB>text_b]`; SQuAD `question<TAB>context`; RACE `article<TAB>question
-    <TAB>option 1<TAB>...<TAB>option 4`."""
-    from albert_tf.tasks.glue import data as glue
-    from albert_tf.tasks.race import data as race
-    from albert_tf.tasks.squad import data as squad  # Only for text calibration.
-
-    seq = shapes["input_ids"][-1]
-    process = glue.DataProcessor(use_spm=True, do_lower_case=do_lower_case).process_text
+def _text_features(path, spec, shapes, tokenizer, do_lower_case, limit):
+    """One example per line, split at tabs and packed by the serving spec (`ServingSpec.calibration_rows`:
+    `text_a[<TAB>text_b]`; SQuAD `question<TAB>context`; RACE `article<TAB>question<TAB>option 1<TAB>...`)."""
     rows = []
     with tf.io.gfile.GFile(path, "r") as f:
         lines = [line.rstrip("\n") for line in f if line.strip()]
     for number, line in enumerate(lines[:limit], start=1):
-        fields = line.split("\t")
-        if kind in ("squad_v1", "squad_v2"):
-            if len(fields) != 2:
-                raise InputError(f"`{path}` line {number}: expected `question<TAB>context` for {kind} calibration.")
-            features = []
-            squad.convert_examples_to_features(
-                [squad.SquadExample(qas_id=str(number), question_text=fields[0], paragraph_text=fields[1])],
-                tokenizer, seq, 128, 64, False, features.append, do_lower_case)
-            rows.extend({name: np.asarray(getattr(feat, name), np.int32) for name in shapes} for feat in features)
-        elif kind == "race":
-            if len(fields) != 2 + RACE_NUM_CHOICES:
-                raise InputError(f"`{path}` line {number}: expected `article<TAB>question<TAB>` and "
-                                 f"{RACE_NUM_CHOICES} options for RACE calibration.")
-            obj = {"article": fields[0], "questions": [fields[1]], "options": [fields[2:]]}
-            (example,) = race.examples_from_object(obj, f"line {number}", "middle", process, require_answers=False)
-            ids, mask, segments, _ = race.encode_example(example, tokenizer, seq, min(128, seq - 3))
-            rows.append({"input_ids": ids, "input_mask": mask, "segment_ids": segments})
-        else:
-            if len(fields) > 2:
-                raise InputError(f"`{path}` line {number}: expected `text_a` or `text_a<TAB>text_b`.")
-            example = glue.InputExample(str(number), process(fields[0]),
-                                        process(fields[1]) if len(fields) == 2 else None, label="0")
-            feat = glue.convert_single_example(number, example, ["0"], seq, tokenizer, "calibration")
-            row = {"input_ids": feat.input_ids, "input_mask": feat.input_mask, "segment_ids": feat.segment_ids}
-            if "mlm_positions" in shapes:
-                width = shapes["mlm_positions"][-1]
-                length = int(np.sum(feat.input_mask))
-                row["mlm_positions"] = [(1 + i) % max(1, length) for i in range(width)]
-            rows.append(row)
+        rows.extend(spec.calibration_rows(line.split("\t"), path, number, tokenizer, do_lower_case, shapes))
     if not rows:
         raise InputError(f"`{path}` holds no calibration example.")
     return rows
@@ -248,14 +209,14 @@ def calibration_features(path, model, max_seq_length, spm_model_file=None, do_lo
     `serve_examples` features), or raw text packed as the task's runner packs it (needs `spm_model_file`)."""
     if not tf.io.gfile.exists(path):
         raise InputError(f"`calibration_file` not found: `{path}`.")
-    kind = export_lib.model_kind(model)
+    spec = export_lib.serving_spec(model)
     shapes = input_shapes(model, batch_size, max_seq_length, max_predictions_per_seq)
     if _is_tfrecord(path):
-        return _tfrecord_features(path, kind, shapes, limit)
+        return _tfrecord_features(path, spec, shapes, max_predictions_per_seq, limit)
     if spm_model_file is None:
         raise InputError(f"`calibration_file={path}` is text: pass `spm_model_file` to tokenize it.")
     tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model_file, do_lower_case=do_lower_case)
-    return _text_features(path, kind, shapes, tokenizer, do_lower_case, limit)
+    return _text_features(path, spec, shapes, tokenizer, do_lower_case, limit)
 
 
 # --- The export directory ----------------------------------------------------------------------------------
@@ -280,7 +241,8 @@ def export_tflite(model, output_dir, spm_model_file=None, do_lower_case=True, ma
     `calibration_file` (raw text or TFRecords, for `quantize="int8"`) is read with `calibration_features`; or
     pass `calibration`, a list of feature dicts. `labels` names the classifier's outputs in the metadata.
     """
-    kind = export_lib.model_kind(model)
+    spec = export_lib.serving_spec(model)
+    kind = spec.kind
     num_labels, labels = _labels(model, labels)
     config = as_config(config) if config is not None else model.config
     proto = None
@@ -304,12 +266,12 @@ def export_tflite(model, output_dir, spm_model_file=None, do_lower_case=True, ma
         "format": METADATA_FORMAT, "model_kind": kind, "model_file": file_name, "signature": SIGNATURE,
         "inputs": {name: list(spec.shape) for name, spec in lite.input_specs.items()},
         "outputs": {name: list(spec.shape) for name, spec in lite.output_specs.items()},
-        "batch_size": int(batch_size), "max_seq_length": int(max_seq_length),
-        "max_predictions_per_seq": int(max_predictions_per_seq) if kind == "pretrainer" else None,
+        "batch_size": int(batch_size), "max_seq_length": int(max_seq_length), "max_predictions_per_seq": None,
         "num_labels": num_labels, "labels": labels, "do_lower_case": bool(do_lower_case), "quantization": quantize,
         "config_file": CONFIG_FILE, "spm_model_file": os.path.basename(spm_model_file) if proto else None,
-        "start_n_top": getattr(model, "start_n_top", None), "end_n_top": getattr(model, "end_n_top", None),
     }
+    # The kind's own facts (the pretrainer's `max_predictions_per_seq`, SQuAD 2.0's beam sizes, ...).
+    metadata.update(spec.export_facts(model, max_predictions_per_seq, None, None))
     tf.io.gfile.makedirs(output_dir)
     if proto is not None:
         copy_atomic(spm_model_file, os.path.join(output_dir, metadata["spm_model_file"]))
@@ -334,7 +296,7 @@ def export_tflite_from_checkpoint(input_path, output_dir, model="encoder", num_l
 
     if model not in export_lib.MODEL_KINDS:
         raise InputError(f"`model` must be one of {', '.join(export_lib.MODEL_KINDS)}. Received: `model={model!r}`.")
-    model_class = export_lib.MODEL_CLASSES[model]
+    kind = registry.get(model)
     with resolve_source(input_path) as source:
         config = albert_config_file or source.config_file
         if config is None:
@@ -342,10 +304,9 @@ def export_tflite_from_checkpoint(input_path, output_dir, model="encoder", num_l
         spm_model_file = spm_model_file or source.spm_model_file
         if spm_model_file is not None and not tf.io.gfile.exists(spm_model_file):
             raise InputError(f"`spm_model_file` not found: `{spm_model_file}`.")
-        kwargs = {"num_labels": int(num_labels)} if model == "classifier" else {}
         # Heads must come from the checkpoint: an export with a freshly initialised head would serve noise.
-        net = load_pretrained(model_class, source.checkpoint_prefix, config=config, allow_missing_heads=False,
-                              **kwargs)
+        net = load_pretrained(kind.model_class, source.checkpoint_prefix, config=config, allow_missing_heads=False,
+                              **kind.model_kwargs(num_labels))
         return export_tflite(net, output_dir, spm_model_file=spm_model_file, config=config, **export_kwargs)
 
 

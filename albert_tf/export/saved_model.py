@@ -17,7 +17,9 @@ for any model of this package: `AlbertModel` (encoder), `AlbertPretrainer`, `Alb
   ops in the process that loads the model (`import tensorflow_text`).
 
 plus `tokenization_info` (no inputs: the path of the SentencePiece asset and `do_lower_case`, as the TF-Hub
-module). The SentencePiece model and `albert_config.json` are saved as assets.
+module). The SentencePiece model and `albert_config.json` are saved as assets, and
+`assets.extra/albert_export.json` (`albert_tf.export.metadata`) says what the export is: its model kind, lengths,
+casing and signatures, which the pipelines read.
 
 What differs between model classes lives in one `ServingSpec` per class (`albert_tf.export.serving`), declared by its
 model kind next to the model class (`albert_tf.registry`; `SERVING_SPECS` is the view by class): its token
@@ -47,16 +49,13 @@ from absl import logging
 from albert_tf import registry
 from albert_tf.text import ops as text_ops
 from albert_tf.text import tokenization
+from albert_tf.export import metadata as metadata_lib
 from albert_tf.export import warmup as warmup_lib
 from albert_tf.checkpoints import load_pretrained, resolve_source
 from albert_tf.config import check_max_seq_length
 from albert_tf.data.features import RACE_NUM_CHOICES  # noqa: F401  Public here too: clients build RACE inputs.
 from albert_tf.errors import InputError
-from albert_tf.models.albert_model import EncoderSpec, as_config  # noqa: F401  (EncoderSpec: public name)
-from albert_tf.tasks.glue.model import ClassifierSpec  # noqa: F401  The specs stay importable from here.
-from albert_tf.tasks.pretraining.model import PretrainerSpec  # noqa: F401
-from albert_tf.tasks.race.model import RaceSpec  # noqa: F401
-from albert_tf.tasks.squad.model import SquadV1Spec, SquadV2Spec  # noqa: F401
+from albert_tf.models.albert_model import as_config
 from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs  # noqa: F401
 
 SERVING_DEFAULT = "serving_default"
@@ -74,6 +73,16 @@ SERVING_SPECS = registry.MappingView(lambda: {kind.model_class: kind.serving_spe
 MODEL_CLASSES = registry.MappingView(lambda: {kind.name: kind.model_class for kind in registry.kinds()
                                               if kind.serving_spec is not None})
 MODEL_KINDS = registry.SequenceView(lambda: tuple(MODEL_CLASSES))
+
+
+def __getattr__(name):
+    """The spec classes of the registered kinds (`ClassifierSpec`, ...) stay names of this module, found through
+    the registry."""
+    specs = {type(kind.serving_spec).__name__: type(kind.serving_spec) for kind in registry.kinds()
+             if kind.serving_spec is not None}
+    if name in specs:
+        return specs[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def serving_spec(model):
@@ -290,7 +299,10 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
         if warmup:
             requests = _warmup_requests(spec, module.signatures(), int(max_seq_length),
                                         int(max_predictions_per_seq))
-        _save_then_rename(module, tmp_dir, final_dir, os.path.basename(os.path.normpath(export_dir)), requests)
+        metadata = _metadata(model, spec, module, spm_model_file if proto is not None else None, do_lower_case,
+                             max_seq_length, max_predictions_per_seq, max_query_length, max_qa_length)
+        _save_then_rename(module, tmp_dir, final_dir, os.path.basename(os.path.normpath(export_dir)), requests,
+                          metadata)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     logging.info("Exported signatures %s to %s", sorted(module.signatures()), final_dir)
@@ -339,15 +351,28 @@ def _warmup_requests(spec, signatures, max_seq_length, max_predictions_per_seq):
     return requests
 
 
-def _save_then_rename(module, tmp_dir, final_dir, model_name, warmup_requests=None):
-    """`tf.saved_model.save` (and the warm-up requests) into `tmp_dir`, then a rename to `final_dir` (nothing
-    left behind on errors)."""
+def _metadata(model, spec, module, spm_model_file, do_lower_case, max_seq_length, max_predictions_per_seq,
+              max_query_length, max_qa_length):
+    """The content of `assets.extra/albert_export.json` (`albert_tf.export.metadata`)."""
+    facts = {"kind": spec.kind, "model_class": type(model).__name__, "max_seq_length": int(max_seq_length),
+             "do_lower_case": bool(do_lower_case), "signatures": sorted(module.signatures()),
+             "config_file": "assets/albert_config.json",
+             "spm_model_file": f"assets/{os.path.basename(spm_model_file)}" if spm_model_file else None}
+    facts.update(spec.export_facts(model, max_predictions_per_seq, max_query_length, max_qa_length))
+    return facts
+
+
+def _save_then_rename(module, tmp_dir, final_dir, model_name, warmup_requests=None, metadata=None):
+    """`tf.saved_model.save` (the warm-up requests and `metadata`) into `tmp_dir`, then a rename to `final_dir`
+    (nothing left behind on errors)."""
     try:
         if tf.io.gfile.exists(tmp_dir):
             tf.io.gfile.rmtree(tmp_dir)
         tf.saved_model.save(module, tmp_dir, signatures=module.signatures())
         if warmup_requests:
             warmup_lib.write_warmup_requests(tmp_dir, model_name, warmup_requests)
+        if metadata is not None:
+            metadata_lib.write(tmp_dir, metadata)
         tf.io.gfile.rename(tmp_dir, final_dir)
     except BaseException:
         if tf.io.gfile.exists(tmp_dir):
@@ -396,7 +421,3 @@ def export_from_checkpoint(input_path, export_dir, model="encoder", num_labels=2
         return export_saved_model(net, export_dir, spm_model_file=spm_model_file, config=config,
                                   **export_kwargs)
 
-
-if __name__ == "__main__":   # `python -m albert_tf.export.saved_model`: the command line of `albert_tf.export.cli`.
-    from albert_tf.export import cli as export_cli
-    export_cli.main()

@@ -4,7 +4,9 @@
 A spec says what the signatures of `export_saved_model` take and return for its class: the token inputs of
 `serving_default` and how the model is called on them, the named outputs, the `tf.Example` features of
 `serve_examples` (from the TFRecord schemas of `albert_tf.data.features`), the raw-text inputs of `serve_text`
-and how they are packed (`albert_tf.text.ops.TextPipeline`), and the checks of the export arguments.
+and how they are packed (`albert_tf.text.ops.TextPipeline`), and the checks of the export arguments; and for
+the pipelines and LiteRT: the `albert_tf.pipeline` tasks its exports serve, its fixed LiteRT input shapes, the
+facts an export's metadata records (`albert_tf.export.metadata`) and how a line of calibration text is packed.
 """
 
 import abc
@@ -13,6 +15,7 @@ import tensorflow as tf
 
 from albert_tf.data import features
 from albert_tf.errors import InputError
+from albert_tf.text import packing
 
 TOKEN_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
@@ -82,3 +85,31 @@ class ServingSpec(abc.ABC):
         if threshold is not None:
             raise InputError(f"`threshold` applies to classifiers only. Received `threshold={threshold}` for a "
                              f"{type(model).__name__}.")
+
+    # Pipelines, export metadata and LiteRT.
+
+    # The `albert_tf.pipeline` tasks that an export of this kind serves (`albert_tf.registry.serving_kinds`).
+    pipeline_tasks = ()
+
+    def export_facts(self, model, max_predictions_per_seq, max_query_length, max_qa_length):
+        """What an export of `model` records beyond the shared fields (`albert_tf.export.metadata`): the
+        kind's own lengths and sizes. None here."""
+        del model, max_predictions_per_seq, max_query_length, max_qa_length  # Used by the task specs.
+        return {}
+
+    def fixed_input_shapes(self, batch_size, max_seq_length, max_predictions_per_seq):
+        """`{name: shape}` of the fixed-shape `serving_default` inputs of a LiteRT export: the token specs with
+        the batch dimension `batch_size` and every other unknown dimension `max_seq_length`."""
+        del max_predictions_per_seq  # Used by the pretrainer.
+        return {name: [batch_size] + [max_seq_length if dim is None else int(dim)
+                                      for dim in spec.shape.as_list()[1:]]
+                for name, spec in self.token_specs().items()}
+
+    def calibration_rows(self, fields, path, number, tokenizer, do_lower_case, shapes):
+        """The feature rows of line `number` of the calibration text `path`, split at tabs into `fields`:
+        `text_a[<TAB>text_b]`, packed as GLUE's `convert_single_example`."""
+        if len(fields) > 2:
+            raise InputError(f"`{path}` line {number}: expected `text_a` or `text_a<TAB>text_b`.")
+        text_a = packing.process_text(fields[0], do_lower_case=do_lower_case)
+        text_b = packing.process_text(fields[1], do_lower_case=do_lower_case) if len(fields) == 2 else None
+        return [packing.pack_pair(tokenizer, text_a, text_b, shapes["input_ids"][-1])]

@@ -340,6 +340,8 @@ def compile_forward(model, jit_compile=None, training=False):
 class EncoderSpec(ServingSpec):
     """`AlbertModel`: the encoder's sequence and pooled outputs."""
 
+    pipeline_tasks = ("feature-extraction",)
+
     def outputs(self, out, threshold):
         return {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"]}
 

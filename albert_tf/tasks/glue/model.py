@@ -123,6 +123,8 @@ def classifier_loss(outputs, label_ids, num_labels):
 class ClassifierSpec(ServingSpec):
     """`AlbertClassifier`: probabilities and predictions, and an optional constant `threshold` output."""
 
+    pipeline_tasks = ("text-classification",)
+
     def outputs(self, out, threshold):
         outputs = {"probabilities": out["probabilities"], "predictions": out["predictions"]}
         if threshold is not None:
@@ -133,6 +135,9 @@ class ClassifierSpec(ServingSpec):
 
     def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
         pass  # Every argument applies.
+
+    def export_facts(self, model, max_predictions_per_seq, max_query_length, max_qa_length):
+        return {"num_labels": int(model.num_labels)}
 
 
 # `classifier_utils.create_model`: root-scope `output_weights [num_labels, H]`, `output_bias`; transformers'

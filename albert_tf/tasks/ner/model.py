@@ -202,6 +202,8 @@ class TokenClassifierSpec(ServingSpec):
     (`""` past a row's words), `predictions` (-1 there) and `scores` (the tag's probability), and the packed
     `input_ids`."""
 
+    pipeline_tasks = ("token-classification",)
+
     def model_inputs(self, features):
         names = TOKEN_INPUTS + (("word_positions",) if "word_positions" in features else ())
         return {name: features[name] for name in names}
@@ -219,6 +221,9 @@ class TokenClassifierSpec(ServingSpec):
     def text_outputs(self, outputs, features):
         return {"tags": outputs["word_tags"], "predictions": outputs["word_predictions"],
                 "scores": outputs["word_scores"], "input_ids": features["input_ids"]}
+
+    def export_facts(self, model, max_predictions_per_seq, max_query_length, max_qa_length):
+        return {"num_labels": int(model.num_labels)}
 
 
 HEAD = registry.Head(

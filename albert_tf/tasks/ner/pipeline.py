@@ -22,23 +22,24 @@ import re
 
 import numpy as np
 
-from albert_tf import pipelines
+from albert_tf import pipelines, registry
 from albert_tf.checkpoints import hf, open_reader, resolve_source, restore_source
 from albert_tf.checkpoints.convert import detect_model
 from albert_tf.tasks.ner import data as conll
 from albert_tf.errors import InputError
 from albert_tf.models.albert_model import as_config
-from albert_tf.tasks.ner.model import AlbertTokenClassifier
+from albert_tf.tasks.ner.model import HEAD_NAME, AlbertTokenClassifier
 
 AGGREGATIONS = ("none", "simple")
 
 
+@registry.register_pipeline
 class TokenClassificationPipeline(pipelines.Pipeline):
     """`"token-classification"`: a tag per word, or entities (`aggregation="simple"`)."""
 
     task = "token-classification"
     model_class = AlbertTokenClassifier
-    export_kinds = ("token_classifier",)
+    required_heads = (HEAD_NAME,)
     defaults = {"max_seq_length": 128, "do_lower_case": True, "labels": None, "aggregation": "none"}
     output_names = ("probabilities",)
 
@@ -53,6 +54,11 @@ class TokenClassificationPipeline(pipelines.Pipeline):
         self.labels = conll.parse_labels(self.labels)
         if len(self.labels) != num_labels:
             raise InputError(f"`labels` has {len(self.labels)} names but the model tags {num_labels} labels.")
+
+    @classmethod
+    def load(cls, source, **options):
+        """`token_classification_pipeline(source, **options)`: its own loading (words, tags, labels)."""
+        return token_classification_pipeline(source, **options)
 
     def __call__(self, inputs=None, aggregation=None, **kwargs):
         previous = self.aggregation
@@ -130,24 +136,23 @@ def token_classification_pipeline(source, **options):
     spm_model_file = options.pop("spm_model_file", None)
     vocab_file = options.pop("vocab_file", None)
     do_lower_case = options.get("do_lower_case", True)
-    export_dir = pipelines._export_directory(source)
+    export_dir = pipelines.export_directory(source)
     if export_dir is not None:
-        runner = pipelines._ExportRunner(export_dir)
-        probabilities = runner.output_specs.get("probabilities")
-        if probabilities is None or len(probabilities.shape) != 3:
+        runner = pipelines.ExportRunner(export_dir)
+        if runner.kind not in TokenClassificationPipeline.export_kinds:
             raise InputError(f"The export `{export_dir}` does not serve a token classifier (per-token "
                              "`probabilities [batch, seq, labels]`).")
         options.setdefault("do_lower_case", runner.do_lower_case)
         pipelines.default_lengths(TokenClassificationPipeline, options,
                                   runner.max_seq_length or runner.config.max_position_embeddings)
-        tokenizer, use_spm = pipelines._tokenizer(spm_model_file or runner.spm_model_file, vocab_file,
-                                                  options["do_lower_case"], export_dir)
+        tokenizer, use_spm = pipelines.make_tokenizer(spm_model_file or runner.spm_model_file, vocab_file,
+                                                      options["do_lower_case"], export_dir)
         return TokenClassificationPipeline(runner, tokenizer, use_spm, **options)
     with resolve_source(source) as resolved:
         config = config if config is not None else resolved.config_file
         if config is None:
             raise InputError(f"No config for `{source}`: pass `config=`.")
-        tokenizer, use_spm = pipelines._tokenizer(
+        tokenizer, use_spm = pipelines.make_tokenizer(
             spm_model_file or resolved.spm_model_file,
             vocab_file or (None if resolved.spm_model_file else resolved.vocab_file), do_lower_case, source)
         kind, kwargs = detect_model(open_reader(resolved))
@@ -160,4 +165,4 @@ def token_classification_pipeline(source, **options):
         model = AlbertTokenClassifier(as_config(config), labels=labels, **kwargs)
         restore_source(model, resolved, allow_missing_heads=False)
     pipelines.default_lengths(TokenClassificationPipeline, options, model.config.max_position_embeddings)
-    return TokenClassificationPipeline(pipelines._KerasRunner(model), tokenizer, use_spm, **options)
+    return TokenClassificationPipeline(pipelines.KerasRunner(model), tokenizer, use_spm, **options)

@@ -130,6 +130,8 @@ class PretrainerSpec(ServingSpec):
     `serve_text` turns each literal `[MASK]` into the mask id and predicts every masked position.
     """
 
+    pipeline_tasks = ("fill-mask", "feature-extraction")
+
     def token_specs(self):
         specs = super().token_specs()
         specs["mlm_positions"] = tf.TensorSpec([None, None], tf.int32, name="mlm_positions")
@@ -164,6 +166,22 @@ class PretrainerSpec(ServingSpec):
         outputs["mlm_weights"] = features["mlm_weights"]
         outputs["mlm_predictions"] = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
         return outputs
+
+    def export_facts(self, model, max_predictions_per_seq, max_query_length, max_qa_length):
+        return {"max_predictions_per_seq": int(max_predictions_per_seq)}
+
+    def fixed_input_shapes(self, batch_size, max_seq_length, max_predictions_per_seq):
+        shapes = super().fixed_input_shapes(batch_size, max_seq_length, max_predictions_per_seq)
+        shapes["mlm_positions"] = [batch_size, max_predictions_per_seq]
+        return shapes
+
+    def calibration_rows(self, fields, path, number, tokenizer, do_lower_case, shapes):
+        """Sentence rows (the base's) with `mlm_positions` spread over each row's real pieces."""
+        rows = super().calibration_rows(fields, path, number, tokenizer, do_lower_case, shapes)
+        for row in rows:
+            length = int(sum(row["input_mask"]))
+            row["mlm_positions"] = [(1 + i) % max(1, length) for i in range(shapes["mlm_positions"][-1])]
+        return rows
 
 
 # `run_pretraining.py`'s `get_masked_lm_output` and `get_sentence_order_output`; the MLM output matrix is the tied

@@ -13,6 +13,7 @@ from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
 from albert_tf.models.base import PretrainedMixin
 from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs
+from albert_tf.text import packing
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -130,6 +131,8 @@ class RaceSpec(ServingSpec):
     """`AlbertRace`: four choices per example, `[batch, 4, seq]` inputs; `serve_text` takes the article, the
     question and the four options."""
 
+    pipeline_tasks = ("multiple-choice",)
+
     def token_specs(self):
         return {name: tf.TensorSpec([None, RACE_NUM_CHOICES, None], tf.int32, name=name) for name in TOKEN_INPUTS}
 
@@ -158,6 +161,26 @@ class RaceSpec(ServingSpec):
             raise InputError(f"`max_qa_length={max_qa_length}` leaves no room in `max_seq_length={max_seq_length}`: "
                              "need max_qa_length <= max_seq_length - 3.")
         super().check_arguments(model, max_seq_length, max_query_length, max_qa_length, threshold)
+
+    def export_facts(self, model, max_predictions_per_seq, max_query_length, max_qa_length):
+        return {} if max_qa_length is None else {"max_qa_length": int(max_qa_length)}
+
+    def calibration_rows(self, fields, path, number, tokenizer, do_lower_case, shapes):
+        """`article<TAB>question<TAB>option 1<TAB>...<TAB>option 4`, packed as `race.encode_example`."""
+        from albert_tf.tasks.race import data as race  # Only for text calibration.
+
+        if len(fields) != 2 + RACE_NUM_CHOICES:
+            raise InputError(f"`{path}` line {number}: expected `article<TAB>question<TAB>` and "
+                             f"{RACE_NUM_CHOICES} options for RACE calibration.")
+        seq = shapes["input_ids"][-1]
+        obj = {"article": fields[0], "questions": [fields[1]], "options": [fields[2:]]}
+
+        def process(text):
+            return packing.process_text(text, do_lower_case=do_lower_case)
+
+        (example,) = race.examples_from_object(obj, f"line {number}", "middle", process, require_answers=False)
+        ids, mask, segments, _ = race.encode_example(example, tokenizer, seq, min(128, seq - 3))
+        return [{"input_ids": ids, "input_mask": mask, "segment_ids": segments}]
 
 
 # `race_utils.create_model`: root-scope `output_weights [1, H]`, `output_bias [1]` (the names of the classifier

@@ -2,6 +2,7 @@
 and `create_v2_model`)."""
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from albert_tf import registry
@@ -292,6 +293,8 @@ def squad_v2_loss(outputs, features):
 class SquadV1Spec(ServingSpec):
     """`AlbertSquadV1`: start/end logits; `serve_text` packs the first document span of (question, context)."""
 
+    pipeline_tasks = ("question-answering",)
+
     def outputs(self, out, threshold):
         return {"start_logits": out["start_logits"], "end_logits": out["end_logits"]}
 
@@ -322,6 +325,21 @@ class SquadV1Spec(ServingSpec):
                              f"{max_query_length}` + 3.")
         super().check_arguments(model, max_seq_length, max_query_length, max_qa_length, threshold)
 
+    def export_facts(self, model, max_predictions_per_seq, max_query_length, max_qa_length):
+        return {} if max_query_length is None else {"max_query_length": int(max_query_length)}
+
+    def calibration_rows(self, fields, path, number, tokenizer, do_lower_case, shapes):
+        """`question<TAB>context`, in `run_squad.py`'s doc-stride windows (stride 128, questions of 64 pieces)."""
+        from albert_tf.tasks.squad import data as squad  # Only for text calibration.
+
+        if len(fields) != 2:
+            raise InputError(f"`{path}` line {number}: expected `question<TAB>context` for {self.kind} calibration.")
+        features = []
+        squad.convert_examples_to_features(
+            [squad.SquadExample(qas_id=str(number), question_text=fields[0], paragraph_text=fields[1])],
+            tokenizer, shapes["input_ids"][-1], 128, 64, False, features.append, do_lower_case)
+        return [{name: np.asarray(getattr(feature, name), np.int32) for name in shapes} for feature in features]
+
 
 class SquadV2Spec(SquadV1Spec):
     """`AlbertSquadV2` (XLNet-style head): top-k start/end log-probs and indices and the answerability logit.
@@ -349,6 +367,11 @@ class SquadV2Spec(SquadV1Spec):
 
     def text_features(self, pipeline, texts):
         return pipeline.pack_squad_texts(texts["question"], texts["context"])
+
+    def export_facts(self, model, max_predictions_per_seq, max_query_length, max_qa_length):
+        facts = super().export_facts(model, max_predictions_per_seq, max_query_length, max_qa_length)
+        facts.update(start_n_top=int(model.start_n_top), end_n_top=int(model.end_n_top))
+        return facts
 
 
 # `squad_utils.create_v1_model`: `cls/squad/output_weights [2, H]`; transformers' `AlbertForQuestionAnswering`.
