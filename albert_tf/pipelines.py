@@ -192,6 +192,16 @@ def make_tokenizer(spm_model_file, vocab_file, do_lower_case, where):
     raise InputError(f"No SentencePiece model (or WordPiece vocab) found with `{where}`; pass `spm_model_file=`.")
 
 
+def split_options(options):
+    """`(task options, config, spm_model_file, vocab_file, do_lower_case)`: the loading options taken out of a
+    copy of `options`."""
+    options = dict(options)
+    config = options.pop("config", None)
+    spm_model_file = options.pop("spm_model_file", None)
+    vocab_file = options.pop("vocab_file", None)
+    return options, config, spm_model_file, vocab_file, options.get("do_lower_case", True)
+
+
 def default_lengths(cls, options, longest):
     """Fills the length options not given (`max_seq_length`, and `max_query_length` / `max_qa_length`) with the
     task's defaults capped at `longest`: the export's length, or the model's `max_position_embeddings`."""
@@ -365,11 +375,7 @@ class Pipeline:
     def load(cls, source, **options):
         """The pipeline of `cls.task` on `source` (a LiteRT export, an `albert-export` or a checkpoint source);
         see `pipeline`."""
-        options = dict(options)
-        config = options.pop("config", None)
-        spm_model_file = options.pop("spm_model_file", None)
-        vocab_file = options.pop("vocab_file", None)
-        do_lower_case = options.get("do_lower_case", True)
+        options, config, spm_model_file, vocab_file, do_lower_case = split_options(options)
         found = lite.find_export(source)
         if found is not None:
             return cls._from_lite(found, options, spm_model_file, vocab_file)

@@ -136,13 +136,18 @@ def load():
     """Imports the `model` module of every task package once, so that each registers its kinds."""
     if _state["loaded"]:
         return
-    importlib.import_module(ENCODER_MODULE)
+    _import_task_modules(ENCODER_MODULE, MODEL_MODULE)
+    _state["loaded"] = True
+
+
+def _import_task_modules(shared, module):
+    """Imports the module `shared`, then the module `module` of every task package that has one."""
+    importlib.import_module(shared)
     package = importlib.import_module(TASKS_PACKAGE)
     for task in package.names():
-        name = f"{TASKS_PACKAGE}.{task}.{MODEL_MODULE}"
+        name = f"{TASKS_PACKAGE}.{task}.{module}"
         if importlib.util.find_spec(name) is not None:
             importlib.import_module(name)
-    _state["loaded"] = True
 
 
 def _load_pipelines():
@@ -150,12 +155,7 @@ def _load_pipelines():
     load()
     if _state["pipelines_loaded"]:
         return
-    importlib.import_module(PIPELINES_MODULE)
-    package = importlib.import_module(TASKS_PACKAGE)
-    for task in package.names():
-        name = f"{TASKS_PACKAGE}.{task}.{PIPELINE_MODULE}"
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name)
+    _import_task_modules(PIPELINES_MODULE, PIPELINE_MODULE)
     _state["pipelines_loaded"] = True
 
 

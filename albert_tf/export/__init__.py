@@ -4,6 +4,7 @@
   directories, `serving_default`, `serve_examples`, `serve_text`, `tokenization_info`, warm-up requests).
 - `serving`: `ServingSpec`, the base of each model kind's serving spec (what a kind's signatures take and give).
 - `warmup`: `assets.extra/tf_serving_warmup_requests`.
+- `metadata`: `assets.extra/albert_export.json`, what an export is (its model kind, lengths, signatures).
 - `session_model`: `SessionModel`, an export run through TF Serving's loader path (a TF1 session).
 - `lite`: LiteRT conversion and `LiteModel`.
 - `cli`: `albert-export`.
@@ -17,7 +18,7 @@ import importlib
 _SAVED_MODEL_NAMES = ("SERVE_EXAMPLES", "SERVE_TEXT", "SERVING_DEFAULT", "TOKENIZATION_INFO", "backing_variables",
                       "example_feature_spec", "export_from_checkpoint", "export_saved_model", "model_kind",
                       "next_version", "serving_spec")
-_SUBMODULES = ("cli", "lite", "saved_model", "serving", "session_model", "warmup")
+_SUBMODULES = ("cli", "lite", "metadata", "saved_model", "serving", "session_model", "warmup")
 
 __all__ = list(_SAVED_MODEL_NAMES) + list(_SUBMODULES)
 

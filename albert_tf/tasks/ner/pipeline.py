@@ -131,11 +131,7 @@ def token_classification_pipeline(source, **options):
     Raises:
         InputError: an unknown option, or a source without a token-classification head.
     """
-    options = dict(options)
-    config = options.pop("config", None)
-    spm_model_file = options.pop("spm_model_file", None)
-    vocab_file = options.pop("vocab_file", None)
-    do_lower_case = options.get("do_lower_case", True)
+    options, config, spm_model_file, vocab_file, do_lower_case = pipelines.split_options(options)
     export_dir = pipelines.export_directory(source)
     if export_dir is not None:
         runner = pipelines.ExportRunner(export_dir)
