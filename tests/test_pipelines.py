@@ -350,6 +350,24 @@ def test_lengths_come_from_the_export_or_the_config_and_long_questions_warn(squa
     assert "max_query_length" not in caplog.text
 
 
+def test_the_registry_lists_every_task_pipeline():
+    """Each task's pipeline registers itself from its own folder; `albert_tf.pipelines` names them through the
+    registry, and the kinds that serve a task come from the kinds' serving specs."""
+    from albert_tf import pipelines, registry
+
+    classes = registry.pipelines()
+    assert sorted(classes) == ["feature-extraction", "fill-mask", "multiple-choice", "question-answering",
+                               "text-classification", "token-classification"]
+    assert classes["fill-mask"].__module__ == "albert_tf.tasks.pretraining.pipeline"
+    assert classes["token-classification"].__module__ == "albert_tf.tasks.ner.pipeline"
+    assert pipelines.TextClassificationPipeline is classes["text-classification"]
+    assert pipelines.PIPELINES == classes
+    assert classes["feature-extraction"].export_kinds == ("encoder", "pretrainer")
+    assert classes["question-answering"].export_kinds == ("squad_v1", "squad_v2")
+    with pytest.raises(AttributeError):
+        pipelines.NoSuchPipeline  # noqa: B018
+
+
 def test_an_export_without_its_metadata_is_refused(pretrainer_sources, tmp_path):
     """The kind comes from the export's `assets.extra/albert_export.json`, never from its outputs: an export
     without the file (an earlier version's) is an InputError naming the directory and what to do."""
