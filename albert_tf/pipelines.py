@@ -16,17 +16,18 @@ pipeline lives in its task package (`albert_tf/tasks/<task>/pipeline.py`) and re
 (`albert_tf.registry.register_pipeline`); `pipeline(task, ...)` finds it there (`registry.pipelines()`), and an
 export's kind comes from the export's own metadata (`assets.extra/albert_export.json`, `albert_tf.export.metadata`;
 for LiteRT `albert_lite.json`), checked against the kinds whose serving spec serves the task
-(`registry.serving_kinds`). The tasks (the registry lists them):
+(`registry.serving_kinds`). The tasks (the registry lists them; each task module's docstring says what its
+pipeline takes and gives):
 
-* `"fill-mask"` (`albert_tf.tasks.pretraining.pipeline`): `pipe("the [MASK] of france", top_k=5)` -> per `[MASK]`
-  a list of `top_k` `{"token", "token_id", "score"}` from the MLM head (`AlbertPretrainer`).
-* `"text-classification"` (`albert_tf.tasks.glue.pipeline`): a string, a `(text_a, text_b)` pair or `{"text_a",
-  "text_b"}` -> `{"label", "score", "scores"}` (`AlbertClassifier`); a regression head gives `{"score": value}`.
-* `"question-answering"` (`albert_tf.tasks.squad.pipeline`): `pipe(question=..., context=...)` ->
-  `{"answer", "score", "start", "end"}` through `run_squad.py`'s windows and n-best decoding.
-* `"multiple-choice"` (`albert_tf.tasks.race.pipeline`): `{"article", "question", "options": [4 strings]}` ->
-  `{"choice": int, "scores": [4]}` (`AlbertRace`).
-* `"token-classification"` (`albert_tf.tasks.ner.pipeline`): a text -> its tagged words or entities.
+* `"fill-mask"`: `pipe("the [MASK] of france", top_k=5)` -> per `[MASK]` a list of `top_k`
+  `{"token", "token_id", "score"}` from the MLM head (`AlbertPretrainer`).
+* `"text-classification"`: a string, a `(text_a, text_b)` pair or `{"text_a", "text_b"}` -> `{"label", "score",
+  "scores"}` (`AlbertClassifier`); a regression head gives `{"score": value}`.
+* `"question-answering"`: `pipe(question=..., context=...)` -> `{"answer", "score", "start", "end"}` through the
+  SQuAD runner's windows and n-best decoding.
+* `"multiple-choice"`: `{"article", "question", "options": [4 strings]}` -> `{"choice": int, "scores": [4]}`
+  (`AlbertRace`).
+* `"token-classification"`: a text -> its tagged words or entities (`AlbertTokenClassifier`).
 * `"feature-extraction"` (here): a string or pair -> `{"pooled_output": [H], "sequence_output": [pieces, H]}`
   (NumPy; the `[CLS] ... [SEP]` positions, no padding).
 

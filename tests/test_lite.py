@@ -332,6 +332,39 @@ def test_export_writes_metadata_config_and_tokenizer(tmp_path):
     assert sum(rows[1]["segment_ids"]) == 0
 
 
+def test_text_calibration_is_packed_by_each_kind_serving_spec(tmp_path):
+    """`calibration_features` on raw text asks the kind's serving spec how to pack a line: SQuAD question and
+    context in doc-stride windows, RACE article, question and 4 options, the pretrainer's masked positions."""
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(f"the river {w} flows to the sea number {i}" for i, w in
+                                enumerate(["amazon", "nile", "rhine", "danube"] * 20)))
+    vocab_lib.train_sentencepiece([str(corpus)], str(tmp_path / "sp"), vocab_size=60, hard_vocab_limit=False)
+    spm_file = str(tmp_path / "sp.model")
+    import sentencepiece as spm
+
+    config = AlbertConfig(vocab_size=spm.SentencePieceProcessor(model_file=spm_file).get_piece_size(),
+                          num_hidden_layers=1, **dict(TINY, max_position_embeddings=128))
+    seq = 96   # SQuAD windows keep 64 question pieces: max_seq_length > 64 + 3
+    lines = {"squad_v2": "what flows ?\t" + "the river nile flows to the sea " * 12,
+             "race": "the river nile flows to the sea\twhat flows ?\tthe nile\tthe sea\tthe rhine\tthe amazon",
+             "pretrainer": "the river nile\tflows to the sea"}
+    for kind, line in lines.items():
+        path = tmp_path / f"{kind}.txt"
+        path.write_text(line + "\n")
+        rows = lite.calibration_features(str(path), KINDS[kind](config), seq, spm_file, max_predictions_per_seq=3)
+        shapes = lite.input_shapes(KINDS[kind](config), 1, seq, 3)
+        assert rows and all(sorted(row) == sorted(shapes) for row in rows), kind
+        for row in rows:
+            for name, shape in shapes.items():
+                assert np.asarray(row[name]).shape == tuple(shape[1:]), (kind, name)
+    assert len(lite.calibration_features(str(tmp_path / "squad_v2.txt"), KINDS["squad_v2"](config), seq,
+                                         spm_file)) > 1      # a long context: several windows
+    with pytest.raises(InputError, match="line 1: expected `question<TAB>context` for squad_v1 calibration"):
+        lite.calibration_features(str(tmp_path / "race.txt"), KINDS["squad_v1"](config), seq, spm_file)
+    with pytest.raises(InputError, match="line 1: expected `article<TAB>question<TAB>` and 4 options"):
+        lite.calibration_features(str(tmp_path / "pretrainer.txt"), KINDS["race"](config), seq, spm_file)
+
+
 def test_bad_arguments_are_input_errors(tmp_path):
     model = AlbertModel(_tiny_config(1))
     with pytest.raises(InputError, match="`quantize` must be one of none, float16, dynamic, int8"):
