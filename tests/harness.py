@@ -17,8 +17,8 @@ transformers' `ModelTester`s: one tiny config, inputs for a head, and one call p
   file, the new model gives the same outputs, and writing it again gives the same tensors under the same names.
 
 The harness uses public entry points only (the model classes, `albert_tf.registry`, `albert_tf.checkpoints`,
-`albert_tf.export`). It imports no TensorFlow at the top, so that the fresh processes that import this module
-to run its `fresh_*` functions load only what those import.
+`albert_tf.export`); its fresh processes import only what a user's program would (`albert_tf`, `keras`,
+`SessionModel`), not this module.
 """
 
 import os
@@ -197,32 +197,57 @@ def check_config_round_trip(model_cls, model, init_kwargs, inputs):
 
 # --- run_saving_test ------------------------------------------------------------------------------------------
 
+# The fresh processes: what a user's program does, with nothing else imported first.
+_KERAS_CHILD = """
+import sys
+import numpy as np
+import albert_tf
+import keras
+model = keras.saving.load_model(sys.argv[1])
+outputs = model(dict(np.load(sys.argv[2])), training=False)
+flat = {}
+for name, value in outputs.items():
+    values = value if isinstance(value, (list, tuple)) else [value]
+    flat.update({name if v is value else f"{name}/{i}": np.asarray(v) for i, v in enumerate(values)})
+np.savez(sys.argv[3], **flat)
+print("RESULT " + type(model).__name__)
+"""
+_SERVING_CHILD = """
+import sys
+import numpy as np
+from albert_tf.export.session_model import SessionModel
+served = SessionModel(sys.argv[1])
+names = served.input_names("serving_default")
+inputs = dict(np.load(sys.argv[2]))
+np.savez(sys.argv[3], **served.run("serving_default", **{name: inputs[name] for name in names}))
+print("RESULT " + " ".join(names))
+"""
+
+
+def run_fresh(code, *args, timeout=600):
+    """Runs `code` in a fresh Python (`sys.argv[1:]` = `args`); returns what it printed after `RESULT `."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run([sys.executable, "-c", code] + [str(a) for a in args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+    assert lines, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return lines[-1][len("RESULT "):]
+
 
 def run_saving_test(model_cls, init_kwargs, inputs, directory):
-    """`model.save(<directory>/model.keras)`; a fresh process loads it (`keras.saving.load_model` after
-    `import albert_tf` only) and calls it: the class and the outputs are the model's."""
-    from fresh_process import run_measurement
-
+    """`model.save(<directory>/model.keras)`; a fresh process that imports `albert_tf` and `keras` only loads it
+    (`keras.saving.load_model`) and calls it: the class and the outputs are the model's."""
     model = build(model_cls, init_kwargs)
     want = flat_outputs(model(inputs, training=False))
     path = os.path.join(directory, "model.keras")
     model.save(path)
     inputs_file, outputs_file = _write_inputs(directory, inputs)
-    class_name = run_measurement("harness", "fresh_keras_outputs", path, inputs_file, outputs_file)
-    assert class_name == model_cls.__name__
+    assert run_fresh(_KERAS_CHILD, path, inputs_file, outputs_file) == model_cls.__name__
     assert_same_outputs(dict(np.load(outputs_file)), want, atol=1e-6)
-
-
-def fresh_keras_outputs(path, inputs_file, outputs_file):
-    """(In the fresh process.) Loads the `.keras` file, writes its inference outputs, returns its class name."""
-    import keras
-
-    import albert_tf  # noqa: F401  Makes the package's Keras classes loadable.
-
-    model = keras.saving.load_model(path)
-    inputs = dict(np.load(inputs_file))
-    np.savez(outputs_file, **flat_outputs(model(inputs, training=False)))
-    return type(model).__name__
 
 
 def _write_inputs(directory, inputs, names=None):
@@ -239,32 +264,21 @@ def run_export_test(model_cls, init_kwargs, inputs, directory, **export_kwargs):
     `SessionModel` (TF Serving's path) on `inputs`: every output that the model also names equals the Keras
     output, and every signature input was given."""
     from albert_tf.export import export_saved_model
-    from fresh_process import run_measurement
 
     model = build(model_cls, init_kwargs)
     want = flat_outputs(model(inputs, training=False))
-    export_kwargs.setdefault("max_seq_length", next(iter(inputs.values())).shape[-1])
+    seq = next(iter(inputs.values())).shape[-1]
+    # The text signatures' lengths must fit in `max_seq_length` even when there is no text signature.
+    export_kwargs = dict(dict(max_seq_length=seq, max_query_length=2, max_qa_length=seq - 3), **export_kwargs)
     path = export_saved_model(model, os.path.join(directory, "export"), warmup=False, **export_kwargs)
     inputs_file, outputs_file = _write_inputs(directory, inputs, SERVING_NAMES)
-    taken = run_measurement("harness", "fresh_serving_outputs", path, inputs_file, outputs_file)
+    taken = run_fresh(_SERVING_CHILD, path, inputs_file, outputs_file).split()
     assert set(taken) <= {SERVING_NAMES.get(name, name) for name in inputs}, taken
     got = dict(np.load(outputs_file))
     shared = sorted(set(got) & set(want))
     assert shared, f"serving_default gives {sorted(got)}, none of the model's outputs {sorted(want)}"
     assert_same_outputs(got, want, names=shared)
     return got
-
-
-def fresh_serving_outputs(path, inputs_file, outputs_file):
-    """(In the fresh process.) Runs `serving_default` of the export in a TF1 session on the inputs it takes,
-    writes the outputs, returns the names of the inputs it takes."""
-    from albert_tf.export.session_model import SessionModel
-
-    served = SessionModel(path)
-    names = served.input_names("serving_default")
-    inputs = dict(np.load(inputs_file))
-    np.savez(outputs_file, **served.run("serving_default", **{name: inputs[name] for name in names}))
-    return names
 
 
 # --- run_convert_test -----------------------------------------------------------------------------------------
