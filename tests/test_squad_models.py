@@ -4,16 +4,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from albert_tf.config import AlbertConfig
 from albert_tf.tasks.squad.model import (AlbertSquadV1, AlbertSquadV2, default_p_mask, squad_v1_loss,
                                     squad_v2_loss)
+from harness import TINY_CONFIG
 
 B, T = 3, 12
 
 
 def tiny_config():
-    return AlbertConfig(vocab_size=60, embedding_size=8, hidden_size=16, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=24, max_position_embeddings=32)
+    return TINY_CONFIG.copy()
 
 
 def make_inputs(rng):
