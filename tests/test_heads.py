@@ -86,7 +86,9 @@ KINDS = sorted(CASES, key=lambda name: registry.get(name).order)
 
 
 def test_every_registered_kind_has_a_case():
-    assert sorted(registry.names()) == sorted(CASES)
+    # The package's kinds (a kind a test registers for itself is defined outside `albert_tf`).
+    ours = [kind.name for kind in registry.kinds() if kind.model_class.__module__.startswith("albert_tf.")]
+    assert sorted(ours) == sorted(CASES)
 
 
 @pytest.mark.parametrize("kind", KINDS)
