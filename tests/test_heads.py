@@ -54,14 +54,14 @@ def _cases():
              "masked_lm_weights": np.array([[1, 1, 1], [1, 1, 0]], np.float32),
              "next_sentence_labels": np.array([0, 1], np.int32)},
             dict(ENCODER_SHAPES, mlm_logits=(BATCH, 3, V), sop_logits=(BATCH, 2))),
-        "classifier": Case({"num_labels": 3, "dropout_rate": 0.1}, tokens, np.array([0, 2], np.int32),
+        "classifier": Case({"num_labels": 3, "dropout_rate": 0.2}, tokens, np.array([0, 2], np.int32),
                            {"logits": (BATCH, 3), "probabilities": (BATCH, 3), "predictions": (BATCH,)},
                            dropout=True),
         "squad_v1": Case({}, tokens, {"start_positions": np.array([4, 0]), "end_positions": np.array([5, 0])},
                          dict(ENCODER_SHAPES, start_logits=(BATCH, SEQ), end_logits=(BATCH, SEQ)),
                          unchanged=("pooler",)),
         "squad_v2": Case(
-            {"start_n_top": 3, "end_n_top": 2, "dropout_prob": 0.1}, tokens,
+            {"start_n_top": 3, "end_n_top": 2, "dropout_prob": 0.2}, tokens,
             {"start_positions": np.array([4, 0]), "end_positions": np.array([5, 0]),
              "is_impossible": np.array([0, 1])},
             dict(ENCODER_SHAPES, start_log_probs=(BATCH, SEQ), start_top_log_probs=(BATCH, 3),
@@ -71,11 +71,11 @@ def _cases():
             # a softmax: no gradient.
             train_inputs=squad_train, dropout=True,
             unchanged=("pooler", "start_logits_dense/bias", "end_logits_LayerNorm/beta", "end_logits_dense_1/bias")),
-        "race": Case({"dropout_prob": 0.1}, token_inputs(choices=4), np.array([1, 3], np.int32),
+        "race": Case({"dropout_prob": 0.2}, token_inputs(choices=4), np.array([1, 3], np.int32),
                      {"logits": (BATCH, 4), "probabilities": (BATCH, 4), "predictions": (BATCH,)}, dropout=True,
                      unchanged=("race_head/output_bias",)),   # one bias for the four choices of a softmax
         "token_classifier": Case(
-            {"num_labels": 5, "labels": TAGS, "dropout_rate": 0.1}, tokens, _token_labels(tokens, 5),
+            {"num_labels": 5, "labels": TAGS, "dropout_rate": 0.2}, tokens, _token_labels(tokens, 5),
             {"logits": (BATCH, SEQ, 5), "probabilities": (BATCH, SEQ, 5), "predictions": (BATCH, SEQ)},
             dropout=True, unchanged=("pooler",)),
     }
