@@ -311,16 +311,11 @@ def test_model_scores_each_choice_with_the_shared_head(workdir):
             np.testing.assert_allclose(out["logits"][q, c], (pooled @ w.T + b)[0, 0], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(out["probabilities"].numpy().sum(-1), 1.0, rtol=1e-6)
     np.testing.assert_array_equal(out["predictions"].numpy(), out["logits"].numpy().argmax(-1))
-    # Dropout only while training.
-    assert not np.allclose(model(inputs, training=True)["logits"], out["logits"])
-    np.testing.assert_allclose(model(inputs, training=False)["logits"], out["logits"])
+    # Dropout in training only, and the config round trip: tests/test_heads.py (the harness).
     with pytest.raises(ValueError, match=r"\[batch, 4, seq\]"):
         model({"input_ids": ids.reshape(3, 40)})
     with pytest.raises(ValueError, match=r"\[batch, 4, seq\]"):
         model({"input_ids": ids.reshape(4, 3, 10)})
-    # Config round trip.
-    clone = AlbertRace.from_config(model.get_config())
-    assert clone.dropout_prob == 0.1 and clone.config == model.config
     with pytest.raises(ValueError, match="dropout_prob"):
         AlbertRace(workdir["config"], dropout_prob=1.0)
 
