@@ -265,7 +265,7 @@ def test_defaults_and_kinds_come_from_the_fields():
     task, runtime = options.from_flags(values, race_task.RaceOptions, options.RuntimeOptions)
     assert (task.data_dir, task.max_qa_length, task.optimizer, runtime.strategy) == ("d", 64, "adamw", "mirrored")
     assert options.required_flags((race_task.RaceOptions, options.RuntimeOptions)) == ["output_dir", "data_dir"]
-    with pytest.raises(InputError, match="declared by two of RaceOptions, RaceOptions: albert_config_file, .*, data_dir, "):
+    with pytest.raises(InputError, match="two of RaceOptions, RaceOptions: albert_config_file, .*, data_dir, "):
         options.define_flags((race_task.RaceOptions, race_task.RaceOptions), flag_values=flags.FlagValues())
 
 

@@ -300,6 +300,12 @@ class FineTuningOptions(TaskOptions):
     export_dir: Optional[str] = option(None, "The directory where the exported SavedModel of the best model will "
                                        "be stored.")
 
+    def check_vocabulary(self, spm_model_file, message="`spm_model_file` is required (or `vocab_file` for a "
+                         "WordPiece model)."):
+        """Raises `InputError(message)` unless the resolved `spm_model_file` or `vocab_file` is set."""
+        if not spm_model_file and not self.vocab_file:
+            raise InputError(message)
+
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class StepsOptions(FineTuningOptions):

@@ -268,8 +268,7 @@ class GlueTask(driver.Task):
 
     @classmethod
     def check_inputs(cls, options, config, spm_model_file):
-        if not spm_model_file and not options.vocab_file:
-            raise InputError("Set `spm_model_file` (or a hub module with one) or `vocab_file`.")
+        options.check_vocabulary(spm_model_file, "Set `spm_model_file` (or a hub module with one) or `vocab_file`.")
 
     @classmethod
     def from_options(cls, options, runtime, strategy, spm_model_file):

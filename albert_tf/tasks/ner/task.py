@@ -116,8 +116,7 @@ class NerTask(driver.Task):
 
     @classmethod
     def check_inputs(cls, options, config, spm_model_file):
-        if not spm_model_file and not options.vocab_file:
-            raise InputError("`spm_model_file` is required (or `vocab_file` for a WordPiece model).")
+        options.check_vocabulary(spm_model_file)
         if options.labels is None:
             conll.split_path(options.data_dir, "train")   # The label list is read from it.
         if options.do_train:

@@ -215,8 +215,7 @@ class RaceTask(driver.Task):
 
     @classmethod
     def check_inputs(cls, options, config, spm_model_file):
-        if not spm_model_file and not options.vocab_file:
-            raise InputError("`spm_model_file` is required (or `vocab_file` for a WordPiece model).")
+        options.check_vocabulary(spm_model_file)
 
     @classmethod
     def from_options(cls, options, runtime, strategy, spm_model_file):
