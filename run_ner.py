@@ -22,39 +22,20 @@ from albert_tf import cli
 # TensorFlow reads its log level once, when it loads: set it before the imports below load it.
 cli.quiet_tensorflow_start()
 
-from albert_tf.training import driver
 from albert_tf.tasks.ner import task as ner_task  # noqa: E402
-from albert_tf.training import flags as runtime_flags  # noqa: E402
+from albert_tf.training import driver  # noqa: E402
 from albert_tf.training import options  # noqa: E402
 
 FLAGS = flags.FLAGS
-
-flags.DEFINE_string("data_dir", None, "The input data dir, with train.txt, valid.txt (or dev.txt) and test.txt "
-                    "in the CoNLL-2003 layout.")
-runtime_flags.define_task_flags(defaults={"max_seq_length": 128})
-flags.DEFINE_string("labels", None, "Comma-separated tags (e.g. O,B-PER,I-PER). Default: the tags of train.txt, "
-                    "O first, then the others sorted.")
-flags.DEFINE_float("dropout_prob", 0.1, "Dropout on the sequence output while training.")
-flags.DEFINE_integer("train_step", 1000, "Total number of training steps to perform.")
-flags.DEFINE_integer("warmup_step", 0, "Number of steps to perform linear learning rate warmup for.")
-flags.DEFINE_enum("optimizer", "adamw", ["adamw", "lamb"], "Optimizer to use.")
-runtime_flags.define_runtime_flags(gradient_accumulation=True)
-runtime_flags.define_seed_and_memory_flags()
-
-# Each flag -> the option field it sets.
-FLAG_TABLE = options.FlagTable(
-    ner_task.NerOptions,
-    dict(**runtime_flags.task_flag_fields(), **runtime_flags.runtime_flag_fields(gradient_accumulation=True),
-         data_dir="data_dir", labels="labels", dropout_prob="dropout_prob", train_step="train_step",
-         warmup_step="warmup_step", optimizer="optimizer"))
+OPTIONS = (ner_task.NerOptions, options.RuntimeOptions)
+options.define_flags(OPTIONS)
 
 
 def main(argv):
     del argv
-    driver.run(ner_task.NerTask, *options.from_flags(FLAGS, FLAG_TABLE, __name__))
+    driver.run(ner_task.NerTask, *options.from_flags(FLAGS, *OPTIONS))
 
 
 if __name__ == "__main__":
-    flags.mark_flag_as_required("data_dir")
-    flags.mark_flag_as_required("output_dir")
-    cli.run_app(main, __doc__, ["albert_tf.training.flags"])
+    flags.mark_flags_as_required(options.required_flags(OPTIONS))
+    cli.run_app(main, __doc__)

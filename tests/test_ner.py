@@ -368,7 +368,7 @@ for name in names:
         given[name] = "value_of_" + name
     argv.append(f"--{name}={given[name]}")
 FLAGS(argv)
-task, runtime = options.from_flags(FLAGS, run_ner.FLAG_TABLE, "run_ner")
+task, runtime = options.from_flags(FLAGS, *run_ner.OPTIONS)
 set_to = {name: getattr(runtime if hasattr(runtime, name) else task, name) for name in names}
 print(json.dumps({"given": given, "set_to": set_to, "task": type(task).__name__}))
 """

@@ -1,9 +1,13 @@
-"""Typed options: every runner flag sets one option field and every field has a flag (the original scripts' flags,
-written here from their sources, plus the TF2 additions); a broken flag table stops a runner at start-up."""
+"""Typed options, each declared once: every runner flag is one option field and every field has a flag (the original
+scripts' flags, written here from their sources, plus the TF2 additions); no option name is declared twice; a
+Python call with an unknown keyword names it."""
 
+import ast
+import dataclasses
+import glob
 import json
+import math
 import os
-import re
 import subprocess
 import sys
 
@@ -12,6 +16,11 @@ from absl import flags
 
 from albert_tf import config as config_lib
 from albert_tf.errors import InputError
+from albert_tf.tasks.glue import task as glue_task
+from albert_tf.tasks.ner import task as ner_task
+from albert_tf.tasks.pretraining import task as pretraining_task
+from albert_tf.tasks.race import task as race_task
+from albert_tf.tasks.squad import task as squad_task
 from albert_tf.training import options
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -48,12 +57,26 @@ ORIGINAL_FLAGS = {
                         "iterations_per_loop", "max_eval_steps", "init_from_group0", "masked_lm_budget"]
                        + _TPU + _TF2 + ["gradient_accumulation_steps"],
 }
+ORIGINAL_FLAGS["run_ner"] = (["data_dir", "albert_config_file", "spm_model_file", "vocab_file", "output_dir",
+                              "init_checkpoint", "albert_hub_module_handle", "do_lower_case", "max_seq_length",
+                              "do_train", "do_eval", "do_predict", "train_batch_size", "eval_batch_size",
+                              "predict_batch_size", "learning_rate", "save_checkpoints_steps", "iterations_per_loop",
+                              "export_dir", "labels", "dropout_prob", "train_step", "warmup_step", "optimizer"]
+                             + _TPU + _TF2 + ["gradient_accumulation_steps"])
 RUNNER_ONLY = {"run_classifier": ["hparams_preset"]}
+# The option fields that a runner gives no flag (they keep their defaults).
+NO_FLAG = {"run_classifier": ["gradient_accumulation_steps"], "run_squad": ["gradient_accumulation_steps"],
+           "run_race": ["optimizer", "delete_non_best"], "run_ner": [], "run_pretraining": ["sentence_loss_weight"]}
+_OPTIONS = {"run_classifier": glue_task.ClassifierOptions, "run_squad": squad_task.SquadOptions,
+            "run_race": race_task.RaceOptions, "run_ner": ner_task.NerOptions,
+            "run_pretraining": pretraining_task.PretrainingOptions}
+_RUN = {"run_classifier": glue_task.run_classifier, "run_squad": squad_task.run_squad, "run_race": race_task.run_race,
+        "run_ner": ner_task.run_ner, "run_pretraining": pretraining_task.run_pretraining}
 
 # In a fresh process (each runner defines its flags on the global FLAGS): the runner's flags, and for each
 # flag a value other than its default, parsed, then the option field it sets.
 _PROBE = r"""
-import json, sys
+import dataclasses, json, sys
 sys.argv = ["{runner}.py"]
 import {runner} as runner
 from absl import flags
@@ -81,98 +104,169 @@ for name in names:
         argv.append(f"--{{name}}={{value}}")
     given[name] = value
 FLAGS(argv)
-task, runtime = options.from_flags(FLAGS, runner.FLAG_TABLE, "{runner}")
+classes = []
+for name in names:
+    cls = getattr(FLAGS[name], "option_class", None)
+    if cls is not None and cls not in classes:
+        classes.append(cls)
+built = dict(zip(classes, options.from_flags(FLAGS, *classes)))
 fields = {{}}
 for name in names:
-    field = runner.FLAG_TABLE.fields.get(name)
-    if field is not None:
-        fields[name] = [field, getattr(runtime if hasattr(runtime, field) else task, field)]
-print(json.dumps({{"names": names, "given": given, "fields": fields, "task": type(task).__name__,
-                  "no_flag": list(runner.FLAG_TABLE.no_flag), "runner_only": list(runner.FLAG_TABLE.runner_only)}}))
+    cls = getattr(FLAGS[name], "option_class", None)
+    if cls is not None:
+        fields[name] = [cls.__name__, getattr(built[cls], name)]
+all_fields = {{cls.__name__: [f.name for f in options.option_fields(cls)] for cls in classes}}
+print(json.dumps({{"names": names, "given": given, "fields": fields, "all_fields": all_fields,
+                  "runner_options": [cls.__name__ for cls in runner.OPTIONS]}}))
 """
-
-_OPTIONS = {"run_classifier": options.ClassifierOptions, "run_squad": options.SquadOptions,
-            "run_race": options.RaceOptions, "run_pretraining": options.PretrainingOptions}
 
 
 @pytest.mark.e2e
 @pytest.mark.parametrize("runner", sorted(ORIGINAL_FLAGS))
-def test_every_runner_flag_sets_one_field_and_every_field_has_a_flag(runner):
+def test_every_runner_flag_is_one_field_and_every_field_has_a_flag(runner):
     proc = subprocess.run([sys.executable, "-c", _PROBE.format(runner=runner)], cwd=REPO, env=ENV,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     probe = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert probe["task"] == _OPTIONS[runner].__name__
+    assert probe["runner_options"] == [_OPTIONS[runner].__name__, "RuntimeOptions"]
     assert sorted(probe["names"]) == sorted(ORIGINAL_FLAGS[runner] + RUNNER_ONLY.get(runner, []))
-    assert sorted(probe["runner_only"]) == sorted(RUNNER_ONLY.get(runner, []))
-    # Flag -> field: the value given on the command line arrives in the field.
-    for name in ORIGINAL_FLAGS[runner]:
-        field, value = probe["fields"][name]
-        assert value == probe["given"][name], (name, field, value)
-    # Field -> flag: every field of the task's options and of RuntimeOptions is set by exactly one flag, except
-    # those the runner says have no flag (they keep their defaults).
-    all_fields = options.field_names(_OPTIONS[runner]) + options.field_names(options.RuntimeOptions)
-    set_by = [field for field, _ in probe["fields"].values()]
-    assert sorted(set_by) == sorted(set(set_by)), "a field set by two flags"
-    assert sorted(set(all_fields) - set(set_by)) == sorted(probe["no_flag"])
+    # Flag -> field: every flag of the runner is the field of its name, and the value given arrives there.
+    assert sorted(probe["fields"]) == sorted(probe["names"])
+    for name in probe["names"]:
+        _, value = probe["fields"][name]
+        assert value == probe["given"][name], (name, value)
+    # Field -> flag: every field of the runner's options classes has its flag, except those it gives none.
+    all_fields = [(cls, name) for cls, names in probe["all_fields"].items() for name in names]
+    set_by = [(cls, name) for name, (cls, _) in probe["fields"].items()]
+    assert sorted(set(all_fields) - set(set_by)) == sorted(
+        (cls, name) for cls, name in all_fields if name in NO_FLAG[runner])
+    assert sorted(name for _, name in set(all_fields) - set(set_by)) == sorted(NO_FLAG[runner])
 
 
-def _copy_runner(tmp_path, runner, old, new):
-    text = open(os.path.join(REPO, f"{runner}.py"), encoding="utf-8").read()
-    assert old in text
-    path = tmp_path / f"{runner}.py"
-    path.write_text(text.replace(old, new, 1))
-    return path
+# Option names that mean a different option in each task that has them (the original flags of the same name):
+# SQuAD's `train_file` / `predict_file` are its JSON inputs, RACE's its TFRecord caches; GLUE's `task_name` picks
+# a GLUE task, RACE's is `race`; `dropout_prob` is the dropout of SQuAD v2's answer-class head, RACE's pooled
+# output and NER's sequence output; GLUE's `keep_checkpoint_max` is accepted and unused, pretraining's keeps
+# that many checkpoints.
+HOMONYMS = {"train_file", "predict_file", "task_name", "dropout_prob", "keep_checkpoint_max"}
+_OPTION_MODULES = [options, glue_task, squad_task, race_task, ner_task, pretraining_task]
 
 
-@pytest.mark.e2e
-@pytest.mark.parametrize("old,new,message", [
-    # A field renamed in the table (e.g. after a parameter rename): its flag and the real field are reported.
-    ('max_qa_length="max_qa_length"', 'max_qa_length="max_qa_len"',
-     r"fields that RaceOptions and RuntimeOptions do not have: max_qa_len; fields that no flag sets: "
-     r"max_qa_length"),
-    # A flag dropped from the table.
-    ('max_qa_length="max_qa_length",', "",
-     r"flags that map to no option field: max_qa_length; fields that no flag sets: max_qa_length"),
-    # A new flag that the table does not map.
-    ("FLAGS = flags.FLAGS\n", 'FLAGS = flags.FLAGS\nflags.DEFINE_integer("max_answer_tokens", 3, "unmapped")\n',
-     r"flags that map to no option field: max_answer_tokens"),
-])
-def test_a_broken_flag_table_stops_the_runner_at_start_up(tmp_path, old, new, message):
-    script = _copy_runner(tmp_path, "run_race", old, new)
-    out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, str(script), f"--data_dir={tmp_path}", f"--output_dir={out}",
-                           f"--spm_model_file={tmp_path}/none.model", f"--albert_config_file={tmp_path}/none.json"],
-                          cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 2, proc.stderr[-3000:]
-    line = proc.stderr.strip().splitlines()[-1]
-    assert line.startswith("run_race.py: error: The flag table of RaceOptions does not match"), line
-    assert re.search(message, line), line
-    assert not out.exists()
+def _options_classes():
+    """The options dataclasses of the runners' modules, each with the names its own body declares."""
+    classes = {}
+    for module in _OPTION_MODULES:
+        for value in vars(module).values():
+            if (isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == module.__name__
+                    and any(field.metadata for field in dataclasses.fields(value))):
+                classes[value] = set(value.__dict__.get("__annotations__", {})) - {"positional"}
+    return classes
 
 
-def test_flag_table_check_in_process():
-    values = flags.FlagValues()
-    flags.DEFINE_integer("max_seq_length", 128, "", flag_values=values)
-    flags.DEFINE_integer("other", 1, "", flag_values=values)
-    table = options.FlagTable(options.PretrainingOptions,
-                              {"max_seq_length": "max_seq_length", "other": "max_seq_length"})
-    with pytest.raises(InputError, match="fields set by two flags: max_seq_length") as error:
-        table.check(["max_seq_length", "other"])
-    assert "fields that no flag sets: albert_config_file, input_file, output_dir" in str(error.value)
-    with pytest.raises(InputError, match="table entries for flags the runner does not define: other"):
-        table.check(["max_seq_length"])
+def _root(cls, name):
+    """The first declaration of field `name` of `cls`: the most basic class of its MRO that has the field."""
+    return [klass for klass in cls.__mro__ if name in getattr(klass, "__dataclass_fields__", {})][-1]
 
 
-def test_split_takes_the_run_functions_keywords():
-    task, runtime = options.split(options.RaceOptions, {"data_dir": "d", "output_dir": "o", "tpu_zone": "z",
-                                                        "max_qa_length": 64})
+def test_no_option_name_is_declared_in_two_unrelated_classes():
+    classes = _options_classes()
+    assert {glue_task.ClassifierOptions, glue_task.PresetOptions, squad_task.SquadOptions, race_task.RaceOptions,
+            ner_task.NerOptions, pretraining_task.PretrainingOptions, options.RuntimeOptions, options.TaskOptions,
+            options.FineTuningOptions, options.StepsOptions} <= set(classes)
+    # A class declares a field again only to change its default or help text (a subclass of the first).
+    roots = {}
+    for cls, names in classes.items():
+        for name in names:
+            roots.setdefault(name, set()).add(_root(cls, name))
+    twice = {name: sorted(root.__name__ for root in found) for name, found in roots.items() if len(found) > 1}
+    assert set(twice) == HOMONYMS, twice
+    # Each runner's field is declared with `option` / `constant`: its help text and flag kind come with it.
+    for cls in list(_OPTIONS.values()) + [options.RuntimeOptions, glue_task.PresetOptions]:
+        for field in options.flag_fields(cls):
+            options.flag_spec(cls, field)
+
+
+def _define_calls(path):
+    """`(function, line)` of each `DEFINE_*` call in `path` (`function`: the enclosing function, or None)."""
+    tree = ast.parse(open(path, encoding="utf-8").read())
+    calls = []
+
+    def visit(node, function):
+        for child in ast.iter_child_nodes(node):
+            name = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+            if isinstance(child, ast.Call):
+                callee = child.func.attr if isinstance(child.func, ast.Attribute) else getattr(child.func, "id", "")
+                if callee.startswith("DEFINE") or (isinstance(child.func, ast.Call) and function is None):
+                    calls.append((function, child.lineno))
+            visit(child, name)
+
+    visit(tree, None)
+    return calls
+
+
+def test_no_flag_is_declared_outside_the_options_machinery():
+    paths = (glob.glob(os.path.join(REPO, "run_*.py")) + glob.glob(os.path.join(REPO, "albert_tf", "training", "*.py"))
+             + glob.glob(os.path.join(REPO, "albert_tf", "tasks", "*", "task.py")))
+    assert len(paths) > 10
+    found = {os.path.relpath(path, REPO): _define_calls(path) for path in paths}
+    found = {path: calls for path, calls in found.items() if calls}
+    # `define_flags` declares them all (through `getattr(flags, f"DEFINE_{kind}")` for the plain kinds).
+    assert list(found) == [os.path.join("albert_tf", "training", "options.py")], found
+    assert {function for function, _ in found[os.path.join("albert_tf", "training", "options.py")]} == {"define_flags"}
+    for path in glob.glob(os.path.join(REPO, "run_*.py")):
+        tree = ast.parse(open(path, encoding="utf-8").read())
+        assert not [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)], path
+
+
+@pytest.mark.parametrize("runner", sorted(_RUN))
+def test_an_unknown_keyword_is_an_input_error_naming_it(runner, tmp_path):
+    with pytest.raises(InputError, match=r"Unknown options: max_qa_len \(not options of "
+                                         rf"{_OPTIONS[runner].__name__} or RuntimeOptions\)"):
+        _RUN[runner](output_dir=str(tmp_path / "out"), max_qa_len=64)
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_python_call_takes_the_dataclasses_or_their_keywords(tmp_path):
+    call = options.call_options
+    race = race_task.RaceOptions
+    task, runtime = call(race, ("d", "o"), {"tpu_zone": "z", "max_qa_length": 64})
     assert (task.data_dir, task.output_dir, task.max_qa_length, task.max_seq_length) == ("d", "o", 64, 512)
     assert runtime == options.RuntimeOptions(tpu_zone="z")
-    with pytest.raises(TypeError, match="max_qa_len"):
-        options.split(options.RaceOptions, {"data_dir": "d", "output_dir": "o", "max_qa_len": 64})
+    assert call(race, (), {"max_qa_length": 32}, task, runtime) == (dataclasses.replace(task, max_qa_length=32),
+                                                                     runtime)
+    with pytest.raises(InputError, match="Missing required options of RaceOptions: data_dir"):
+        call(race, (), {"output_dir": "o"})
+    with pytest.raises(InputError, match="both by position and by keyword: data_dir"):
+        call(race, ("d", "o"), {"data_dir": "e"})
+    with pytest.raises(InputError, match="Too many positional arguments: 3"):
+        call(race, ("d", "o", "x"), {})
+    with pytest.raises(InputError, match="Expected RaceOptions options. Received: SquadOptions"):
+        call(race, (), {}, squad_task.SquadOptions(output_dir="o"))
+    # A field the task fixes is not a keyword.
+    with pytest.raises(InputError, match="Unknown options: do_eval"):
+        call(squad_task.SquadOptions, ("o",), {"do_eval": True})
     with pytest.raises(Exception):
         runtime.tpu_zone = "other"     # frozen
+
+
+def test_defaults_and_kinds_come_from_the_fields():
+    # The Python default of `mixed_precision` is what the flag does: a run sets the float32 policy.
+    assert options.RuntimeOptions().mixed_precision == "float32"
+    assert race_task.RaceOptions(data_dir="d", output_dir="o").learning_rate == 1e-5
+    assert ner_task.NerOptions(data_dir="d", output_dir="o").max_seq_length == 128
+    assert math.isnan(glue_task.ClassifierOptions(task_name="rte", data_dir="d", output_dir="o").threshold_to_export)
+    values = flags.FlagValues()
+    options.define_flags((race_task.RaceOptions, options.RuntimeOptions), flag_values=values, no_flag=("optimizer",))
+    assert "optimizer" not in values and "delete_non_best" not in values
+    assert values["learning_rate"].help == "The initial learning rate for Adam."      # the group's help text
+    assert (values["learning_rate"].default, values["do_train"].default) == (1e-5, True)
+    assert values["mixed_precision"].parser.enum_values == ["float32", "mixed_bfloat16", "mixed_float16"]
+    values(["prog", "--data_dir=d", "--output_dir=o", "--max_qa_length=64", "--strategy=mirrored"])
+    task, runtime = options.from_flags(values, race_task.RaceOptions, options.RuntimeOptions)
+    assert (task.data_dir, task.max_qa_length, task.optimizer, runtime.strategy) == ("d", 64, "adamw", "mirrored")
+    assert options.required_flags((race_task.RaceOptions, options.RuntimeOptions)) == ["output_dir", "data_dir"]
+    with pytest.raises(InputError, match="two of RaceOptions, RaceOptions: albert_config_file, .*, data_dir, "):
+        options.define_flags((race_task.RaceOptions, race_task.RaceOptions), flag_values=flags.FlagValues())
 
 
 @pytest.mark.parametrize("max_seq_length,ok", [(64, True), (65, False)])

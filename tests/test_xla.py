@@ -27,12 +27,11 @@ from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training import distribution, driver, loop, optimization
-from albert_tf.training import options as options_lib
-from albert_tf.tasks.glue.task import GlueTask, run_classifier
+from albert_tf.tasks.glue.task import ClassifierOptions, GlueTask, run_classifier
 from albert_tf.tasks.ner.task import NerTask
 from albert_tf.tasks.pretraining.task import PretrainingTask
-from albert_tf.tasks.race.task import RaceTask
-from albert_tf.tasks.squad.task import SquadTask, predict_raw_results, predict_dataset
+from albert_tf.tasks.race.task import RaceOptions, RaceTask
+from albert_tf.tasks.squad.task import SquadOptions, SquadTask, predict_raw_results, predict_dataset
 import task_fixtures as tfx
 
 STRATEGY = tf.distribute.get_strategy()
@@ -109,8 +108,8 @@ def assert_same_metrics(xla, reference):
 
 
 def _glue_task(data, directory, task_name, jit_compile):
-    options = options_lib.ClassifierOptions(task_name=task_name, data_dir=data["glue"], output_dir=str(directory),
-                                            max_seq_length=tfx.SEQ, eval_batch_size=4, predict_batch_size=4)
+    options = ClassifierOptions(task_name=task_name, data_dir=data["glue"], output_dir=str(directory),
+                                max_seq_length=tfx.SEQ, eval_batch_size=4, predict_batch_size=4)
     os.makedirs(options.output_dir, exist_ok=True)
     task = GlueTask(options, FullTokenizer(spm_model_file=data["spm"]), STRATEGY, spm_model_file=data["spm"])
     task.jit_compile = jit_compile
@@ -140,7 +139,7 @@ def test_glue_classification_and_regression(data, tmp_path, task_name):
 @pytest.mark.parametrize("v2", [False, True], ids=["v1", "v2"])
 def test_squad(data, tmp_path, v2):
     version = "2.0" if v2 else "1.1"
-    options = options_lib.SquadOptions(
+    options = SquadOptions(
         output_dir=str(tmp_path), train_file=data[f"squad{version}_train"],
         predict_file=data[f"squad{version}_dev"], max_seq_length=tfx.SQUAD_SEQ, doc_stride=8, max_query_length=8,
         train_batch_size=2, predict_batch_size=4, version_2_with_negative=v2, start_n_top=2, end_n_top=2, n_best_size=3,
@@ -176,9 +175,9 @@ def test_squad(data, tmp_path, v2):
 def test_race(data, tmp_path):
     tasks = []
     for jit in (False, True):
-        options = options_lib.RaceOptions(data_dir=data["race"], output_dir=str(tmp_path / str(jit)),
-                                          max_seq_length=tfx.SEQ, max_qa_length=6, eval_batch_size=4,
-                                          predict_batch_size=4, dropout_prob=0.0)
+        options = RaceOptions(data_dir=data["race"], output_dir=str(tmp_path / str(jit)),
+                              max_seq_length=tfx.SEQ, max_qa_length=6, eval_batch_size=4,
+                              predict_batch_size=4, dropout_prob=0.0)
         os.makedirs(options.output_dir)
         tasks.append(RaceTask(options, FullTokenizer(spm_model_file=data["spm"]), STRATEGY,
                               spm_model_file=data["spm"], jit_compile=jit))

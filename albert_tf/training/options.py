@@ -1,48 +1,220 @@
-"""Typed options of a run: one `RuntimeOptions` shared by every task, one dataclass per task for what differs.
+"""Typed options of a run, each declared once: a field with its default, help text and flag kind.
 
-`run_classifier(...)`, `run_squad(...)`, `run_race(...)` and `run_pretraining(...)` split their keyword
-arguments into a task's options and the `RuntimeOptions` (`split`); the `run_*.py` runners build the same two
-from their flags through an explicit table flag -> field (`from_flags`), checked at start-up: a runner flag
-that maps to no field, a field that no flag sets (unless the table says it has no flag), a field that does
-not exist or is set by two flags is an `InputError` naming them. `albert_tf.training.driver.run` takes
-the two and runs the task.
+A task's options are one frozen dataclass (`ClassifierOptions` in `albert_tf.tasks.glue.task`, ...) built on the
+shared groups below: `TaskOptions` (every task), `FineTuningOptions` (the fine-tuning tasks), `StepsOptions`
+(those trained a number of steps on a data directory), and `RuntimeOptions` (where and how any task runs).
+Each field is declared with `option(default, help_text)`: its name is the original flag's name, its default
+the flag's default. A task that changes a shared field's default (or help text) declares the field again in its
+own class, `option(new_default)`, and keeps the rest from the group; a task that fixes a shared field's value
+declares it `constant(value)` (no keyword, no flag).
+
+From the fields:
+
+* `define_flags(classes)` declares a runner's absl flags (`run_*.py`): names, defaults, help texts and kinds;
+* `from_flags(flag_values, *classes)` builds the dataclasses from the parsed flags;
+* `call_options(options_class, args, kwargs)` builds `(task options, RuntimeOptions)` for a Python call
+  `run_<task>(*args, options=None, runtime=None, **kwargs)`, with an `InputError` naming unknown keywords.
+
+`albert_tf.training.driver.run` takes the two and runs the task.
 """
 
 import dataclasses
 import sys
-from typing import Optional
+import typing
+from typing import ClassVar, Optional
+
+from absl import flags
 
 from albert_tf.errors import InputError
+from albert_tf.training.distribution import MIXED_PRECISION_POLICIES, STRATEGIES
+
+REQUIRED = dataclasses.MISSING
+_KINDS = {bool: "bool", int: "integer", float: "float", str: "string"}
+
+
+def option(default=REQUIRED, help_text=None, *, enum_values=None, flag=None):
+    """A dataclass field that is an option: `default` (REQUIRED: no default; the flag's default is then None),
+    `help_text` (the flag's help), `enum_values` (an enum flag), `flag=False` (a keyword with no flag).
+
+    A task class that declares a field of a shared group again gives only what changes (e.g. `option(1e-5)`):
+    the help text, enum values and flag setting not given come from the nearest base class that gives them.
+    """
+    metadata = {key: value for key, value in
+                (("help", help_text), ("enum_values", enum_values), ("flag", flag)) if value is not None}
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def constant(value):
+    """A field of a shared group that a task fixes to `value`: neither a keyword of the task nor a flag."""
+    return dataclasses.field(default=value, init=False, metadata={"flag": False})
+
+
+def _metadata(options_class, name, key, default=None):
+    """`key` of field `name`'s metadata: the first class of `options_class`'s MRO that sets it."""
+    for klass in options_class.__mro__:
+        field = getattr(klass, "__dataclass_fields__", {}).get(name)
+        if field is not None and key in field.metadata:
+            return field.metadata[key]
+    return default
+
+
+def option_fields(options_class):
+    """The fields of `options_class` that a caller sets (not the `constant` ones), in order."""
+    return [field for field in dataclasses.fields(options_class) if field.init]
+
+
+def flag_fields(options_class):
+    """The fields of `options_class` that have a flag (not `flag=False`, not `constant`), in order."""
+    return [field for field in option_fields(options_class) if _metadata(options_class, field.name, "flag", True)]
+
+
+def flag_spec(options_class, field):
+    """`(kind, default, help_text, enum_values)` of the flag of `field`: kind from the annotation (`bool`,
+    `integer`, `float`, `string`) or `enum`; default None for a required field."""
+    enum_values = _metadata(options_class, field.name, "enum_values")
+    help_text = _metadata(options_class, field.name, "help")
+    if help_text is None:
+        raise InputError(f"The option {options_class.__name__}.{field.name} has no help text.")
+    field_type = field.type
+    if typing.get_origin(field_type) is typing.Union:
+        field_type = next(arg for arg in typing.get_args(field_type) if arg is not type(None))
+    kind = "enum" if enum_values else _KINDS[field_type]
+    default = None if field.default is REQUIRED else field.default
+    return kind, default, help_text, enum_values
+
+
+def required_flags(classes):
+    """The flags of the fields of `classes` that have no default (a runner marks them required)."""
+    return [field.name for cls in classes for field in flag_fields(cls) if field.default is REQUIRED]
+
+
+def define_flags(classes, flag_values=flags.FLAGS, no_flag=()):
+    """Declares one absl flag per field of the dataclasses `classes` (those of `flag_fields`), in the calling
+    module's name (the runner's, as if it had declared them itself).
+
+    Args:
+        classes: the options dataclasses of a runner, e.g. `(ClassifierOptions, RuntimeOptions)`.
+        flag_values: the `FlagValues` to declare them in.
+        no_flag: fields of the shared groups that this runner gives no flag (they keep their defaults).
+    """
+    module = sys._getframe(1).f_globals.get("__name__")  # pylint: disable=protected-access
+    module = sys.argv[0] if module == "__main__" else module
+    names = [field.name for cls in classes for field in flag_fields(cls) if field.name not in no_flag]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise InputError(f"Options declared by two of {', '.join(cls.__name__ for cls in classes)}: "
+                         f"{', '.join(twice)}.")
+    for cls in classes:
+        for field in flag_fields(cls):
+            if field.name in no_flag:
+                continue
+            kind, default, help_text, enum_values = flag_spec(cls, field)
+            if kind == "enum":
+                flags.DEFINE_enum(field.name, default, list(enum_values), help_text, flag_values=flag_values,
+                                  module_name=module)
+            else:
+                getattr(flags, f"DEFINE_{kind}")(field.name, default, help_text, flag_values=flag_values,
+                                                 module_name=module)
+            flag_values[field.name].option_class = cls
+
+
+def from_flags(flag_values, *classes, overrides=None):
+    """The dataclasses `classes` (a tuple, in order) from the parsed flags that `define_flags(classes)`
+    declared; `overrides` {field: value} replace flag values (e.g. a preset's, for flags the user did not give)."""
+    overrides = overrides or {}
+    built = []
+    for cls in classes:
+        values = {field.name: overrides.get(field.name, flag_values[field.name].value) for field in flag_fields(cls)
+                  if field.name in flag_values and getattr(flag_values[field.name], "option_class", None) is cls}
+        built.append(cls(**values))
+    return tuple(built)
+
+
+def options_from_kwargs(classes, kwargs, bases=None):
+    """The dataclasses `classes` (a tuple, in order) from one dict of keyword arguments, each keyword going to
+    the class that has the field; `bases` (one per class, or None) are instances the keywords update.
+
+    Raises:
+        InputError: for a keyword that is an option of none of them, or a required option not given.
+    """
+    bases = bases or [None] * len(classes)
+    names = [{field.name for field in option_fields(cls)} for cls in classes]
+    unknown = sorted(set(kwargs) - set().union(*names))
+    if unknown:
+        raise InputError(f"Unknown options: {', '.join(unknown)} (not options of "
+                         f"{' or '.join(cls.__name__ for cls in classes)}).")
+    built = []
+    for cls, fields, base in zip(classes, names, bases):
+        values = {key: value for key, value in kwargs.items() if key in fields}
+        if base is not None and not isinstance(base, cls):
+            raise InputError(f"Expected {cls.__name__} options. Received: {type(base).__name__}.")
+        if base is not None:
+            built.append(dataclasses.replace(base, **values))
+            continue
+        missing = [field.name for field in option_fields(cls) if field.default is REQUIRED and field.name not in values]
+        if missing:
+            raise InputError(f"Missing required options of {cls.__name__}: {', '.join(missing)}.")
+        built.append(cls(**values))
+    return tuple(built)
+
+
+def call_options(options_class, args, kwargs, options=None, runtime=None):
+    """`(task options, RuntimeOptions)` of a call `run_<task>(*args, options=None, runtime=None, **kwargs)`.
+
+    `args` are the values of `options_class.positional` (its leading options, e.g. `task_name, data_dir,
+    output_dir`), `kwargs` the other options of either class; they update `options` / `runtime` when given.
+    """
+    kwargs = dict(kwargs)
+    positional = options_class.positional
+    if len(args) > len(positional):
+        raise InputError(f"Too many positional arguments: {len(args)} (the positional options are "
+                         f"{', '.join(positional)}).")
+    twice = sorted(set(positional[:len(args)]) & set(kwargs))
+    if twice:
+        raise InputError(f"Options given both by position and by keyword: {', '.join(twice)}.")
+    kwargs.update(zip(positional, args))
+    return options_from_kwargs((options_class, RuntimeOptions), kwargs, [options, runtime])
+
+
+def runner_flag_names(flag_values, runner):
+    """The flags of `flag_values` that the runner module `runner` (its `__name__`) declares (not absl's
+    `--help` and logging flags, nor TensorFlow's own)."""
+    module = sys.argv[0] if runner == "__main__" else runner
+    return {flag.name for flag in flag_values.flags_by_module_dict().get(module, ())}
 
 
 @dataclasses.dataclass(frozen=True)
 class RuntimeOptions:
-    """Where and how a task runs, the same for every task (the original TPU flags and the TF2 additions).
+    """Where and how a task runs, the same for every task (the original TPU flags and the TF2 additions)."""
 
-    Attributes:
-        strategy: `one_device`, `mirrored`, `multi_worker` or `tpu` (`distribution.get_strategy`).
-        use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores: the original TPU flags.
-        mixed_precision: Keras dtype policy name, or None to leave the global policy as it is.
-        jit_compile: bool, XLA for the training step and every task's eval/predict step (static batches).
-        random_seed: int or None (unseeded, as the original).
-        recompute: bool, recompute each transformer layer's activations in the backward pass.
-        gradient_accumulation_steps: int, micro-batches summed into one optimizer step.
-        iterations_per_loop: int, training steps per `tf.function` call.
-    """
-
-    strategy: str = "one_device"
-    use_tpu: bool = False
-    tpu_name: Optional[str] = None
-    tpu_zone: Optional[str] = None
-    gcp_project: Optional[str] = None
-    master: Optional[str] = None
-    num_tpu_cores: int = 8
-    mixed_precision: Optional[str] = None
-    jit_compile: bool = False
-    random_seed: Optional[int] = None
-    recompute: bool = False
-    gradient_accumulation_steps: int = 1
-    iterations_per_loop: int = 1000
+    strategy: str = option("one_device", "tf.distribute strategy: one_device (first GPU or the CPU), mirrored (all "
+                           "local GPUs), multi_worker (MultiWorkerMirroredStrategy from TF_CONFIG) or tpu (also set "
+                           "by --use_tpu).", enum_values=STRATEGIES)
+    use_tpu: bool = option(False, "Whether to use TPU or GPU/CPU.")
+    tpu_name: Optional[str] = option(None, "The Cloud TPU to use for training. This should be either the name used "
+                                     "when creating the Cloud TPU, or a grpc://ip.address.of.tpu:8470 url.")
+    tpu_zone: Optional[str] = option(None, "[Optional] GCE zone where the Cloud TPU is located in. If not specified, "
+                                     "we will attempt to automatically detect the GCE project from metadata.")
+    gcp_project: Optional[str] = option(None, "[Optional] Project name for the Cloud TPU-enabled project. If not "
+                                        "specified, we will attempt to automatically detect the GCE project from "
+                                        "metadata.")
+    master: Optional[str] = option(None, "[Optional] TensorFlow master URL.")
+    num_tpu_cores: int = option(8, "Only used if `use_tpu` is True. Total number of TPU cores to use.")
+    # The Keras global dtype policy a run sets: float32 by default, as the flag (a Python caller's None leaves
+    # the global policy as it is).
+    mixed_precision: Optional[str] = option("float32", "Keras dtype policy: float32, mixed_bfloat16 (TPU/CPU) or "
+                                            "mixed_float16 (GPU, with loss scaling).",
+                                            enum_values=MIXED_PRECISION_POLICIES)
+    jit_compile: bool = option(False, "Compile the training step (forward and backward pass) and the eval/predict "
+                               "steps with XLA; eval/predict batches are then padded to one static shape.")
+    random_seed: Optional[int] = option(None, "Seed of the weight initialisation, dropout and input shuffles, for "
+                                        "repeatable runs. Unset: an unseeded run, as the original.")
+    recompute: bool = option(False, "Recompute each transformer layer's activations in the backward pass: less "
+                             "activation memory for about one extra forward pass.")
+    gradient_accumulation_steps: int = option(1, "Split each training batch into this many micro-batches and sum "
+                                              "their gradients before one optimizer step (same global batch on "
+                                              "less memory).")
+    iterations_per_loop: int = option(1000, "How many steps to make in each estimator call.")
 
 
 class Stages:
@@ -88,243 +260,72 @@ class Stages:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class ClassifierOptions(Stages):
-    """`run_classifier`'s task options (the original `run_classifier.py` flags; see `run_classifier`)."""
+class TaskOptions(Stages):
+    """The options of every task (pretraining and fine-tuning), with the fine-tuning scripts' defaults."""
 
-    task_name: str
-    data_dir: str
-    output_dir: str
-    albert_config_file: Optional[str] = None
-    spm_model_file: Optional[str] = None
-    vocab_file: Optional[str] = None
-    cached_dir: Optional[str] = None
-    init_checkpoint: Optional[str] = None
-    albert_hub_module_handle: Optional[str] = None
-    do_lower_case: bool = True
-    max_seq_length: int = 512
-    do_train: bool = False
-    do_eval: bool = False
-    do_predict: bool = False
-    train_batch_size: int = 32
-    eval_batch_size: int = 8
-    predict_batch_size: int = 8
-    learning_rate: float = 5e-5
-    train_step: int = 1000
-    warmup_step: int = 0
-    save_checkpoints_steps: int = 1000
-    keep_checkpoint_max: int = 5
-    optimizer: str = "adamw"
-    export_dir: Optional[str] = None
-    threshold_to_export: float = float("nan")
+    # The leading options of `run_<task>(...)` that may be given by position.
+    positional: ClassVar[tuple] = ("output_dir",)
+
+    output_dir: str = option(help_text="The output directory where the model checkpoints will be written.")
+    albert_config_file: Optional[str] = option(None, "The config json file corresponding to the pre-trained ALBERT "
+                                               "model. This specifies the model architecture.")
+    init_checkpoint: Optional[str] = option(None, "Initial checkpoint (usually from a pre-trained ALBERT model).")
+    max_seq_length: int = option(512, "The maximum total input sequence length after tokenization. Sequences "
+                                 "longer than this will be truncated, and sequences shorter than this will be "
+                                 "padded.")
+    do_train: bool = option(False, "Whether to run training.")
+    do_eval: bool = option(False, "Whether to run eval on the dev set.")
+    train_batch_size: int = option(32, "Total batch size for training.")
+    eval_batch_size: int = option(8, "Total batch size for eval.")
+    learning_rate: float = option(5e-5, "The initial learning rate for Adam.")
+    save_checkpoints_steps: int = option(1000, "How often to save the model checkpoint.")
+    optimizer: str = option("adamw", "Optimizer to use")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class SquadOptions(Stages):
-    """`run_squad`'s task options (the original `run_squad_v1.py` / `run_squad_v2.py` flags)."""
+class FineTuningOptions(TaskOptions):
+    """The options that the original fine-tuning scripts share: the tokenizer, the TF-Hub module, prediction
+    and export."""
 
-    output_dir: str
-    albert_config_file: Optional[str] = None
-    spm_model_file: Optional[str] = None
-    vocab_file: Optional[str] = None
-    train_file: Optional[str] = None
-    predict_file: Optional[str] = None
-    train_feature_file: Optional[str] = None
-    predict_feature_file: Optional[str] = None
-    predict_feature_left_file: Optional[str] = None
-    init_checkpoint: Optional[str] = None
-    albert_hub_module_handle: Optional[str] = None
-    do_lower_case: bool = True
-    max_seq_length: int = 384
-    doc_stride: int = 128
-    max_query_length: int = 64
-    do_train: bool = False
-    do_predict: bool = False
-    train_batch_size: int = 32
-    predict_batch_size: int = 8
-    learning_rate: float = 5e-5
-    num_train_epochs: float = 3.0
-    warmup_proportion: float = 0.1
-    save_checkpoints_steps: int = 1000
-    n_best_size: int = 20
-    max_answer_length: int = 30
-    version_2_with_negative: bool = False
-    null_score_diff_threshold: Optional[float] = None
-    start_n_top: int = 5
-    end_n_top: int = 5
-    dropout_prob: float = 0.1
-    use_einsum: bool = True
-    export_dir: Optional[str] = None
+    vocab_file: Optional[str] = option(None, "The vocabulary file that the ALBERT model was trained on.")
+    spm_model_file: Optional[str] = option(None, "The model file for sentence piece tokenization (unset, or "
+                                           "'from_tf_hub', with --albert_hub_module_handle: the module's asset).")
+    albert_hub_module_handle: Optional[str] = option(None, "If set, the ALBERT hub module to use (a local TF-Hub "
+                                                     "module directory, or any source the checkpoint readers "
+                                                     "accept).")
+    do_lower_case: bool = option(True, "Whether to lower case the input text. Should be True for uncased models "
+                                 "and False for cased models.")
+    do_predict: bool = option(False, "Whether to run the model in inference mode on the test set.")
+    predict_batch_size: int = option(8, "Total batch size for predict.")
+    export_dir: Optional[str] = option(None, "The directory where the exported SavedModel of the best model will "
+                                       "be stored.")
 
-    # SQuAD has no separate evaluation: `do_predict` scores every checkpoint, as the original.
-    do_eval = False
-    optimizer = "adamw"
-
-    @property
-    def evaluates_checkpoints(self):
-        return self.do_predict
+    def check_vocabulary(self, spm_model_file, message="`spm_model_file` is required (or `vocab_file` for a "
+                         "WordPiece model)."):
+        """Raises `InputError(message)` unless the resolved `spm_model_file` or `vocab_file` is set."""
+        if not spm_model_file and not self.vocab_file:
+            raise InputError(message)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RaceOptions(Stages):
-    """`run_race`'s task options (the original `run_race.py` flags)."""
+class StepsOptions(FineTuningOptions):
+    """A fine-tuning task trained a number of steps on a data directory (GLUE, RACE, NER); each task gives
+    `data_dir` its own help text (the layout it reads)."""
 
-    data_dir: str
-    output_dir: str
-    albert_config_file: Optional[str] = None
-    spm_model_file: Optional[str] = None
-    vocab_file: Optional[str] = None
-    task_name: str = "race"
-    train_file: Optional[str] = None
-    eval_file: Optional[str] = None
-    predict_file: Optional[str] = None
-    init_checkpoint: Optional[str] = None
-    albert_hub_module_handle: Optional[str] = None
-    do_lower_case: bool = True
-    dropout_prob: float = 0.1
-    max_seq_length: int = 512
-    max_qa_length: int = 128
-    num_keep_checkpoint: int = 5
-    high_only: bool = False
-    middle_only: bool = False
-    do_train: bool = True
-    do_eval: bool = True
-    do_predict: bool = False
-    train_batch_size: int = 32
-    eval_batch_size: int = 8
-    predict_batch_size: int = 8
-    learning_rate: float = 1e-5
-    train_step: int = 12000
-    warmup_step: int = 1000
-    save_checkpoints_steps: int = 100
-    export_dir: Optional[str] = None
-    optimizer: str = "adamw"
-    delete_non_best: bool = True
+    positional: ClassVar[tuple] = ("data_dir", "output_dir")
 
+    data_dir: str = option()
+    train_step: int = option(1000, "Total number of training steps to perform.")
+    warmup_step: int = option(0, "number of steps to perform linear learning rate warmup for.")
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class PretrainingOptions(Stages):
-    """`run_pretraining`'s task options (the original `run_pretraining.py` flags)."""
+    def check_stages(self):
+        """Raises `InputError` unless a stage is asked for."""
+        if not (self.do_train or self.do_eval or self.do_predict or self.export_dir):
+            raise InputError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
 
-    albert_config_file: str
-    input_file: str
-    output_dir: str
-    init_checkpoint: Optional[str] = None
-    max_seq_length: int = 512
-    max_predictions_per_seq: int = 20
-    do_train: bool = True
-    do_eval: bool = False
-    train_batch_size: int = 4096
-    eval_batch_size: int = 64
-    optimizer: str = "lamb"
-    learning_rate: float = 0.00176
-    poly_power: float = 1.0
-    num_train_steps: int = 125000
-    num_warmup_steps: int = 3125
-    start_warmup_step: int = 0
-    save_checkpoints_steps: int = 5000
-    keep_checkpoint_max: int = 5
-    max_eval_steps: int = 100
-    init_from_group0: bool = False
-    masked_lm_budget: float = 0
-    # No flag of the original: scales the sentence-level loss (1.0: the original's MLM + SOP; 0.0: MLM only).
-    sentence_loss_weight: float = 1.0
-
-    # Pretraining has no prediction stage nor export, and no asset source: the config file is required.
-    do_predict = False
-    export_dir = None
-    asset_source = None
-    runs_inference = False
-
-    @property
-    def checked_init_path(self):
-        return self.init_checkpoint if self.do_train else None
-
-    def train_options(self, runtime):
-        return dict(super().train_options(runtime), keep_checkpoint_max=self.keep_checkpoint_max,
-                    poly_power=self.poly_power, start_warmup_step=self.start_warmup_step)
-
-
-def field_names(options_class):
-    """The field names of an options dataclass, in order."""
-    return [field.name for field in dataclasses.fields(options_class)]
-
-
-def split(task_options_class, values):
-    """`(task_options, RuntimeOptions)` from one dict of keyword arguments (a `run_*` function's arguments).
-
-    Raises:
-        TypeError: for a name that is a field of neither.
-    """
-    task_fields, runtime_fields = set(field_names(task_options_class)), set(field_names(RuntimeOptions))
-    unknown = sorted(set(values) - task_fields - runtime_fields)
-    if unknown:
-        raise TypeError(f"Not options of {task_options_class.__name__} or RuntimeOptions: {', '.join(unknown)}.")
-    return (task_options_class(**{k: v for k, v in values.items() if k in task_fields}),
-            RuntimeOptions(**{k: v for k, v in values.items() if k in runtime_fields}))
-
-
-@dataclasses.dataclass(frozen=True)
-class FlagTable:
-    """A runner's explicit mapping of its flags to option fields.
-
-    Attributes:
-        task_options: the task's options dataclass.
-        fields: {flag name: field name} (a field of `task_options` or of `RuntimeOptions`).
-        runner_only: flags the runner reads itself (e.g. `hparams_preset`), which map to no field.
-        no_flag: fields that no flag of this runner sets (they keep their dataclass defaults).
-    """
-
-    task_options: type
-    fields: dict
-    runner_only: tuple = ()
-    no_flag: tuple = ()
-
-    def check(self, flag_names):
-        """Raises `InputError` unless the table maps the runner's flags `flag_names` one-to-one onto the fields."""
-        task_fields, runtime_fields = field_names(self.task_options), field_names(RuntimeOptions)
-        all_fields = set(task_fields) | set(runtime_fields)
-        problems = []
-        unmapped = sorted(set(flag_names) - set(self.fields) - set(self.runner_only))
-        if unmapped:
-            problems.append(f"flags that map to no option field: {', '.join(unmapped)}")
-        undefined = sorted((set(self.fields) | set(self.runner_only)) - set(flag_names))
-        if undefined:
-            problems.append(f"table entries for flags the runner does not define: {', '.join(undefined)}")
-        unknown = sorted(set(self.fields.values()) - all_fields)
-        if unknown:
-            problems.append(f"fields that {self.task_options.__name__} and RuntimeOptions do not have: "
-                            f"{', '.join(unknown)}")
-        targets = list(self.fields.values())
-        twice = sorted({name for name in targets if targets.count(name) > 1})
-        if twice:
-            problems.append(f"fields set by two flags: {', '.join(twice)}")
-        unset = [name for name in task_fields + runtime_fields if name not in targets and name not in self.no_flag]
-        if unset:
-            problems.append(f"fields that no flag sets: {', '.join(unset)}")
-        if problems:
-            raise InputError(f"The flag table of {self.task_options.__name__} does not match the runner's flags: "
-                             + "; ".join(problems) + ".")
-
-    def options(self, flag_values, overrides=None):
-        """`(task_options, RuntimeOptions)` from the parsed flags (after `check`); `overrides` {flag: value}
-        replace flag values (e.g. a preset's, for flags the user did not give)."""
-        overrides = overrides or {}
-        values = {field: overrides.get(flag, flag_values[flag].value) for flag, field in self.fields.items()}
-        return split(self.task_options, values)
-
-
-def runner_flag_names(flag_values, runner):
-    """The flags of `flag_values` that the runner module `runner` (its `__name__`) and
-    `albert_tf.training.flags` define (not absl's `--help` and logging flags, nor TensorFlow's own)."""
-    modules = {runner, "albert_tf.training.flags"}
-    if runner == "__main__":
-        modules.add(sys.argv[0])    # absl files the flags of the main module under the script's path
-    by_module = flag_values.flags_by_module_dict()
-    return {flag.name for module in modules for flag in by_module.get(module, ())}
-
-
-def from_flags(flag_values, table, runner, overrides=None):
-    """Checks `table` against the flags of the runner module `runner` (its `__name__`) and returns
-    `(task_options, RuntimeOptions)` from them."""
-    table.check(runner_flag_names(flag_values, runner))
-    return table.options(flag_values, overrides)
+    def check_batch_sizes(self):
+        """Raises `InputError` for a batch size below 1."""
+        for name in ("train_batch_size", "eval_batch_size", "predict_batch_size"):
+            value = getattr(self, name)
+            if int(value) < 1:
+                raise InputError(f"`{name}` must be >= 1. Received: `{name}={value}`.")

@@ -15,8 +15,10 @@ flags (`albert_tf.training.driver` runs the stages):
 * `export_dir`: a SavedModel of `model.ckpt-best` (serialized `tf.Example` serving input, as the original).
 """
 
+import dataclasses
 import math
 import os
+from typing import ClassVar, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -32,32 +34,56 @@ from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training import driver
 from albert_tf.training import metrics as metrics_lib
 from albert_tf.training import options as options_lib
+from albert_tf.training.options import option
 
 # The per-task values of the original `run_glue.sh`, all with max_seq_length 512,
 # adamw and lower casing. WNLI is not in run_glue.sh: the paper's values (save interval chosen here).
 _RUN_GLUE_COMMON = dict(max_seq_length=512, optimizer="adamw", do_lower_case=True)
-_RUN_GLUE = {
-    "cola": dict(learning_rate=1e-5, train_batch_size=16, train_step=5336, warmup_step=320,
-                 save_checkpoints_steps=100),
-    "sts-b": dict(learning_rate=2e-5, train_batch_size=16, train_step=3598, warmup_step=214,
-                  save_checkpoints_steps=100),
-    "sst-2": dict(learning_rate=1e-5, train_batch_size=32, train_step=20935, warmup_step=1256,
-                  save_checkpoints_steps=100),
-    "mnli": dict(learning_rate=3e-5, train_batch_size=128, train_step=10000, warmup_step=1000,
-                 save_checkpoints_steps=100),
-    "qnli": dict(learning_rate=1e-5, train_batch_size=32, train_step=33112, warmup_step=1986,
-                 save_checkpoints_steps=200),
-    "qqp": dict(learning_rate=5e-5, train_batch_size=128, train_step=14000, warmup_step=1000,
-                save_checkpoints_steps=100),
-    "rte": dict(learning_rate=3e-5, train_batch_size=32, train_step=800, warmup_step=200,
-                save_checkpoints_steps=100),
-    "mrpc": dict(learning_rate=2e-5, train_batch_size=32, train_step=800, warmup_step=200,
-                 save_checkpoints_steps=100),
-    "wnli": dict(learning_rate=2e-5, train_batch_size=16, train_step=2000, warmup_step=250,
-                 save_checkpoints_steps=100),
-}
+_RUN_GLUE_FIELDS = ("learning_rate", "train_batch_size", "train_step", "warmup_step", "save_checkpoints_steps")
+_RUN_GLUE = {task: dict(zip(_RUN_GLUE_FIELDS, values)) for task, values in {
+    "cola": (1e-5, 16, 5336, 320, 100),
+    "sts-b": (2e-5, 16, 3598, 214, 100),
+    "sst-2": (1e-5, 32, 20935, 1256, 100),
+    "mnli": (3e-5, 128, 10000, 1000, 100),
+    "qnli": (1e-5, 32, 33112, 1986, 200),
+    "qqp": (5e-5, 128, 14000, 1000, 100),
+    "rte": (3e-5, 32, 800, 200, 100),
+    "mrpc": (2e-5, 32, 800, 200, 100),
+    "wnli": (2e-5, 16, 2000, 250, 100),
+}.items()}
 _RUN_GLUE["mismnli"] = _RUN_GLUE["mnli"]
 HPARAMS_PRESETS = {"albert": {task: dict(_RUN_GLUE_COMMON, **values) for task, values in _RUN_GLUE.items()}}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ClassifierOptions(options_lib.StepsOptions):
+    """`run_classifier`'s task options: the original `run_classifier.py` flags (`keep_checkpoint_max` is
+    accepted and unused, as the original's RunConfig keeps every checkpoint for evaluation)."""
+
+    positional: ClassVar[tuple] = ("task_name", "data_dir", "output_dir")
+
+    data_dir: str = option(help_text="The input data dir. Should contain the .tsv files (or other data files) for "
+                           "the task.")
+    task_name: str = option(help_text="The name of the task to train: cola mnli mismnli mrpc rte sst-2 sts-b qqp "
+                            "qnli wnli (or ax: GLUE diagnostic, predict only).")
+    cached_dir: Optional[str] = option(None, "Path to cached training and dev tfrecord file. The file will be "
+                                       "generated if not exist.")
+    keep_checkpoint_max: int = option(5, "How many checkpoints to keep (unused, as in the original: every "
+                                      "checkpoint is kept for --do_eval).")
+    threshold_to_export: float = option(float("nan"), "The threshold value that should be used with the exported "
+                                        "classifier. When specified, the threshold will be attached to the "
+                                        "exported SavedModel, and served along with the predictions.")
+
+
+@dataclasses.dataclass(frozen=True)
+class PresetOptions:
+    """The option that only `run_classifier.py` has: a preset's values fill in the flags not given (`main`)."""
+
+    hparams_preset: Optional[str] = option(None, "Optional: 'albert' sets the per-task learning_rate, "
+                                           "train_batch_size, train_step, warmup_step, save_checkpoints_steps, "
+                                           "max_seq_length, optimizer and do_lower_case of the original "
+                                           "run_glue.sh (flags given explicitly win).",
+                                           enum_values=tuple(HPARAMS_PRESETS))
 
 
 def hparams_preset(name, task_name):
@@ -223,8 +249,7 @@ class GlueTask(driver.Task):
         if task_name not in glue.PROCESSORS:
             raise InputError(f"Task not found: `task_name` must be one of {sorted(glue.PROCESSORS)}. "
                              f"Received: {task_name!r}.")
-        if not (options.do_train or options.do_eval or options.do_predict or options.export_dir):
-            raise InputError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
+        options.check_stages()
         if not (options.albert_config_file or options.albert_hub_module_handle or options.init_checkpoint):
             raise InputError("At least one of `albert_config_file`, `albert_hub_module_handle` and "
                              "`init_checkpoint` (a source with its config) must be set.")
@@ -243,8 +268,7 @@ class GlueTask(driver.Task):
 
     @classmethod
     def check_inputs(cls, options, config, spm_model_file):
-        if not spm_model_file and not options.vocab_file:
-            raise InputError("Set `spm_model_file` (or a hub module with one) or `vocab_file`.")
+        options.check_vocabulary(spm_model_file, "Set `spm_model_file` (or a hub module with one) or `vocab_file`.")
 
     @classmethod
     def from_options(cls, options, runtime, strategy, spm_model_file):
@@ -345,49 +369,16 @@ class GlueTask(driver.Task):
         return {"export_path": path}
 
 
-def run_classifier(task_name, data_dir, output_dir, albert_config_file=None, spm_model_file=None,
-                   vocab_file=None, cached_dir=None, init_checkpoint=None, albert_hub_module_handle=None,
-                   do_lower_case=True, max_seq_length=512, do_train=False, do_eval=False, do_predict=False,
-                   train_batch_size=32, eval_batch_size=8, predict_batch_size=8, learning_rate=5e-5,
-                   train_step=1000, warmup_step=0, save_checkpoints_steps=1000, keep_checkpoint_max=5,
-                   iterations_per_loop=1000, optimizer="adamw", export_dir=None,
-                   threshold_to_export=float("nan"), strategy="one_device", use_tpu=False, tpu_name=None,
-                   tpu_zone=None, gcp_project=None, master=None, num_tpu_cores=8, mixed_precision=None,
-                   jit_compile=False, random_seed=None, recompute=False):
+def run_classifier(*args, options=None, runtime=None, **kwargs):
     """Fine-tunes, evaluates and/or predicts a GLUE task, as the original `run_classifier.py`.
 
     Args:
-        task_name: str, `cola mnli mismnli mrpc rte sst-2 sts-b qqp qnli wnli` or `ax` (case-insensitive).
-        data_dir: str, GLUE root holding `MNLI/`, `CoLA/`, ... (`diagnostic/` for ax).
-        output_dir: str, checkpoints and result files.
-        albert_config_file: str, `albert_config.json`; optional with `albert_hub_module_handle`, or with an
-            `init_checkpoint` source that has one (a release, a keras-hub or Hugging Face directory).
-        spm_model_file: str, SentencePiece model; None or "from_tf_hub" takes the hub module's (or the
-            `init_checkpoint` source's) asset.
-        vocab_file: str, WordPiece vocab (used only without an spm model).
-        cached_dir: str, where `<task>_{train,eval,predict}.tf_record` are cached (default `output_dir`).
-        init_checkpoint: str, any checkpoint `albert_tf.checkpoints.init_from_checkpoint` reads (Google TF1,
-            release dir/tarball, TF-Hub module, or one of ours, e.g. an MNLI run's `model.ckpt-best`).
-        albert_hub_module_handle: str, local TF-Hub TF1 module dir (config, weights, spm model).
-        do_lower_case: bool.
-        max_seq_length: int, at most the config's `max_position_embeddings`.
-        do_train, do_eval, do_predict: bool.
-        train_batch_size, eval_batch_size, predict_batch_size: int, global batch sizes.
-        learning_rate: float, peak learning rate.
-        train_step: int, total training steps.
-        warmup_step: int, linear warm-up steps.
-        save_checkpoints_steps: int.
-        keep_checkpoint_max: int, accepted for the original's flag; as the original (RunConfig
-            `keep_checkpoint_max=0`) every checkpoint is kept until evaluation.
-        iterations_per_loop: int, steps per `tf.function` call (min with `save_checkpoints_steps`).
-        optimizer: "adamw" or "lamb".
-        export_dir: str, SavedModel export of `model.ckpt-best`.
-        threshold_to_export: float, NaN = none; else a constant `threshold` output of the serving signature.
-        strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
-            jit_compile, random_seed, recompute: runtime options (`albert_tf.training.options.RuntimeOptions`).
+        *args: `task_name, data_dir, output_dir` (`ClassifierOptions.positional`), or give them by keyword.
+        options: `ClassifierOptions`, runtime: `RuntimeOptions`; **kwargs: their fields (the flags of
+            `run_classifier.py`: same names, defaults and meanings), which update `options` / `runtime`.
 
     Returns:
         dict: `eval` (best metrics, with `best_step`) when `do_eval`, `predict_files` when `do_predict`,
         `export_path` when exporting.
     """
-    return driver.run(GlueTask, *options_lib.split(options_lib.ClassifierOptions, locals()))
+    return driver.run(GlueTask, *options_lib.call_options(ClassifierOptions, args, kwargs, options, runtime))

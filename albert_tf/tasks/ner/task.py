@@ -27,6 +27,7 @@ from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training import driver
 from albert_tf.tasks.ner import conlleval
 from albert_tf.training import options as options_lib
+from albert_tf.training.options import option
 
 PREDICTIONS_FILE = "predictions.txt"
 PREDICT_RESULTS_FILE = "predict_results.txt"
@@ -35,66 +36,34 @@ METRIC_KEY = "eval_f1"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class NerOptions(options_lib.Stages):
-    """`run_ner`'s task options (see `run_ner`)."""
+class NerOptions(options_lib.StepsOptions):
+    """`run_ner`'s task options (the flags of `run_ner.py`); batch sizes count windows."""
 
-    data_dir: str
-    output_dir: str
-    albert_config_file: Optional[str] = None
-    spm_model_file: Optional[str] = None
-    vocab_file: Optional[str] = None
-    init_checkpoint: Optional[str] = None
-    albert_hub_module_handle: Optional[str] = None
-    labels: Optional[str] = None
-    do_lower_case: bool = True
-    max_seq_length: int = 128
-    dropout_prob: float = 0.1
-    do_train: bool = False
-    do_eval: bool = False
-    do_predict: bool = False
-    train_batch_size: int = 32
-    eval_batch_size: int = 8
-    predict_batch_size: int = 8
-    learning_rate: float = 5e-5
-    train_step: int = 1000
-    warmup_step: int = 0
-    save_checkpoints_steps: int = 1000
-    optimizer: str = "adamw"
-    export_dir: Optional[str] = None
+    data_dir: str = option(help_text="The input data dir, with train.txt, valid.txt (or dev.txt) and test.txt in "
+                           "the CoNLL-2003 layout.")
+    labels: Optional[str] = option(None, "Comma-separated tags (e.g. O,B-PER,I-PER). Default: the tags of "
+                                   "train.txt, O first, then the others sorted.")
+    dropout_prob: float = option(0.1, "Dropout on the sequence output while training.")
+    # Pieces per window ([CLS] and [SEP] included); longer sentences are split into windows of whole words.
+    max_seq_length: int = option(128)
+    warmup_step: int = option(0, "Number of steps to perform linear learning rate warmup for.")
+    optimizer: str = option("adamw", "Optimizer to use.", enum_values=("adamw", "lamb"))
 
 
-def run_ner(data_dir, output_dir, albert_config_file=None, spm_model_file=None, vocab_file=None,
-            init_checkpoint=None, albert_hub_module_handle=None, labels=None, do_lower_case=True,
-            max_seq_length=128, dropout_prob=0.1, do_train=False, do_eval=False, do_predict=False,
-            train_batch_size=32, eval_batch_size=8, predict_batch_size=8, learning_rate=5e-5, train_step=1000,
-            warmup_step=0, save_checkpoints_steps=1000, optimizer="adamw", export_dir=None,
-            strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None, master=None,
-            num_tpu_cores=8, mixed_precision="float32", jit_compile=False, gradient_accumulation_steps=1,
-            iterations_per_loop=1000, random_seed=None, recompute=False):
+def run_ner(*args, options=None, runtime=None, **kwargs):
     """Fine-tunes, evaluates and predicts token classification on CoNLL-2003-layout data.
 
     Args:
-        data_dir: str, holds `train.txt`, `valid.txt` (or `dev.txt`) and `test.txt`.
-        output_dir: str, checkpoints, `train.tf_record` and the result files.
-        albert_config_file, spm_model_file, vocab_file, init_checkpoint, albert_hub_module_handle, do_lower_case:
-            as `run_classifier`.
-        labels: optional comma-separated tags (`O,B-PER,I-PER,...`); default: read from `train.txt` (`O` first,
-            then the others sorted).
-        max_seq_length: int, pieces per window (`[CLS]` and `[SEP]` included); longer sentences are split into
-            windows of whole words.
-        dropout_prob: float, dropout on the sequence output while training.
-        do_train, do_eval, do_predict: bool, the stages.
-        train_batch_size, eval_batch_size, predict_batch_size, learning_rate, train_step, warmup_step,
-            save_checkpoints_steps, optimizer: as `run_race` (batch sizes in windows).
-        export_dir: str, a SavedModel of the best model (`serve_text` tags whitespace-separated words).
-        strategy ... recompute: runtime options (`albert_tf.training.options.RuntimeOptions`); `random_seed` also
-            seeds the training shuffle.
+        *args: `data_dir, output_dir` (`NerOptions.positional`), or give them by keyword.
+        options: `NerOptions`, runtime: `RuntimeOptions`; **kwargs: their fields (the flags of `run_ner.py`:
+            same names, defaults and meanings), which update `options` / `runtime`. `random_seed` also seeds
+            the training shuffle; the SavedModel of `export_dir` tags whitespace-separated words (`serve_text`).
 
     Returns:
         dict with `eval` (best dev metrics, with `best_step`), `predict` (test metrics) and `export_path`, for the
         stages run.
     """
-    return driver.run(NerTask, *options_lib.split(NerOptions, locals()))
+    return driver.run(NerTask, *options_lib.call_options(NerOptions, args, kwargs, options, runtime))
 
 
 def make_logits_fn(model, strategy, jit_compile=False):
@@ -134,24 +103,20 @@ class NerTask(driver.Task):
 
     @classmethod
     def validate(cls, options):
-        if not (options.do_train or options.do_eval or options.do_predict or options.export_dir):
-            raise InputError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
+        options.check_stages()
         if not options.output_dir:
             raise InputError("`output_dir` is required.")
         if not options.data_dir:
             raise InputError("`data_dir` is required (the CoNLL-2003 layout: train.txt, valid.txt, test.txt).")
         if options.max_seq_length < 3:
             raise InputError(f"`max_seq_length` must be >= 3. Received: `max_seq_length={options.max_seq_length}`.")
-        for name in ("train_batch_size", "eval_batch_size", "predict_batch_size"):
-            if int(getattr(options, name)) < 1:
-                raise InputError(f"`{name}` must be >= 1. Received: `{name}={getattr(options, name)}`.")
+        options.check_batch_sizes()
         if options.labels is not None:
             conll.parse_labels(options.labels)
 
     @classmethod
     def check_inputs(cls, options, config, spm_model_file):
-        if not spm_model_file and not options.vocab_file:
-            raise InputError("`spm_model_file` is required (or `vocab_file` for a WordPiece model).")
+        options.check_vocabulary(spm_model_file)
         if options.labels is None:
             conll.split_path(options.data_dir, "train")   # The label list is read from it.
         if options.do_train:

@@ -8,6 +8,9 @@ loop `loop.run_training`), and with `do_eval` evaluates every checkpoint (ours o
 checkpoint copied to `model.ckpt-best`.
 """
 
+import dataclasses
+from typing import ClassVar
+
 import tensorflow as tf
 from absl import logging
 
@@ -17,6 +20,7 @@ from albert_tf.errors import InputError
 from albert_tf.tasks.pretraining.model import AlbertPretrainer, pretraining_loss, pretraining_terms
 from albert_tf.training import driver, loop, optimization
 from albert_tf.training import options as options_lib
+from albert_tf.training.options import option
 
 
 def pretraining_loss_fn(model, features, training, sentence_loss_weight=1.0):
@@ -175,33 +179,75 @@ class PretrainingTask(driver.Task):
         return result
 
 
-def run_pretraining(albert_config_file, input_file, output_dir, init_checkpoint=None, max_seq_length=512,
-                    max_predictions_per_seq=20, do_train=True, do_eval=False, train_batch_size=4096,
-                    eval_batch_size=64, optimizer="lamb", learning_rate=0.00176, poly_power=1.0,
-                    num_train_steps=125000, num_warmup_steps=3125, start_warmup_step=0,
-                    save_checkpoints_steps=5000, keep_checkpoint_max=5, iterations_per_loop=1000,
-                    max_eval_steps=100, use_tpu=False, init_from_group0=False, tpu_name=None, tpu_zone=None,
-                    gcp_project=None, master=None, num_tpu_cores=8, masked_lm_budget=0, strategy="one_device",
-                    mixed_precision="float32", jit_compile=False, gradient_accumulation_steps=1, seed=None,
-                    recompute=False, sentence_loss_weight=1.0):
-    """Pretrains ALBERT (MLM + SOP) as the original `run_pretraining.py`; arguments are its flags.
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PretrainingOptions(options_lib.TaskOptions):
+    """`run_pretraining`'s task options: the original `run_pretraining.py` flags, and `sentence_loss_weight`."""
 
-    Beyond the original flags: `strategy`, `mixed_precision`, `jit_compile`, `gradient_accumulation_steps`
-    (see `flags.define_runtime_flags`), `seed` (`--random_seed`: deterministic input order and initialisation;
-    None: unseeded, as the original) and `recompute` (recompute each transformer layer's activations in the
-    backward pass). `sentence_loss_weight` (no flag) scales the sentence-level term of the training loss:
-    1.0, the default, is the original's `total_loss = masked_lm_loss + sentence_order_loss`; 0.0 trains on
-    the masked-LM loss alone (the "none" row of the paper's Table 5, as `benchmarks/ablations.py` runs it).
-    The sentence-level task is what the records hold: SOP pairs, or BERT's NSP pairs from a writer run with
-    `random_next_sentence=True`; the head and the labels are the same.
-    `train_batch_size` is the global batch: it must divide by replicas x `gradient_accumulation_steps`.
-    A job restarted with the same `output_dir` resumes from its latest checkpoint; `init_checkpoint` (ours,
-    or Google's TF1 checkpoint / release / TF-Hub module) is read only when `output_dir` has none.
+    positional: ClassVar[tuple] = ("albert_config_file", "input_file", "output_dir")
+
+    albert_config_file: str = option()
+    input_file: str = option(help_text="Input TF example files (can be a glob or comma separated).")
+    max_seq_length: int = option(512, "The maximum total input sequence length after WordPiece tokenization. "
+                                 "Sequences longer than this will be truncated, and sequences shorter than this "
+                                 "will be padded. Must match data generation.")
+    max_predictions_per_seq: int = option(20, "Maximum number of masked LM predictions per sequence. Must match "
+                                          "data generation.")
+    optimizer: str = option("lamb", "The optimizer for training.", enum_values=("adamw", "lamb"))
+    learning_rate: float = option(0.00176, "The initial learning rate.")
+    poly_power: float = option(1.0, "The power of poly decay.")
+    num_train_steps: int = option(125000, "Number of training steps.")
+    num_warmup_steps: int = option(3125, "Number of warmup steps.")
+    start_warmup_step: int = option(0, "The starting step of warmup.")
+    keep_checkpoint_max: int = option(5, "How many checkpoints to keep.")
+    max_eval_steps: int = option(100, "Maximum number of eval steps.")
+    init_from_group0: bool = option(False, "Whether to initialize parameters of other groups from group 0")
+    masked_lm_budget: float = option(0, "If >0, the ratio of masked ngrams to unmasked ngrams. Default 0, for "
+                                     "offline masking")
+    # Scales the sentence-level loss: 1.0 is the original's MLM + SOP, 0.0 MLM only (the paper's "none" row of
+    # Table 5, as `benchmarks/ablations.py` runs it). A library option, not an original flag.
+    sentence_loss_weight: float = option(1.0, "The weight of the sentence-level loss.", flag=False)
+    # The original `run_pretraining.py`'s defaults.
+    do_train: bool = option(True)
+    train_batch_size: int = option(4096)
+    eval_batch_size: int = option(64)
+    save_checkpoints_steps: int = option(5000)
+
+    # Pretraining has no prediction stage nor export, and no asset source: the config file is required.
+    do_predict = False
+    export_dir = None
+    asset_source = None
+    runs_inference = False
+
+    @property
+    def checked_init_path(self):
+        return self.init_checkpoint if self.do_train else None
+
+    def train_options(self, runtime):
+        return dict(super().train_options(runtime), keep_checkpoint_max=self.keep_checkpoint_max,
+                    poly_power=self.poly_power, start_warmup_step=self.start_warmup_step)
+
+
+def run_pretraining(*args, options=None, runtime=None, **kwargs):
+    """Pretrains ALBERT (MLM + SOP) as the original `run_pretraining.py`.
+
+    Args:
+        *args: `albert_config_file, input_file, output_dir` (`PretrainingOptions.positional`), or by keyword.
+        options: `PretrainingOptions`, runtime: `RuntimeOptions`; **kwargs: their fields (the flags of
+            `run_pretraining.py`: same names, defaults and meanings; `seed` is also accepted for
+            `random_seed`), which update `options` / `runtime`.
+
+    `sentence_loss_weight` (no flag) scales the sentence-level term of the training loss. The sentence-level
+    task is what the records hold: SOP pairs, or BERT's NSP pairs from a writer run with
+    `random_next_sentence=True`; the head and the labels are the same. `train_batch_size` is the global batch:
+    it must divide by replicas x `gradient_accumulation_steps`. A job restarted with the same `output_dir`
+    resumes from its latest checkpoint; `init_checkpoint` (ours, or Google's TF1 checkpoint / release / TF-Hub
+    module) is read only when `output_dir` has none.
 
     Returns:
         dict with `train` (the loop's final step and losses, or None) and `eval` (the best checkpoint's
         metrics, or None).
     """
-    values = dict(locals())
-    values["random_seed"] = values.pop("seed")
-    return driver.run(PretrainingTask, *options_lib.split(options_lib.PretrainingOptions, values))
+    if "seed" in kwargs:
+        kwargs["random_seed"] = kwargs.pop("seed")    # the keyword's earlier name in this function
+    return driver.run(PretrainingTask, *options_lib.call_options(PretrainingOptions, args, kwargs, options,
+                                                                 runtime))

@@ -9,8 +9,10 @@ Accuracy is reported overall and per level (`middle`, `high`).
 """
 
 import csv
+import dataclasses
 import io
 import os
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -25,6 +27,7 @@ from albert_tf.tasks.race.model import AlbertRace, race_loss
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training import driver
 from albert_tf.training import options as options_lib
+from albert_tf.training.options import option
 
 PREDICTIONS_FILE = "predictions.tsv"
 PREDICT_RESULTS_FILE = "predict_results.txt"
@@ -125,54 +128,50 @@ def _format_results(title, metrics):
     return "\n".join(lines) + "\n"
 
 
-def run_race(data_dir, output_dir, albert_config_file=None, spm_model_file=None, vocab_file=None,
-             task_name="race", train_file=None, eval_file=None, predict_file=None, init_checkpoint=None,
-             albert_hub_module_handle=None, do_lower_case=True, dropout_prob=0.1, max_seq_length=512,
-             max_qa_length=128, num_keep_checkpoint=5, high_only=False, middle_only=False, do_train=True,
-             do_eval=True, do_predict=False, train_batch_size=32, eval_batch_size=8, predict_batch_size=8,
-             learning_rate=1e-5, train_step=12000, warmup_step=1000, save_checkpoints_steps=100,
-             iterations_per_loop=1000, export_dir=None, optimizer="adamw", delete_non_best=True,
-             strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None, master=None,
-             num_tpu_cores=8, mixed_precision="float32", jit_compile=False, gradient_accumulation_steps=1,
-             random_seed=None, recompute=False):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RaceOptions(options_lib.StepsOptions):
+    """`run_race`'s task options: the original `run_race.py` flags (`num_keep_checkpoint` is accepted and
+    unused, as the original's RunConfig keeps every checkpoint so that each one is evaluated), and
+    `delete_non_best`, which has no flag. `optimizer` (no flag either) is `adamw`, the original's, or `lamb`."""
+
+    data_dir: str = option(help_text="The input data dir. Should contain `RACE/{train,dev,test}/{middle,high}` "
+                           "(per-level `all.txt` JSON lines or the per-article `*.txt` files).")
+    task_name: str = option("race", "The name of the task to train.")
+    train_file: Optional[str] = option(None, "path to preprocessed tfrecord file. The file will be generated if not "
+                                       "exst. Default: <output_dir>/train.tf_record.")
+    eval_file: Optional[str] = option(None, "path to preprocessed tfrecord file. The file will be generated if not "
+                                      "exst. Default: <output_dir>/eval.tf_record.")
+    predict_file: Optional[str] = option(None, "path to preprocessed tfrecord file. The file will be generated if "
+                                         "not exst. Default: <output_dir>/predict.tf_record.")
+    dropout_prob: float = option(0.1, "dropout probability.")
+    max_qa_length: int = option(128, "The maximum number of tokens of question+option (the last ones are kept).")
+    num_keep_checkpoint: int = option(5, "maximum number of keep checkpoints (unused, as in the original).")
+    high_only: bool = option(False, "Whether to only run the model on the high school set.")
+    middle_only: bool = option(False, "Whether to only run the model on the middle school set.")
+    delete_non_best: bool = option(True, "After evaluation delete the checkpoints other than the best and the "
+                                   "latest (the original deletes them while evaluating).", flag=False)
+    # The original `run_race.py`'s defaults.
+    do_train: bool = option(True)
+    do_eval: bool = option(True)
+    learning_rate: float = option(1e-5)
+    save_checkpoints_steps: int = option(100)
+    train_step: int = option(12000)
+    warmup_step: int = option(1000)
+
+
+def run_race(*args, options=None, runtime=None, **kwargs):
     """Fine-tunes, evaluates and predicts RACE as the original `run_race.py`.
 
     Args:
-        data_dir: str, the directory containing `RACE/{train,dev,test}/{middle,high}`.
-        output_dir: str, checkpoints and result files.
-        albert_config_file: str, `albert_config.json` (else taken from the hub module / release dir).
-        spm_model_file: str, SentencePiece model (else, or with `from_tf_hub`, from the hub module / release
-            dir).
-        vocab_file: str, WordPiece vocabulary, used only without `spm_model_file`.
-        task_name: str, must be `race` (case-insensitive).
-        train_file, eval_file, predict_file: str, TFRecord caches, written when missing. Defaults:
-            `output_dir/{train,eval,predict}.tf_record`.
-        init_checkpoint: str, any source `albert_tf.checkpoints.init_from_checkpoint` reads.
-        albert_hub_module_handle: str, a TF-Hub TF1 module directory used as initial weights.
-        do_lower_case: bool.
-        dropout_prob: float, dropout on the pooled output while training.
-        max_seq_length: int.
-        max_qa_length: int, tokens kept (the last ones) of question+option.
-        num_keep_checkpoint: int, unused, as in the original (its RunConfig keeps every checkpoint so that each
-            one is evaluated).
-        high_only, middle_only: bool, read one level only.
-        do_train, do_eval, do_predict: bool, run the stages (as `run_classifier`).
-        train_batch_size, eval_batch_size, predict_batch_size, learning_rate, train_step, warmup_step,
-            save_checkpoints_steps: as `run_classifier` (global batch sizes, peak rate, linear warm-up).
-        iterations_per_loop: int, steps per `tf.function` call (at most `save_checkpoints_steps`).
-        export_dir: str, export a SavedModel of the best model here (`albert_tf.export.saved_model`).
-        optimizer: str, `adamw` (the original's RACE optimizer) or `lamb`.
-        delete_non_best: bool, after evaluation delete the checkpoints other than the best and the latest (the
-            original deletes them while evaluating).
-        strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
-            jit_compile, gradient_accumulation_steps, random_seed, recompute: runtime options
-            (`albert_tf.training.options.RuntimeOptions`).
+        *args: `data_dir, output_dir` (`RaceOptions.positional`), or give them by keyword.
+        options: `RaceOptions`, runtime: `RuntimeOptions`; **kwargs: their fields (the flags of `run_race.py`:
+            same names, defaults and meanings), which update `options` / `runtime`.
 
     Returns:
         dict with `eval` (best dev metrics, with `best_step`), `predict` (test metrics) and `export_path`, for
         the stages run.
     """
-    return driver.run(RaceTask, *options_lib.split(options_lib.RaceOptions, locals()))
+    return driver.run(RaceTask, *options_lib.call_options(RaceOptions, args, kwargs, options, runtime))
 
 
 class RaceTask(driver.Task):
@@ -203,8 +202,7 @@ class RaceTask(driver.Task):
 
     @classmethod
     def validate(cls, options):
-        if not (options.do_train or options.do_eval or options.do_predict or options.export_dir):
-            raise InputError("At least one of `do_train`, `do_eval`, `do_predict` or `export_dir` must be set.")
+        options.check_stages()
         if str(options.task_name).lower() != "race":
             raise InputError(f"Task not found: `task_name={options.task_name!r}`; run_race supports `race`.")
         if not options.output_dir:
@@ -213,15 +211,11 @@ class RaceTask(driver.Task):
         if options.max_qa_length > options.max_seq_length - 3:
             raise InputError(f"`max_qa_length` must be <= `max_seq_length` - 3. Received: "
                              f"`max_qa_length={options.max_qa_length}`, `max_seq_length={options.max_seq_length}`.")
-        for name in ("train_batch_size", "eval_batch_size", "predict_batch_size"):
-            value = getattr(options, name)
-            if int(value) < 1:
-                raise InputError(f"`{name}` must be >= 1. Received: `{name}={value}`.")
+        options.check_batch_sizes()
 
     @classmethod
     def check_inputs(cls, options, config, spm_model_file):
-        if not spm_model_file and not options.vocab_file:
-            raise InputError("`spm_model_file` is required (or `vocab_file` for a WordPiece model).")
+        options.check_vocabulary(spm_model_file)
 
     @classmethod
     def from_options(cls, options, runtime, strategy, spm_model_file):

@@ -17,8 +17,10 @@ arguments instead of flags (`albert_tf.training.driver` runs the stages); `versi
   writes `albert_model.tflite` (fixed `[1, max_seq_length]` inputs), as `run_squad_v1.py`.
 """
 
+import dataclasses
 import os
 import random
+from typing import Optional
 
 import tensorflow as tf
 from absl import logging
@@ -34,6 +36,7 @@ from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2, squad_v1_l
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training import driver, loop
 from albert_tf.training import options as options_lib
+from albert_tf.training.options import constant, option
 
 _V2_RESULT_KEYS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index", "cls_logits")
 
@@ -320,52 +323,66 @@ class SquadTask(driver.Task):
         return result
 
 
-def run_squad(output_dir, albert_config_file=None, spm_model_file=None, vocab_file=None, train_file=None,
-              predict_file=None, train_feature_file=None, predict_feature_file=None,
-              predict_feature_left_file=None, init_checkpoint=None, albert_hub_module_handle=None,
-              do_lower_case=True, max_seq_length=384, doc_stride=128, max_query_length=64, do_train=False,
-              do_predict=False, train_batch_size=32, predict_batch_size=8, learning_rate=5e-5,
-              num_train_epochs=3.0, warmup_proportion=0.1, save_checkpoints_steps=1000, iterations_per_loop=1000,
-              n_best_size=20, max_answer_length=30, version_2_with_negative=False,
-              null_score_diff_threshold=None, start_n_top=5, end_n_top=5, dropout_prob=0.1, use_einsum=True,
-              export_dir=None, strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None,
-              gcp_project=None, master=None, num_tpu_cores=8, mixed_precision=None, jit_compile=False,
-              random_seed=None, recompute=False):
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SquadOptions(options_lib.FineTuningOptions):
+    """`run_squad`'s task options: the original `run_squad_v1.py` / `run_squad_v2.py` flags (`vocab_file` and
+    `use_einsum` are accepted and unused)."""
+
+    train_file: Optional[str] = option(None, "SQuAD json for training. E.g., train-v1.1.json")
+    predict_file: Optional[str] = option(None, "SQuAD json for predictions. E.g., dev-v1.1.json or test-v1.1.json")
+    train_feature_file: Optional[str] = option(None, "training feature file (TFRecord), written if it does not "
+                                               "exist (default <output_dir>/train.tf_record).")
+    predict_feature_file: Optional[str] = option(None, "Location of predict features. If it doesn't exist, it will "
+                                                 "be written. If it does exist, it will be read (default "
+                                                 "<output_dir>/predict.tf_record).")
+    predict_feature_left_file: Optional[str] = option(None, "Location of predict features not passed to TPU. If it "
+                                                      "doesn't exist, it will be written. If it does exist, it will "
+                                                      "be read. Stored as JSON (the original's pickle is never "
+                                                      "loaded; default <output_dir>/predict_left_file.json).")
+    doc_stride: int = option(128, "When splitting up a long document into chunks, how much stride to take between "
+                             "chunks.")
+    max_query_length: int = option(64, "The maximum number of tokens for the question. Questions longer than this "
+                                   "will be truncated to this length.")
+    num_train_epochs: float = option(3.0, "Total number of training epochs to perform.")
+    warmup_proportion: float = option(0.1, "Proportion of training to perform linear learning rate warmup for. "
+                                      "E.g., 0.1 = 10% of training.")
+    n_best_size: int = option(20, "The total number of n-best predictions to generate in the "
+                              "nbest_predictions.json output file.")
+    max_answer_length: int = option(30, "The maximum length of an answer that can be generated. This is needed "
+                                    "because the start and end predictions are not conditioned on one another.")
+    version_2_with_negative: bool = option(False, "SQuAD 2.0 (questions without answer, XLNet-style head of "
+                                           "run_squad_v2.py); else SQuAD 1.1.")
+    null_score_diff_threshold: Optional[float] = option(None, "SQuAD 2.0: answer \"\" when the null score diff is "
+                                                        ">= this value. Unset: tuned on the predict file for the "
+                                                        "best F1, as the original run_squad_v2.py.")
+    start_n_top: int = option(5, "beam size for the start positions.")
+    end_n_top: int = option(5, "beam size for the end positions.")
+    dropout_prob: float = option(0.1, "dropout probability.")
+    use_einsum: bool = option(True, "Whether to use tf.einsum or tf.reshape+tf.matmul for dense layers. Must be set "
+                              "to False for TFLite compatibility (accepted for the original's flag; the Keras "
+                              "layers need no switch).")
+    max_seq_length: int = option(384)
+    # SQuAD has no separate evaluation: `do_predict` scores every checkpoint, as the original; AdamW trains.
+    do_eval: bool = constant(False)
+    eval_batch_size: Optional[int] = constant(None)
+    optimizer: str = constant("adamw")
+
+    @property
+    def evaluates_checkpoints(self):
+        return self.do_predict
+
+
+def run_squad(*args, options=None, runtime=None, **kwargs):
     """Fine-tunes and/or predicts SQuAD 1.1 (default) or 2.0 (`version_2_with_negative`), as the original.
 
     Args:
-        output_dir: str, checkpoints, `eval_results.txt`, `best_trial.txt`, `model.ckpt-best*` and predictions.
-        albert_config_file: str, `albert_config.json` (optional with `albert_hub_module_handle`, or with an
-            `init_checkpoint` source that has one).
-        spm_model_file: str, SentencePiece model (required; "from_tf_hub" takes the hub module's asset).
-        vocab_file: str, accepted for the original's flag; unused with SentencePiece.
-        train_file, predict_file: str, SQuAD JSON files.
-        train_feature_file: str, training TFRecord, written if missing (default `<output_dir>/train.tf_record`).
-        predict_feature_file: str, predict TFRecord, written if missing (default `<output_dir>/predict.tf_record`).
-        predict_feature_left_file: str, JSON eval features, written if missing (default
-            `<output_dir>/predict_left_file.json`); never a pickle.
-        init_checkpoint: str, any source `albert_tf.checkpoints.init_from_checkpoint` reads.
-        albert_hub_module_handle: str, local TF-Hub TF1 module dir.
-        do_lower_case: bool.
-        max_seq_length, doc_stride, max_query_length: int, feature conversion, as the original.
-        do_train, do_predict: bool.
-        train_batch_size, predict_batch_size: int, global batch sizes.
-        learning_rate, num_train_epochs, warmup_proportion: float, the AdamW schedule.
-        save_checkpoints_steps, iterations_per_loop: int.
-        n_best_size, max_answer_length: int, post-processing.
-        version_2_with_negative: bool, SQuAD 2.0 with the XLNet-style head.
-        null_score_diff_threshold: optional float (v2): a fixed threshold instead of the search on the
-            predict set.
-        start_n_top, end_n_top: int (v2), beam sizes.
-        dropout_prob: float (v2), dropout of the answer-class head.
-        use_einsum: bool, accepted for the original's v1 flag (TFLite); the Keras layers need no switch.
-        export_dir: str, SavedModel export of `model.ckpt-best` (else the latest checkpoint).
-        strategy, use_tpu, tpu_name, tpu_zone, gcp_project, master, num_tpu_cores, mixed_precision,
-            jit_compile, random_seed, recompute: runtime options (`albert_tf.training.options.RuntimeOptions`).
+        *args: `output_dir` (`SquadOptions.positional`), or give it by keyword.
+        options: `SquadOptions`, runtime: `RuntimeOptions`; **kwargs: their fields (the flags of `run_squad.py`:
+            same names, defaults and meanings), which update `options` / `runtime`.
 
     Returns:
         dict: `num_train_steps` and `train` (last loop scalars) when training; `eval` (the best checkpoint's
         metrics, with `best_step`) when predicting on a file with answers; `export_path` (and v1 `tflite_file`)
         when exporting.
     """
-    return driver.run(SquadTask, *options_lib.split(options_lib.SquadOptions, locals()))
+    return driver.run(SquadTask, *options_lib.call_options(SquadOptions, args, kwargs, options, runtime))
