@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from albert_tf.errors import InputError
 from albert_tf.layers import activations
+from albert_tf.layers.base import ConfigLayer
 from albert_tf.layers.dropout import dropout
 from albert_tf.layers.embeddings import truncated_normal
 
@@ -39,7 +40,7 @@ def attention_bias(input_mask, dtype):
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertAttention(keras.layers.Layer):
+class AlbertAttention(ConfigLayer):
     """`attention_1` of the original (`attention_layer` plus the output dense in the original `modeling.py`).
 
     Query, key and value kernels are `[H, N*D]` and the output kernel `[N*D, H]`, the shapes of the TF1
@@ -58,10 +59,8 @@ class AlbertAttention(keras.layers.Layer):
         if hidden_size % num_attention_heads:
             raise InputError("`hidden_size` must be divisible by `num_attention_heads`. Received: "
                              f"`hidden_size={hidden_size}`, `num_attention_heads={num_attention_heads}`.")
-        self.hidden_size = hidden_size
-        self.num_attention_heads = num_attention_heads
-        self.attention_dropout_rate = attention_dropout_rate
-        self.initializer_range = initializer_range
+        self.keep_arguments(hidden_size=hidden_size, num_attention_heads=num_attention_heads,
+                            attention_dropout_rate=attention_dropout_rate, initializer_range=initializer_range)
         self.head_size = hidden_size // num_attention_heads
 
         def dense(name):
@@ -145,10 +144,3 @@ class AlbertAttention(keras.layers.Layer):
         """`[batch*seq, H]` -> `[batch, N, seq, D]`."""
         x = tf.reshape(x, [batch, seq, self.num_attention_heads, self.head_size])
         return tf.transpose(x, [0, 2, 1, 3])
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(hidden_size=self.hidden_size, num_attention_heads=self.num_attention_heads,
-                      attention_dropout_rate=self.attention_dropout_rate,
-                      initializer_range=self.initializer_range)
-        return config

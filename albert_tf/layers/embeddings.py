@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from albert_tf.layers.base import ConfigLayer
 from albert_tf.layers.dropout import dropout
 
 
@@ -12,7 +13,7 @@ def truncated_normal(stddev):
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertEmbeddings(keras.layers.Layer):
+class AlbertEmbeddings(ConfigLayer):
     """`bert/embeddings` of the original (`embedding_lookup` and `embedding_postprocessor` in `modeling.py`).
 
     `word + token_type + position[:seq_len]` -> LayerNorm (epsilon 1e-12) -> dropout, all at width
@@ -31,12 +32,9 @@ class AlbertEmbeddings(keras.layers.Layer):
     def __init__(self, vocab_size, embedding_size, type_vocab_size=2, max_position_embeddings=512,
                  initializer_range=0.02, dropout_rate=0.0, **kwargs):
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
-        self.embedding_size = embedding_size
-        self.type_vocab_size = type_vocab_size
-        self.max_position_embeddings = max_position_embeddings
-        self.initializer_range = initializer_range
-        self.dropout_rate = dropout_rate
+        self.keep_arguments(vocab_size=vocab_size, embedding_size=embedding_size, type_vocab_size=type_vocab_size,
+                            max_position_embeddings=max_position_embeddings, initializer_range=initializer_range,
+                            dropout_rate=dropout_rate)
         self.layer_norm = keras.layers.LayerNormalization(epsilon=1e-12, dtype="float32", name="LayerNorm")
         self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
 
@@ -66,11 +64,3 @@ class AlbertEmbeddings(keras.layers.Layer):
         if self.dropout_rate > 0:
             x = dropout(self.dropout, x, training, dropout_seed)   # stateless from `dropout_seed` if given
         return x
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(vocab_size=self.vocab_size, embedding_size=self.embedding_size,
-                      type_vocab_size=self.type_vocab_size,
-                      max_position_embeddings=self.max_position_embeddings,
-                      initializer_range=self.initializer_range, dropout_rate=self.dropout_rate)
-        return config

@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from albert_tf.layers.activations import get_activation
+from albert_tf.layers.base import ConfigLayer
 from albert_tf.layers.embeddings import truncated_normal
 
 
@@ -13,7 +14,7 @@ def gather_positions(sequence, positions):
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertMaskedLMHead(keras.layers.Layer):
+class AlbertMaskedLMHead(ConfigLayer):
     """`cls/predictions` (`get_masked_lm_output` in the original `run_pretraining.py`):
     `dense(E, act)` -> LayerNorm -> `x @ word_embeddings^T + bias`.
 
@@ -31,11 +32,8 @@ class AlbertMaskedLMHead(keras.layers.Layer):
     def __init__(self, vocab_size, embedding_size, hidden_size, hidden_act="gelu", initializer_range=0.02,
                  **kwargs):
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
-        self.embedding_size = embedding_size
-        self.hidden_size = hidden_size
-        self.hidden_act = hidden_act
-        self.initializer_range = initializer_range
+        self.keep_arguments(vocab_size=vocab_size, embedding_size=embedding_size, hidden_size=hidden_size,
+                            hidden_act=hidden_act, initializer_range=initializer_range)
         self.activation = get_activation(hidden_act)
         self.dense = keras.layers.Dense(embedding_size, kernel_initializer=truncated_normal(initializer_range),
                                         dtype=self.dtype_policy, name="transform_dense")
@@ -58,16 +56,9 @@ class AlbertMaskedLMHead(keras.layers.Layer):
                            tf.cast(embedding_table, self.compute_dtype), transpose_b=True)  # [batch, P, V]
         return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
 
-    def get_config(self):
-        config = super().get_config()
-        config.update(vocab_size=self.vocab_size, embedding_size=self.embedding_size,
-                      hidden_size=self.hidden_size, hidden_act=self.hidden_act,
-                      initializer_range=self.initializer_range)
-        return config
-
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertOutputProjection(keras.layers.Layer):
+class AlbertOutputProjection(ConfigLayer):
     """`logits = x @ output_weights^T + output_bias` with `output_weights [num_outputs, H]`.
 
     This is how the original writes the SOP head (`cls/seq_relationship`), the GLUE classifier, the SQuAD v1
@@ -82,9 +73,7 @@ class AlbertOutputProjection(keras.layers.Layer):
 
     def __init__(self, num_outputs, hidden_size, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        self.num_outputs = num_outputs
-        self.hidden_size = hidden_size
-        self.initializer_range = initializer_range
+        self.keep_arguments(num_outputs=num_outputs, hidden_size=hidden_size, initializer_range=initializer_range)
 
     def build(self, input_shape=None):
         self.output_weights = self.add_weight(
@@ -98,9 +87,3 @@ class AlbertOutputProjection(keras.layers.Layer):
         w = tf.cast(self.output_weights, self.compute_dtype)
         logits = tf.linalg.matmul(x, w, transpose_b=True)                    # [..., num_outputs]
         return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(num_outputs=self.num_outputs, hidden_size=self.hidden_size,
-                      initializer_range=self.initializer_range)
-        return config

@@ -6,6 +6,7 @@ import tensorflow as tf
 from albert_tf.layers import activations
 from albert_tf.layers.activations import gelu, get_activation
 from albert_tf.layers.attention import AlbertAttention, dense_2d
+from albert_tf.layers.base import ConfigLayer
 from albert_tf.layers.dropout import dropout
 from albert_tf.layers.embeddings import truncated_normal
 
@@ -37,7 +38,7 @@ def residual_layer_norm(layer, a, x, compute_dtype, training=None):
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertTransformerBlock(keras.layers.Layer):
+class AlbertTransformerBlock(ConfigLayer):
     """One `group_g/inner_group_k` block (`attention_ffn_block` in the original `modeling.py`)::
 
         a   = dropout(attention(x))
@@ -58,13 +59,10 @@ class AlbertTransformerBlock(keras.layers.Layer):
     def __init__(self, hidden_size, num_attention_heads, intermediate_size, hidden_act="gelu",
                  hidden_dropout_rate=0.0, attention_dropout_rate=0.0, initializer_range=0.02, **kwargs):
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.num_attention_heads = num_attention_heads
-        self.intermediate_size = intermediate_size
-        self.hidden_act = hidden_act
-        self.hidden_dropout_rate = hidden_dropout_rate
-        self.attention_dropout_rate = attention_dropout_rate
-        self.initializer_range = initializer_range
+        self.keep_arguments(hidden_size=hidden_size, num_attention_heads=num_attention_heads,
+                            intermediate_size=intermediate_size, hidden_act=hidden_act,
+                            hidden_dropout_rate=hidden_dropout_rate, attention_dropout_rate=attention_dropout_rate,
+                            initializer_range=initializer_range)
         self.activation = get_activation(hidden_act)
         init = truncated_normal(initializer_range)
 
@@ -135,12 +133,3 @@ class AlbertTransformerBlock(keras.layers.Layer):
             f = dropout(self.ffn_dropout, f, training, seeds[2])
         _, out = residual_layer_norm(self.output_layer_norm, f, x1, self.compute_dtype, training)
         return tf.reshape(out, [batch, seq, self.hidden_size])
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(hidden_size=self.hidden_size, num_attention_heads=self.num_attention_heads,
-                      intermediate_size=self.intermediate_size, hidden_act=self.hidden_act,
-                      hidden_dropout_rate=self.hidden_dropout_rate,
-                      attention_dropout_rate=self.attention_dropout_rate,
-                      initializer_range=self.initializer_range)
-        return config

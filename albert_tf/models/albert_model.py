@@ -10,7 +10,6 @@ from albert_tf.errors import InputError
 from albert_tf.layers.attention import attention_bias
 from albert_tf.layers.embeddings import AlbertEmbeddings, truncated_normal
 from albert_tf.layers.transformer import AlbertTransformerBlock
-from albert_tf.models.base import refuse_keras_quantize
 from albert_tf.export.serving import ServingSpec
 
 INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
@@ -211,13 +210,24 @@ class AlbertModel(keras.Model):
         return cls(AlbertConfig.from_dict(config.pop("config")), **config)
 
     def quantize(self, mode=None, *args, **kwargs):
-        """Not supported: see `albert_tf.models.base.refuse_keras_quantize`."""
+        """Not supported: see `refuse_keras_quantize`."""
         refuse_keras_quantize(self, mode)
 
     @classmethod
     def from_pretrained(cls, path, config=None, **kwargs):
         """Builds the encoder from a release dir, `.tar.gz`, TF1 checkpoint prefix or TF-Hub TF1 module dir."""
         return load_pretrained(cls, path, config=config, **kwargs)
+
+
+def refuse_keras_quantize(model, mode):
+    """Raises `NotImplementedError` for Keras' `quantize` on an ALBERT model: it replaces `Dense` layers' kernels,
+    which these models' layers read directly, so a Keras-quantized model would compute wrong outputs; the message
+    names the LiteRT export, which quantizes the same weights correctly."""
+    raise NotImplementedError(
+        f"`{type(model).__name__}.quantize({mode!r})` is not supported: the ALBERT layers read their kernels "
+        "directly, so Keras quantization would give wrong outputs. Quantize with the LiteRT export instead: "
+        "`albert-export --format=tflite --quantize=dynamic|int8` or "
+        "`albert_tf.lite.export_tflite(model, output_dir, quantize='dynamic')`.")
 
 
 def _after(x, deps):

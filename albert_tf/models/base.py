@@ -1,6 +1,7 @@
-"""`PretrainedMixin`: what the task models on an encoder share: the Keras config round trip, `from_pretrained`,
-an optional `AlbertPreprocessor` (raw strings in `fit`, `evaluate`, `predict` and calls) and `compile` with the
-task's defaults."""
+"""`PretrainedMixin`: what the task models on an encoder share: their construction (the encoder, `output_weights`
+heads, the checks of their arguments), the Keras config round trip, `from_pretrained`, an optional
+`AlbertPreprocessor` (raw strings in `fit`, `evaluate`, `predict` and calls) and `compile` with the task's
+defaults."""
 
 import keras
 import numpy as np
@@ -8,6 +9,8 @@ import tensorflow as tf
 
 from albert_tf.checkpoints import load_pretrained
 from albert_tf.errors import InputError
+from albert_tf.layers.heads import AlbertOutputProjection
+from albert_tf.models.albert_model import AlbertModel, as_config, refuse_keras_quantize
 
 DEFAULT_BATCH_SIZE = 32
 
@@ -59,6 +62,28 @@ def _as_slices(value):
     return value
 
 
+def check_positive_int(name, value):
+    """Raises `InputError` unless the argument `name` is an int >= 1."""
+    if not isinstance(value, int) or value < 1:
+        raise InputError(f"`{name}` must be a positive int. Received: {value!r}.")
+
+
+def check_dropout_rate(name, value):
+    """Raises `InputError` unless the argument `name` is a rate in [0, 1)."""
+    if not 0.0 <= value < 1.0:
+        raise InputError(f"`{name}` must be in [0, 1). Received: {value!r}.")
+
+
+def build_encoder(config, encoder, recompute, dtype, missing):
+    """The encoder of a task model: `encoder` as given, else a new `AlbertModel(as_config(config), recompute,
+    dtype)`; `InputError(missing)` when both are None."""
+    if encoder is None:
+        if config is None:
+            raise InputError(missing)
+        encoder = AlbertModel(as_config(config), recompute=recompute, dtype=dtype)
+    return encoder
+
+
 class PretrainedMixin:
     """`get_config`, `from_config`, `from_pretrained`, the preprocessor and `compile` defaults of a
     `keras.Model` holding an `AlbertModel` encoder.
@@ -66,8 +91,10 @@ class PretrainedMixin:
     Put it before `keras.Model` in the bases. The model must take the `AlbertConfig` (or its dict) as its first
     constructor argument `config`, keep it as `self.config`, and keep each constructor argument listed in
     `_CONFIG_ARGUMENTS` as an attribute of the same name, so that `cls.from_config(model.get_config())` (and a
-    `.keras` save/load) rebuilds the same model. It calls `self.set_preprocessor(preprocessor)` in its
-    constructor and `self.token_inputs(inputs)` first in `call`.
+    `.keras` save/load) rebuilds the same model. Its constructor gets the encoder from `build_encoder`, calls
+    `self.init_encoder(encoder, **kwargs)` in place of `keras.Model.__init__`, makes its heads (`output_projection`
+    for an `output_weights`/`output_bias` one) and ends with `self.finish_init(preprocessor)`; `call` begins with
+    `self.token_inputs(inputs)`.
 
     With a preprocessor (`albert_tf.AlbertPreprocessor`), `fit`, `evaluate` and `predict` take raw text
     (strings, `(text_a, text_b)` tuples of lists, or the task's dict of strings, or a `tf.data.Dataset` of
@@ -95,6 +122,29 @@ class PretrainedMixin:
     preprocessor = None
     # The label that a task's loss ignores (the token classifier's -100), exempt from `check_labels`.
     _IGNORED_LABEL = None
+
+    # --- Construction ------------------------------------------------------------------------------------
+
+    def init_encoder(self, encoder, **kwargs):
+        """`keras.Model.__init__(**kwargs)`, then the model holds `encoder` and takes its `config` and
+        `recompute` (an encoder passed in keeps its own)."""
+        super().__init__(**kwargs)
+        self.encoder = encoder
+        self.config = encoder.config
+        self.recompute = encoder.recompute
+
+    def output_projection(self, num_outputs, name):
+        """A built `AlbertOutputProjection` head named `name`: the TF1 `output_weights [num_outputs, H]` and
+        `output_bias` on the encoder's hidden size, in the model's dtype policy."""
+        head = AlbertOutputProjection(num_outputs, self.config.hidden_size, self.config.initializer_range,
+                                      dtype=self.dtype_policy, name=name)
+        head.build()
+        return head
+
+    def finish_init(self, preprocessor):
+        """The end of the constructor: holds `preprocessor` (`set_preprocessor`) and marks the model built."""
+        self.set_preprocessor(preprocessor)
+        self.built = True
 
     # --- Config ------------------------------------------------------------------------------------------
 
@@ -391,13 +441,3 @@ class PretrainedMixin:
         """Not supported: see `refuse_keras_quantize`."""
         refuse_keras_quantize(self, mode)
 
-
-def refuse_keras_quantize(model, mode):
-    """Raises `NotImplementedError` for Keras' `quantize` on an ALBERT model: it replaces `Dense` layers' kernels,
-    which these models' layers read directly, so a Keras-quantized model would compute wrong outputs; the message
-    names the LiteRT export, which quantizes the same weights correctly."""
-    raise NotImplementedError(
-        f"`{type(model).__name__}.quantize({mode!r})` is not supported: the ALBERT layers read their kernels "
-        "directly, so Keras quantization would give wrong outputs. Quantize with the LiteRT export instead: "
-        "`albert-export --format=tflite --quantize=dynamic|int8` or "
-        "`albert_tf.lite.export_tflite(model, output_dir, quantize='dynamic')`.")

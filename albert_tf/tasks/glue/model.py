@@ -6,10 +6,7 @@ import tensorflow as tf
 from albert_tf import registry
 from albert_tf.checkpoints import table
 from albert_tf.checkpoints.foreign import Link
-from albert_tf.errors import InputError
-from albert_tf.layers.heads import AlbertOutputProjection
-from albert_tf.models.albert_model import AlbertModel, as_config
-from albert_tf.models.base import PretrainedMixin
+from albert_tf.models.base import PretrainedMixin, build_encoder, check_dropout_rate, check_positive_int
 from albert_tf.export.serving import ServingSpec
 
 
@@ -47,28 +44,16 @@ class AlbertClassifier(PretrainedMixin, keras.Model):
     def __init__(self, config=None, num_labels=2, encoder=None, dropout_rate=0.1, recompute=False, preprocessor=None,
                  **kwargs):
         kwargs.setdefault("name", "albert_classifier")
-        if not isinstance(num_labels, int) or num_labels < 1:
-            raise InputError(f"`num_labels` must be a positive int. Received: {num_labels!r}.")
-        if not 0.0 <= dropout_rate < 1.0:
-            raise InputError(f"`dropout_rate` must be in [0, 1). Received: {dropout_rate!r}.")
-        if encoder is None:
-            if config is None:
-                raise InputError("Pass `config` or `encoder` to AlbertClassifier.")
-            encoder = AlbertModel(as_config(config), recompute=recompute, dtype=kwargs.get("dtype"))
-        super().__init__(**kwargs)
-        self.encoder = encoder
-        self.config = encoder.config
-        self.recompute = encoder.recompute
+        check_positive_int("num_labels", num_labels)
+        check_dropout_rate("dropout_rate", dropout_rate)
+        self.init_encoder(build_encoder(config, encoder, recompute, kwargs.get("dtype"),
+                                        "Pass `config` or `encoder` to AlbertClassifier."), **kwargs)
         self.num_labels = num_labels
         self.dropout_rate = dropout_rate
         # Dropout is `tf.nn.dropout` in `call`, as the original, not a Keras `Dropout`: that layer owns a
         # seed-generator variable whose auto-numbered path would have to match between saved and restored models.
-        self.classifier_head = AlbertOutputProjection(num_labels, self.config.hidden_size,
-                                                      self.config.initializer_range,
-                                                      dtype=self.dtype_policy, name="classifier_head")
-        self.classifier_head.build()
-        self.set_preprocessor(preprocessor)
-        self.built = True
+        self.classifier_head = self.output_projection(num_labels, "classifier_head")
+        self.finish_init(preprocessor)
 
     @property
     def is_regression(self):

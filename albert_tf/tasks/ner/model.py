@@ -18,9 +18,7 @@ from albert_tf.text import ops as text_ops
 from albert_tf.checkpoints import hf, table
 from albert_tf.checkpoints.foreign import Link
 from albert_tf.errors import InputError
-from albert_tf.layers.heads import AlbertOutputProjection
-from albert_tf.models.albert_model import AlbertModel, as_config
-from albert_tf.models.base import PretrainedMixin
+from albert_tf.models.base import PretrainedMixin, build_encoder, check_dropout_rate, check_positive_int
 from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs
 
 HEAD_NAME = "token_classification"
@@ -55,32 +53,20 @@ class AlbertTokenClassifier(PretrainedMixin, keras.Model):
     def __init__(self, config=None, num_labels=2, labels=None, encoder=None, dropout_rate=0.1, recompute=False,
                  preprocessor=None, **kwargs):
         kwargs.setdefault("name", "albert_token_classifier")
-        if not isinstance(num_labels, int) or num_labels < 1:
-            raise InputError(f"`num_labels` must be a positive int. Received: {num_labels!r}.")
+        check_positive_int("num_labels", num_labels)
         labels = [f"LABEL_{i}" for i in range(num_labels)] if labels is None else [str(x) for x in labels]
         if len(labels) != num_labels:
             raise InputError(f"`labels` must name the {num_labels} labels. Received {len(labels)}: {labels!r}.")
-        if not 0.0 <= dropout_rate < 1.0:
-            raise InputError(f"`dropout_rate` must be in [0, 1). Received: {dropout_rate!r}.")
-        if encoder is None:
-            if config is None:
-                raise InputError("Pass `config` or `encoder` to AlbertTokenClassifier.")
-            encoder = AlbertModel(as_config(config), recompute=recompute, dtype=kwargs.get("dtype"))
-        super().__init__(**kwargs)
-        self.encoder = encoder
-        self.config = encoder.config
-        self.recompute = encoder.recompute
+        check_dropout_rate("dropout_rate", dropout_rate)
+        self.init_encoder(build_encoder(config, encoder, recompute, kwargs.get("dtype"),
+                                        "Pass `config` or `encoder` to AlbertTokenClassifier."), **kwargs)
         self.num_labels = num_labels
         self.labels = labels
         self.dropout_rate = dropout_rate
         # Dropout is `tf.nn.dropout` in `call`, as the other heads: a Keras `Dropout` owns a seed-generator
         # variable whose auto-numbered path would have to match between saved and restored models.
-        self.token_classifier_head = AlbertOutputProjection(num_labels, self.config.hidden_size,
-                                                            self.config.initializer_range,
-                                                            dtype=self.dtype_policy, name="token_classifier_head")
-        self.token_classifier_head.build()
-        self.set_preprocessor(preprocessor)
-        self.built = True
+        self.token_classifier_head = self.output_projection(num_labels, "token_classifier_head")
+        self.finish_init(preprocessor)
 
     @classmethod
     def from_pretrained(cls, path, config=None, preprocessor=None, **model_kwargs):

@@ -8,9 +8,8 @@ from albert_tf.checkpoints import table
 from albert_tf.checkpoints.foreign import TRANSPOSE, Link
 from albert_tf.data import features
 from albert_tf.errors import InputError
-from albert_tf.layers.heads import AlbertMaskedLMHead, AlbertOutputProjection
-from albert_tf.models.albert_model import AlbertModel, as_config
-from albert_tf.models.base import PretrainedMixin
+from albert_tf.layers.heads import AlbertMaskedLMHead
+from albert_tf.models.base import PretrainedMixin, build_encoder
 from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec
 
 
@@ -47,24 +46,15 @@ class AlbertPretrainer(PretrainedMixin, keras.Model):
 
     def __init__(self, config=None, encoder=None, recompute=False, preprocessor=None, **kwargs):
         kwargs.setdefault("name", "albert_pretrainer")
-        if encoder is None:
-            if config is None:
-                raise InputError("Pass `config` or `encoder` to AlbertPretrainer.")
-            encoder = AlbertModel(as_config(config), recompute=recompute, dtype=kwargs.get("dtype"))
-        super().__init__(**kwargs)
-        self.encoder = encoder
-        config = encoder.config
-        self.config = config
-        self.recompute = encoder.recompute
+        self.init_encoder(build_encoder(config, encoder, recompute, kwargs.get("dtype"),
+                                        "Pass `config` or `encoder` to AlbertPretrainer."), **kwargs)
+        config = self.config
         self.mlm_head = AlbertMaskedLMHead(config.vocab_size, config.embedding_size, config.hidden_size,
                                            config.hidden_act, config.initializer_range,
                                            dtype=self.dtype_policy, name="predictions")
-        self.sop_head = AlbertOutputProjection(2, config.hidden_size, config.initializer_range,
-                                               dtype=self.dtype_policy, name="seq_relationship")
         self.mlm_head.build()
-        self.sop_head.build()
-        self.set_preprocessor(preprocessor)
-        self.built = True
+        self.sop_head = self.output_projection(2, "seq_relationship")
+        self.finish_init(preprocessor)
 
     def call(self, inputs, training=None):
         inputs = self.token_inputs(inputs)

@@ -9,9 +9,7 @@ from albert_tf.checkpoints.foreign import Link
 from albert_tf.data import features
 from albert_tf.data.features import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
-from albert_tf.layers.heads import AlbertOutputProjection
-from albert_tf.models.albert_model import AlbertModel, as_config
-from albert_tf.models.base import PretrainedMixin
+from albert_tf.models.base import PretrainedMixin, build_encoder
 from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs
 from albert_tf.text import packing
 
@@ -49,27 +47,19 @@ class AlbertRace(PretrainedMixin, keras.Model):
 
     def __init__(self, config=None, encoder=None, dropout_prob=0.1, recompute=False, preprocessor=None, **kwargs):
         kwargs.setdefault("name", "albert_race")
-        if encoder is None:
-            if config is None:
-                raise InputError("Pass `config` or `encoder` to AlbertRace. Received neither.")
-            encoder = AlbertModel(as_config(config), recompute=recompute, dtype=kwargs.get("dtype"))
+        encoder = build_encoder(config, encoder, recompute, kwargs.get("dtype"),
+                                "Pass `config` or `encoder` to AlbertRace. Received neither.")
         if not 0.0 <= float(dropout_prob) < 1.0:
             raise InputError(f"`dropout_prob` must be in [0, 1). Received: `dropout_prob={dropout_prob}`.")
-        super().__init__(**kwargs)
-        self.encoder = encoder
-        self.config = encoder.config
-        self.recompute = encoder.recompute
+        self.init_encoder(encoder, **kwargs)
         self.dropout_prob = float(dropout_prob)
         self.num_choices = RACE_NUM_CHOICES
 
         # === Layers ===
         # Dropout is `tf.nn.dropout` in `call` (as the original), not a Keras `Dropout`: that one owns a
         # seed-generator variable whose auto-numbered name would have to match between saved and restored models.
-        self.race_head = AlbertOutputProjection(1, self.config.hidden_size, self.config.initializer_range,
-                                                dtype=self.dtype_policy, name="race_head")
-        self.race_head.build()
-        self.set_preprocessor(preprocessor)
-        self.built = True
+        self.race_head = self.output_projection(1, "race_head")
+        self.finish_init(preprocessor)
 
     def call(self, inputs, training=None):
         inputs = self.token_inputs(inputs)

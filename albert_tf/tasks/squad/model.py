@@ -11,17 +11,14 @@ from albert_tf.checkpoints.foreign import Link
 from albert_tf.data import features
 from albert_tf.errors import InputError
 from albert_tf.layers.embeddings import truncated_normal
-from albert_tf.layers.heads import AlbertOutputProjection
-from albert_tf.models.albert_model import AlbertModel, as_config
-from albert_tf.models.base import PretrainedMixin
+from albert_tf.models.albert_model import AlbertModel
+from albert_tf.models.base import PretrainedMixin, build_encoder, check_dropout_rate, check_positive_int
 from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs
 
 
 def _encoder(config, encoder, dtype, recompute):
-    if encoder is None:
-        if config is None:
-            raise InputError("Pass `config` or `encoder`.")
-        encoder = AlbertModel(as_config(config), recompute=recompute, dtype=dtype)
+    """`build_encoder`, and a `TypeError` for an `encoder` that is not an `AlbertModel`."""
+    encoder = build_encoder(config, encoder, recompute, dtype, "Pass `config` or `encoder`.")
     if not isinstance(encoder, AlbertModel):
         raise TypeError(f"`encoder` must be an AlbertModel. Received: {type(encoder).__name__}.")
     return encoder
@@ -59,16 +56,9 @@ class AlbertSquadV1(PretrainedMixin, keras.Model):
 
     def __init__(self, config=None, encoder=None, recompute=False, preprocessor=None, **kwargs):
         kwargs.setdefault("name", "albert_squad_v1")
-        encoder = _encoder(config, encoder, kwargs.get("dtype"), recompute)
-        super().__init__(**kwargs)
-        self.encoder = encoder
-        self.config = encoder.config
-        self.recompute = encoder.recompute
-        self.squad_head = AlbertOutputProjection(2, self.config.hidden_size, self.config.initializer_range,
-                                                 dtype=self.dtype_policy, name="squad")
-        self.squad_head.build()
-        self.set_preprocessor(preprocessor)
-        self.built = True
+        self.init_encoder(_encoder(config, encoder, kwargs.get("dtype"), recompute), **kwargs)
+        self.squad_head = self.output_projection(2, "squad")
+        self.finish_init(preprocessor)
 
     def call(self, inputs, training=None):
         inputs = self.token_inputs(inputs)
@@ -151,10 +141,8 @@ class AlbertSquadV2(PretrainedMixin, keras.Model):
         dropout_prob: float, dropout in the answer-class head (training only).
         recompute: bool, `AlbertModel`'s `recompute` for the encoder built from `config` (an `encoder` passed
             in keeps its own).
-        preprocessor: optional `albert_tf.AlbertPreprocessor`: the model then also takes raw text, a dict of
-            `question` and `context` strings `[batch]`, in `evaluate`, `predict` and calls, packed as the first
-            document span of `run_squad.py` (longer contexts need its doc-stride windows, outside the model);
-            `predict` adds the packed `input_ids` and `p_mask`.
+        preprocessor: optional `albert_tf.AlbertPreprocessor`, as `AlbertSquadV1`'s (raw `question` and
+            `context` strings, packed as the first document span of `run_squad.py`).
 
     `compile()` defaults: the original's loss (`squad_v2_loss`; `y` a dict of `start_positions`, `end_positions`, `is_impossible`; training also needs `start_positions` among the inputs)
     and AdamW with the original's schedule and the paper's SQuAD 2.0 settings (peak 3e-5, 8144
@@ -170,15 +158,10 @@ class AlbertSquadV2(PretrainedMixin, keras.Model):
                  preprocessor=None, **kwargs):
         kwargs.setdefault("name", "albert_squad_v2")
         encoder = _encoder(config, encoder, kwargs.get("dtype"), recompute)
-        for name, value in (("start_n_top", start_n_top), ("end_n_top", end_n_top)):
-            if not isinstance(value, int) or value < 1:
-                raise InputError(f"`{name}` must be a positive int. Received: {value!r}.")
-        if not 0.0 <= dropout_prob < 1.0:
-            raise InputError(f"`dropout_prob` must be in [0, 1). Received: {dropout_prob!r}.")
-        super().__init__(**kwargs)
-        self.encoder = encoder
-        self.config = encoder.config
-        self.recompute = encoder.recompute
+        check_positive_int("start_n_top", start_n_top)
+        check_positive_int("end_n_top", end_n_top)
+        check_dropout_rate("dropout_prob", dropout_prob)
+        self.init_encoder(encoder, **kwargs)
         self.start_n_top = start_n_top
         self.end_n_top = end_n_top
         self.dropout_prob = dropout_prob
@@ -204,8 +187,7 @@ class AlbertSquadV2(PretrainedMixin, keras.Model):
         self.end_dense_1.build((None, None, hidden))
         self.answer_class_dense_0.build((None, 2 * hidden))
         self.answer_class_dense_1.build((None, hidden))
-        self.set_preprocessor(preprocessor)
-        self.built = True
+        self.finish_init(preprocessor)
 
     def _end_log_probs(self, end_input, p_mask):
         """`end_input [..., seq, 2H]`, `p_mask [..., seq]` float -> masked end log-probs `[..., seq]`."""

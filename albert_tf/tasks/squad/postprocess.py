@@ -82,6 +82,16 @@ def _add_span(result_dict, example_index, unique_id, start_idx, end_idx, start_l
     spans.setdefault((start_idx, end_idx), []).append((start_log_prob, end_log_prob))
 
 
+def _is_valid_span(feature, start_index, end_index, doc_offset, max_answer_length):
+    """Whether positions `start_index`..`end_index` of `feature` are a span the original keeps: both before the
+    end of the doc's pieces, the start at a token whose max-context window this is, `end >= start`, at most
+    `max_answer_length` pieces."""
+    return (start_index - doc_offset < len(feature.tok_start_to_orig_index)
+            and end_index - doc_offset < len(feature.tok_end_to_orig_index)
+            and feature.token_is_max_context.get(start_index, False)
+            and start_index <= end_index < start_index + max_answer_length)
+
+
 def accumulate_predictions_v1(result_dict, all_examples, all_features, all_results, n_best_size,
                               max_answer_length):
     """Collects valid (start, end) spans and their scores per example and feature into `result_dict`."""
@@ -96,15 +106,7 @@ def accumulate_predictions_v1(result_dict, all_examples, all_features, all_resul
             doc_offset = feature.tokens.index("[SEP]") + 1
             for start_index in start_indexes:
                 for end_index in end_indexes:
-                    if start_index - doc_offset >= len(feature.tok_start_to_orig_index):
-                        continue
-                    if end_index - doc_offset >= len(feature.tok_end_to_orig_index):
-                        continue
-                    if not feature.token_is_max_context.get(start_index, False):
-                        continue
-                    if end_index < start_index:
-                        continue
-                    if end_index - start_index + 1 > max_answer_length:
+                    if not _is_valid_span(feature, start_index, end_index, doc_offset, max_answer_length):
                         continue
                     _add_span(result_dict, example_index, feature.unique_id, start_index - doc_offset,
                               end_index - doc_offset, result.start_log_prob[start_index],
@@ -142,6 +144,13 @@ def _nbest(prelim, features, example, n_best_size):
     return nbest
 
 
+def _example_nbest(result_dict, example_index, features, example, n_best_size, empty):
+    """The n-best predictions of example `example_index` over its `features`, or `[empty]` when it has no
+    valid span."""
+    prelim = prelim_predictions(result_dict, example_index, features) if features else []
+    return _nbest(prelim, features, example, n_best_size) or [empty]
+
+
 def _nbest_json(nbest):
     probs = _compute_softmax([e.start_log_prob + e.end_log_prob for e in nbest])
     return [collections.OrderedDict([("text", e.text), ("probability", probs[i]),
@@ -155,6 +164,16 @@ def write_json(obj, path):
     fileio.write_text_atomic(path, json.dumps(obj, indent=4) + "\n")
 
 
+def _write_predictions(all_predictions, all_nbest_json, output_prediction_file, output_nbest_file):
+    """Writes `predictions.json` and `nbest_predictions.json` where their paths are given."""
+    if output_prediction_file:
+        logging.info("Writing predictions to: %s", output_prediction_file)
+        write_json(all_predictions, output_prediction_file)
+    if output_nbest_file:
+        logging.info("Writing nbest to: %s", output_nbest_file)
+        write_json(all_nbest_json, output_nbest_file)
+
+
 def write_predictions_v1(result_dict, all_examples, all_features, all_results, n_best_size,
                          output_prediction_file=None, output_nbest_file=None):
     """v1 n-best and best answer per question; writes `predictions.json` and `nbest_predictions.json`.
@@ -166,21 +185,13 @@ def write_predictions_v1(result_dict, all_examples, all_features, all_results, n
     all_predictions = collections.OrderedDict()
     all_nbest_json = collections.OrderedDict()
     for example_index, example in enumerate(all_examples):
-        features = example_index_to_features[example_index]
-        prelim = prelim_predictions(result_dict, example_index, features) if features else []
-        nbest = _nbest(prelim, features, example, n_best_size)
-        if not nbest:
-            # The original's nonce prediction for an example without any valid span.
-            nbest.append(_NbestPrediction(text="empty", start_log_prob=0.0, end_log_prob=0.0))
+        # "empty": the original's nonce prediction for an example without any valid span.
+        nbest = _example_nbest(result_dict, example_index, example_index_to_features[example_index], example,
+                               n_best_size, _NbestPrediction(text="empty", start_log_prob=0.0, end_log_prob=0.0))
         nbest_json = _nbest_json(nbest)
         all_predictions[example.qas_id] = nbest_json[0]["text"]
         all_nbest_json[example.qas_id] = nbest_json
-    if output_prediction_file:
-        logging.info("Writing predictions to: %s", output_prediction_file)
-        write_json(all_predictions, output_prediction_file)
-    if output_nbest_file:
-        logging.info("Writing nbest to: %s", output_nbest_file)
-        write_json(all_nbest_json, output_nbest_file)
+    _write_predictions(all_predictions, all_nbest_json, output_prediction_file, output_nbest_file)
     return all_predictions, all_nbest_json
 
 
@@ -208,17 +219,8 @@ def accumulate_predictions_v2(result_dict, cls_dict, all_examples, all_features,
                     j_index = i * end_n_top + j
                     end_log_prob = result.end_top_log_probs[j_index]
                     end_index = int(result.end_top_index[j_index])
-                    if start_index - doc_offset >= len(feature.tok_start_to_orig_index):
-                        continue
-                    if start_index - doc_offset < 0:
-                        continue
-                    if end_index - doc_offset >= len(feature.tok_end_to_orig_index):
-                        continue
-                    if not feature.token_is_max_context.get(start_index, False):
-                        continue
-                    if end_index < start_index:
-                        continue
-                    if end_index - start_index + 1 > max_answer_length:
+                    if start_index < doc_offset or not _is_valid_span(feature, start_index, end_index, doc_offset,
+                                                                      max_answer_length):
                         continue
                     _add_span(result_dict, example_index, feature.unique_id, start_index - doc_offset,
                               end_index - doc_offset, float(start_log_prob), float(end_log_prob))
@@ -241,11 +243,8 @@ def write_predictions_v2(result_dict, cls_dict, all_examples, all_features, all_
     all_nbest_json = collections.OrderedDict()
     scores_diff_json = collections.OrderedDict()
     for example_index, example in enumerate(all_examples):
-        features = example_index_to_features[example_index]
-        prelim = prelim_predictions(result_dict, example_index, features) if features else []
-        nbest = _nbest(prelim, features, example, n_best_size)
-        if not nbest:
-            nbest.append(_NbestPrediction(text="", start_log_prob=-1e6, end_log_prob=-1e6))
+        nbest = _example_nbest(result_dict, example_index, example_index_to_features[example_index], example,
+                               n_best_size, _NbestPrediction(text="", start_log_prob=-1e6, end_log_prob=-1e6))
         nbest_json = _nbest_json(nbest)
         best_non_null_entry = nbest[0]
         score_diff = sum(cls_dict[example_index]) / len(cls_dict[example_index])
@@ -255,12 +254,7 @@ def write_predictions_v2(result_dict, cls_dict, all_examples, all_features, all_
         else:
             all_predictions[example.qas_id] = ""
         all_nbest_json[example.qas_id] = nbest_json
-    if output_prediction_file:
-        logging.info("Writing predictions to: %s", output_prediction_file)
-        write_json(all_predictions, output_prediction_file)
-    if output_nbest_file:
-        logging.info("Writing nbest to: %s", output_nbest_file)
-        write_json(all_nbest_json, output_nbest_file)
+    _write_predictions(all_predictions, all_nbest_json, output_prediction_file, output_nbest_file)
     if output_null_log_odds_file:
         write_json(scores_diff_json, output_null_log_odds_file)
     return all_predictions, scores_diff_json, all_nbest_json
@@ -279,9 +273,8 @@ def normalize_answer_v1(s):
     return " ".join(s.split())
 
 
-def f1_score_v1(prediction, ground_truth):
-    prediction_tokens = normalize_answer_v1(prediction).split()
-    ground_truth_tokens = normalize_answer_v1(ground_truth).split()
+def _token_f1(prediction_tokens, ground_truth_tokens):
+    """The F1 of the tokens the two lists share (counted with repeats), both scripts' formula; 0 with none."""
     common = collections.Counter(prediction_tokens) & collections.Counter(ground_truth_tokens)
     num_same = sum(common.values())
     if num_same == 0:
@@ -289,6 +282,10 @@ def f1_score_v1(prediction, ground_truth):
     precision = 1.0 * num_same / len(prediction_tokens)
     recall = 1.0 * num_same / len(ground_truth_tokens)
     return (2 * precision * recall) / (precision + recall)
+
+
+def f1_score_v1(prediction, ground_truth):
+    return _token_f1(normalize_answer_v1(prediction).split(), normalize_answer_v1(ground_truth).split())
 
 
 def exact_match_score_v1(prediction, ground_truth):
@@ -326,12 +323,9 @@ def make_qid_to_has_ans(dataset):
 
 
 def normalize_answer_v2(s):
-    """Lower text and remove punctuation, articles and extra whitespace."""
-    s = s.lower()
-    exclude = set(string.punctuation)
-    s = "".join(ch for ch in s if ch not in exclude)
-    s = re.sub(re.compile(r"\b(a|an|the)\b", re.UNICODE), " ", s)
-    return " ".join(s.split())
+    """Lower text and remove punctuation, articles and extra whitespace: `normalize_answer_v1` (the v2.0
+    script's `re.UNICODE` is what Python 3 does for a text pattern anyway)."""
+    return normalize_answer_v1(s)
 
 
 def get_tokens(s):
@@ -347,16 +341,10 @@ def compute_exact(a_gold, a_pred):
 def compute_f1(a_gold, a_pred):
     gold_toks = get_tokens(a_gold)
     pred_toks = get_tokens(a_pred)
-    common = collections.Counter(gold_toks) & collections.Counter(pred_toks)
-    num_same = sum(common.values())
     if len(gold_toks) == 0 or len(pred_toks) == 0:
         # If either is no-answer, then F1 is 1 if they agree, 0 otherwise.
         return int(gold_toks == pred_toks)
-    if num_same == 0:
-        return 0
-    precision = 1.0 * num_same / len(pred_toks)
-    recall = 1.0 * num_same / len(gold_toks)
-    return (2 * precision * recall) / (precision + recall)
+    return _token_f1(pred_toks, gold_toks)
 
 
 def get_raw_scores(dataset, preds):
