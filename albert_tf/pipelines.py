@@ -56,7 +56,7 @@ from albert_tf.tasks.glue import data as glue
 from albert_tf.tasks.race import data as race
 from albert_tf.tasks.squad import data as squad
 from albert_tf.tasks.squad import postprocess as post
-from albert_tf.data.features import RACE_NUM_CHOICES
+from albert_tf.tasks.race.data import RACE_NUM_CHOICES
 from albert_tf.errors import InputError, MissingPackageError
 from albert_tf.models.albert_model import AlbertModel, as_config, compile_forward
 from albert_tf.tasks.glue.model import AlbertClassifier

@@ -45,7 +45,7 @@ from absl import logging
 from albert_tf.export import saved_model as export_lib
 from albert_tf.text import tokenization
 from albert_tf.config import AlbertConfig, check_max_seq_length
-from albert_tf.data.features import RACE_NUM_CHOICES
+from albert_tf.tasks.race.data import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
 from albert_tf.fileio import copy_atomic, write_bytes_atomic, write_text_atomic
 from albert_tf.models.albert_model import as_config

@@ -50,7 +50,7 @@ from albert_tf.text import tokenization
 from albert_tf.export import warmup as warmup_lib
 from albert_tf.checkpoints import load_pretrained, resolve_source
 from albert_tf.config import check_max_seq_length
-from albert_tf.data.features import RACE_NUM_CHOICES  # noqa: F401  Public here too: clients build RACE inputs.
+from albert_tf.tasks.race.data import RACE_NUM_CHOICES  # noqa: F401  Public here too: clients build RACE inputs.
 from albert_tf.errors import InputError
 from albert_tf.models.albert_model import EncoderSpec, as_config  # noqa: F401  (EncoderSpec: public name)
 from albert_tf.tasks.glue.model import ClassifierSpec  # noqa: F401  The specs stay importable from here.

@@ -21,7 +21,7 @@ import tensorflow as tf
 from albert_tf.text import ops as text_ops
 from albert_tf.checkpoints import resolve_source
 from albert_tf.config import AlbertConfig, check_max_seq_length
-from albert_tf.data.features import RACE_NUM_CHOICES
+from albert_tf.tasks.race.data import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
 
 # How `call` packs its inputs; None decides by their structure (see `AlbertPreprocessor.call`).

@@ -12,6 +12,7 @@ from albert_tf.layers.heads import AlbertMaskedLMHead, AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
 from albert_tf.models.base import PretrainedMixin
 from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec
+from albert_tf.tasks.pretraining.data import PRETRAINING
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -147,7 +148,7 @@ class PretrainerSpec(ServingSpec):
 
     def example_spec(self, max_seq_length, max_predictions_per_seq):
         names = TOKEN_INPUTS + ("masked_lm_positions",)
-        return features.parse_spec(features.select(features.PRETRAINING, names), seq=max_seq_length,
+        return features.parse_spec(features.select(PRETRAINING, names), seq=max_seq_length,
                                    pred=max_predictions_per_seq)
 
     def example_features(self, parsed, max_seq_length):

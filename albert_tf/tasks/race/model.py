@@ -7,12 +7,12 @@ from albert_tf import registry
 from albert_tf.checkpoints import table
 from albert_tf.checkpoints.foreign import Link
 from albert_tf.data import features
-from albert_tf.data.features import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
 from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
 from albert_tf.models.base import PretrainedMixin
 from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs
+from albert_tf.tasks.race.data import RACE, RACE_NUM_CHOICES
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -137,7 +137,7 @@ class RaceSpec(ServingSpec):
         return {"logits": out["logits"], "probabilities": out["probabilities"], "predictions": out["predictions"]}
 
     def example_spec(self, max_seq_length, max_predictions_per_seq):
-        return features.parse_spec(features.select(features.RACE, TOKEN_INPUTS),
+        return features.parse_spec(features.select(RACE, TOKEN_INPUTS),
                                    choices_seq=max_seq_length * RACE_NUM_CHOICES)
 
     def example_features(self, parsed, max_seq_length):

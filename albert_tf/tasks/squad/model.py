@@ -14,6 +14,7 @@ from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
 from albert_tf.models.base import PretrainedMixin
 from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs
+from albert_tf.tasks.squad.data import SQUAD
 
 
 def _encoder(config, encoder, dtype, recompute):
@@ -300,7 +301,7 @@ class SquadV1Spec(ServingSpec):
     example_names = TOKEN_INPUTS + ("unique_ids",)
 
     def example_spec(self, max_seq_length, max_predictions_per_seq):
-        return features.parse_spec(features.select(features.SQUAD, self.example_names), defaults={"unique_ids": 0},
+        return features.parse_spec(features.select(SQUAD, self.example_names), defaults={"unique_ids": 0},
                                    seq=max_seq_length)
 
     def example_features(self, parsed, max_seq_length):
