@@ -12,6 +12,7 @@ from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config
 from albert_tf.models.base import PretrainedMixin
 from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs
+from albert_tf.tasks.race import text_mode
 from albert_tf.tasks.race.data import RACE, RACE_NUM_CHOICES
 
 
@@ -150,8 +151,8 @@ class RaceSpec(ServingSpec):
         return specs
 
     def text_features(self, pipeline, texts):
-        return pipeline.pack_race_texts(texts["article"], texts["question"], texts["options"],
-                                        RACE_NUM_CHOICES)                                # [batch, 4, L]
+        return text_mode.pack_race_texts(pipeline, texts["article"], texts["question"], texts["options"],
+                                         RACE_NUM_CHOICES)                               # [batch, 4, L]
 
     def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
         if max_qa_length > max_seq_length - 3:
@@ -164,8 +165,8 @@ class RaceSpec(ServingSpec):
 # head: a TF1 checkpoint with them reads as `classifier`, the lower `order`); transformers'
 # `AlbertForMultipleChoice`.
 HEAD = registry.Head(
-    table.RACE, rows=tuple(table.output_projection_rows(table.RACE, "", "race_head")),
+    "race", rows=tuple(table.output_projection_rows("race", "", "race_head")),
     hf_links=(Link("output_weights", "classifier.weight"), Link("output_bias", "classifier.bias")))
 KIND = registry.register(registry.ModelKind(
     name="race", model_class=AlbertRace, heads=(HEAD,), serving_spec=RaceSpec(),
-    hf_architecture="AlbertForMultipleChoice", order=5))
+    hf_architecture="AlbertForMultipleChoice", order=5, text_mode=text_mode.RACE))
