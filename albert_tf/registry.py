@@ -14,7 +14,10 @@ one `ModelKind`:
 * `order`: its place in listings and, between kinds whose head names are all in a checkpoint, its precedence in
   detection (a checkpoint holds a kind when it holds every TF1 name of the kind's heads; the kind with the most
   head variables wins, then the lower `order`: the root-scope `output_weights` reads as `classifier`, not
-  `race`). keras-hub presets hold the encoder alone, so no kind declares keras-hub names.
+  `race`). keras-hub presets hold the encoder alone, so no kind declares keras-hub names;
+* `text_mode`: the `albert_tf.text.modes.TextMode` its model's preprocessor packs raw text with (None: the
+  shared `text` mode of sentences and pairs). `text_modes()` lists every kind's mode and those registered on
+  their own (`register_text_mode`); `AlbertPreprocessor` dispatches through them and names no task.
 
 The checkpoint table, the converter (`--model`, detection), export, the Hugging Face reader and writer,
 `from_pretrained` and `albert_tf`'s public names all read this registry; none lists the kinds itself.
@@ -36,6 +39,7 @@ import importlib.util
 from albert_tf.errors import InputError
 
 ENCODER_MODULE = "albert_tf.models.albert_model"   # registers the `encoder` kind
+TEXT_MODES_MODULE = "albert_tf.text.modes"   # registers the shared `text` mode
 TASKS_PACKAGE = "albert_tf.tasks"
 MODEL_MODULE = "model"   # the module of a task package that defines and registers its model kinds
 PIPELINES_MODULE = "albert_tf.pipelines"   # the shared pipeline base; registers the encoder's pipeline
@@ -76,6 +80,8 @@ class ModelKind:
     hf_architecture: str = None
     labels_variable: str = None
     order: int = 100
+    # text and checkpoints (kinds-b)
+    text_mode: object = None
 
     @property
     def tf1_names(self):
@@ -91,6 +97,7 @@ class ModelKind:
 
 _KINDS = {}          # name -> ModelKind, in registration order
 _PIPELINES = {}      # pipeline task -> Pipeline class, in registration order
+_TEXT_MODES = {}     # name -> text mode registered on its own (`register_text_mode`), in registration order
 _state = {"loaded": False, "pipelines_loaded": False, "version": 0}
 
 
@@ -119,11 +126,59 @@ def register(kind):
     if shared:
         raise InputError(f"Model kind `{kind.name}` names the transformers class {kind.hf_architecture}, already "
                          f"that of `{shared[0]}`; a Hugging Face directory must name one kind.")
+    if kind.text_mode is not None:
+        _check_text_mode(kind.text_mode, f"model kind `{kind.name}`", exclude=kind.name)
     if kind.serving_spec is not None:
         kind.serving_spec.kind, kind.serving_spec.model_class = kind.name, kind.model_class
     _KINDS[kind.name] = kind
     _state["version"] += 1
     return kind
+
+
+def _check_text_mode(mode, owner, exclude=None):
+    """InputError when another text mode of the same name is registered (kinds may share one mode object)."""
+    for other in _text_modes(exclude):
+        if other.name == mode.name and other is not mode:
+            raise InputError(f"Text mode `{mode.name}` of {owner} is already registered as another mode; text mode "
+                             "names are unique.")
+
+
+def register_text_mode(mode):
+    """Adds a text mode that no model kind names (a `TextMode`: `name`, `keys`, ...); a mode of the same name
+    replaces the earlier one registered this way.
+
+    Returns:
+        `mode`, so that a module can keep it as a constant.
+    """
+    _TEXT_MODES.pop(mode.name, None)
+    _check_text_mode(mode, "`register_text_mode`")
+    _TEXT_MODES[mode.name] = mode
+    _state["version"] += 1
+    return mode
+
+
+def _text_modes(exclude_kind=None):
+    """The modes registered on their own, then those of the kinds (by `order`), each name once; no `load()`."""
+    ranked = sorted(enumerate(_KINDS.values()), key=lambda item: (item[1].order, item[0]))
+    found = {}
+    for mode in list(_TEXT_MODES.values()) + [kind.text_mode for _, kind in ranked
+                                              if kind.text_mode is not None and kind.name != exclude_kind]:
+        found.setdefault(mode.name, mode)
+    return tuple(found.values())
+
+
+def text_modes():
+    """Every text mode: those registered on their own (the shared `text` mode first), then the kinds', by `order`."""
+    load()
+    return _text_modes()
+
+
+def text_mode(name):
+    """The text mode `name`, or None."""
+    for mode in text_modes():
+        if mode.name == name:
+            return mode
+    return None
 
 
 def unregister(name):
@@ -136,6 +191,7 @@ def load():
     """Imports the `model` module of every task package once, so that each registers its kinds."""
     if _state["loaded"]:
         return
+    importlib.import_module(TEXT_MODES_MODULE)
     _import_task_modules(ENCODER_MODULE, MODEL_MODULE)
     _state["loaded"] = True
 

@@ -23,6 +23,7 @@ import tensorflow as tf
 from albert_tf.export import lite
 from albert_tf.config import AlbertConfig
 from albert_tf.data import features as features_lib
+from albert_tf.tasks.pretraining import data as pretraining_data
 from albert_tf.text import vocab as vocab_lib
 from albert_tf.errors import InputError
 from albert_tf.models.albert_model import AlbertModel
@@ -38,7 +39,7 @@ PRED = 20
 
 
 def _records(path, limit=None):
-    spec = features_lib.parse_spec(features_lib.PRETRAINING, seq=SEQ, pred=PRED)
+    spec = features_lib.parse_spec(pretraining_data.PRETRAINING, seq=SEQ, pred=PRED)
     ds = tf.data.TFRecordDataset(path)
     if limit:
         ds = ds.take(limit)

@@ -18,6 +18,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.data import features as features_lib
+from albert_tf.tasks.pretraining import data as pretraining_data
 from albert_tf.tasks.pretraining import records as pretraining_records
 from albert_tf.tasks.pretraining import shuffle as pretraining_shuffle
 from albert_tf.tasks.pretraining import writer as pretraining
@@ -95,7 +96,7 @@ def _examples(path):
 
 
 def _as_arrays(path, seq, pred):
-    spec = features_lib.parse_spec(features_lib.PRETRAINING, seq=seq, pred=pred)
+    spec = features_lib.parse_spec(pretraining_data.PRETRAINING, seq=seq, pred=pred)
     rows = collections.defaultdict(list)
     for record in tf.data.TFRecordDataset(path):
         for key, value in tf.io.parse_single_example(record, spec).items():
@@ -207,7 +208,7 @@ def test_schema_reads_back_with_parse_single_example(corpus, tmp_path):
                                                    do_permutation=permutation))
         pred = 5 * (2 if permutation else 1)
         arrays = _as_arrays(out, 32, pred)
-        assert set(arrays) == {f.name for f in features_lib.PRETRAINING}
+        assert set(arrays) == {f.name for f in pretraining_data.PRETRAINING}
         assert arrays["input_ids"].shape[1:] == (32,) and arrays["input_ids"].dtype == np.int64
         assert arrays["masked_lm_positions"].shape[1:] == (pred,)
         assert arrays["masked_lm_weights"].dtype == np.float32

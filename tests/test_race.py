@@ -270,7 +270,7 @@ def test_tfrecord_has_the_original_layout_and_the_dataset_reshapes(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["eval.tf_record"]          # no temporary file left behind
     records = [tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(path)]
     assert len(records) == 8
-    spec = features_lib.parse_spec(features_lib.RACE, choices_seq=32)
+    spec = features_lib.parse_spec(race_data.RACE, choices_seq=32)
     assert set(records[0].features.feature) == set(spec)
     flat = records[1].features.feature["input_ids"].int64_list.value
     expected, _, _, _ = race_data.encode_example(examples[1], tok, 8, 4)

@@ -12,7 +12,6 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.text import tokenization
-from albert_tf.data import features as feature_schema
 from albert_tf.tasks.squad import data as squad
 import squad_fixtures as fx
 
@@ -139,7 +138,7 @@ def test_tfrecords_have_the_original_names_and_parse(env):
     assert not [p for p in os.listdir(env.dir) if ".tmp-" in p]
     record = next(iter(tf.data.TFRecordDataset(path)))
     names = set(tf.train.Example.FromString(record.numpy()).features.feature)
-    assert names == {f.name for f in feature_schema.SQUAD + feature_schema.SQUAD_TRAINING}
+    assert names == {f.name for f in squad.SQUAD + squad.SQUAD_TRAINING}
     batch = next(iter(squad.squad_dataset(path, MAX_SEQ, True, 4, True, is_v2=True)))
     assert batch["input_ids"].dtype == tf.int32 and batch["p_mask"].shape == (4, MAX_SEQ)
     n = sum(1 for _ in squad.squad_dataset(path, MAX_SEQ, False, 4, False, is_v2=False))

@@ -8,7 +8,7 @@ Public API:
     init_groups_from_group0(model, path) -> {name: source name}
     resolve_source(path) -> context manager yielding ResolvedSource
     open_reader(source) -> reader with TF1 names (`shapes`, `read`) for any resolved source
-    source_num_labels(path) -> rows of the classifier head in any source, or None
+    source_num_labels(path, kind=None) -> rows of a labelled head (`labels_variable`) in any source, or None
     save_tf1_checkpoint(model, prefix) -> prefix
     convert(input_path, output_dir, output_format="keras", model="auto", config_file=None, **model_kwargs)
 """

@@ -299,20 +299,28 @@ def open_reader(source):
     return hf.open_reader(source.directory, config)
 
 
-def source_num_labels(path):
-    """Rows of the classifier head (its kind's `labels_variable`, `output_weights [num_labels, H]`) in any
-    source, None when it has none.
+def source_num_labels(path, kind=None):
+    """Rows of a labelled head (a kind's `labels_variable`, e.g. `output_weights [num_labels, H]`) in any source,
+    None when it has none.
 
-    TF1 checkpoints hold it as the root-scope `output_weights`, ours at the object path of its row
-    (`model/classifier_head/output_weights`), Hugging Face sequence classifiers as `classifier.weight`.
+    `kind` names the model kind to read; None tries every registered kind that declares a `labels_variable`, by
+    `order`, and returns the first the source holds. TF1 checkpoints hold the variable under its TF1 name (the
+    sequence classifier's root-scope `output_weights`), ours at the object path of its row
+    (`model/classifier_head/output_weights`), Hugging Face directories under its transformers name
+    (`classifier.weight`).
     """
-    kind = registry.get("classifier")
-    (row,) = [row for head in kind.heads for row in head.rows if row.name == kind.labels_variable]
+    kinds = [registry.get(kind)] if kind is not None else [k for k in registry.kinds() if k.labels_variable]
     with resolve_source(path) as source:
         reader = open_reader(source)
-        shape = reader.tf2_shape("model/" + row.path.replace(".", "/")) if reader.is_tf2 else \
-            reader.shapes.get(row.name)
-    return int(shape[0]) if shape is not None and len(shape) == 2 else None
+        for labelled in kinds:
+            if labelled.labels_variable is None:
+                return None
+            (row,) = [row for head in labelled.heads for row in head.rows if row.name == labelled.labels_variable]
+            shape = reader.tf2_shape("model/" + row.path.replace(".", "/")) if reader.is_tf2 else \
+                reader.shapes.get(row.name)
+            if shape is not None and len(shape) == 2:
+                return int(shape[0])
+    return None
 
 
 def _restore_object(prefix, node, description, root_name="model"):

@@ -30,13 +30,8 @@ import re
 from albert_tf import registry
 from albert_tf.errors import InputError
 
+# The component of the encoder's rows; each head's component is its `registry.Head.name`, declared by its task.
 ENCODER = "encoder"
-MLM = "mlm"
-SOP = "sop"
-CLASSIFIER = "classifier"
-SQUAD_V1 = "squad_v1"
-SQUAD_V2 = "squad_v2"
-RACE = "race"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,10 +1,9 @@
-"""The TFRecord schemas of the original release, in one table.
+"""The TFRecord schema helpers: a schema is a tuple of `Feature(name, dtype, length)`.
 
-They are those written by the original `create_pretraining_data.py`, `classifier_utils.py`, `squad_utils.py`
-and `race_utils.py`.
-
-Feature names, dtypes and lengths are the original's, so TFRecords written by the original scripts and by
-this package are interchangeable. Every reader parses with these specs and casts int64 to int32.
+Each task declares its own schema in its data module (`albert_tf.tasks.<task>.data`: the original
+`create_pretraining_data.py`, `classifier_utils.py`, `squad_utils.py`, `race_utils.py` features), with the
+original's names, dtypes and lengths, so TFRecords written by the original scripts and by this package are
+interchangeable. Every reader parses with `parse_spec` and casts int64 to int32.
 """
 
 import collections
@@ -15,49 +14,13 @@ from albert_tf.errors import InputError
 
 Feature = collections.namedtuple("Feature", ["name", "dtype", "length"])
 
-# Lengths are symbolic: "seq" = max_seq_length, "pred" = max_predictions_per_seq, "scalar" = no dimension.
-PRETRAINING = (
+# Lengths are symbolic: "seq" = max_seq_length, "scalar" = no dimension, an int = that length; a task's schema
+# names its own (the pretraining schema's "pred" = max_predictions_per_seq, RACE's "choices_seq").
+# The token features every ALBERT model takes (the first three of every task's schema).
+TOKENS = (
     Feature("input_ids", tf.int64, "seq"),
     Feature("input_mask", tf.int64, "seq"),
     Feature("segment_ids", tf.int64, "seq"),
-    Feature("token_boundary", tf.int64, "seq"),
-    Feature("masked_lm_positions", tf.int64, "pred"),
-    Feature("masked_lm_ids", tf.int64, "pred"),
-    Feature("masked_lm_weights", tf.float32, "pred"),
-    Feature("next_sentence_labels", tf.int64, 1),
-)
-
-# GLUE (`classifier_utils.file_based_convert_examples_to_features`): label_ids is float32 for STS-B.
-CLASSIFIER = (
-    Feature("input_ids", tf.int64, "seq"),
-    Feature("input_mask", tf.int64, "seq"),
-    Feature("segment_ids", tf.int64, "seq"),
-    Feature("label_ids", tf.int64, "scalar"),
-    Feature("is_real_example", tf.int64, "scalar"),
-)
-
-# SQuAD (`squad_utils.FeatureWriter`); the last three only in training files.
-SQUAD = (
-    Feature("unique_ids", tf.int64, "scalar"),
-    Feature("input_ids", tf.int64, "seq"),
-    Feature("input_mask", tf.int64, "seq"),
-    Feature("segment_ids", tf.int64, "seq"),
-    Feature("p_mask", tf.int64, "seq"),
-)
-SQUAD_TRAINING = (
-    Feature("start_positions", tf.int64, "scalar"),
-    Feature("end_positions", tf.int64, "scalar"),
-    Feature("is_impossible", tf.int64, "scalar"),
-)
-
-# RACE (`race_utils`): the 4 choices concatenated, "choices_seq" = 4 * max_seq_length.
-RACE_NUM_CHOICES = 4
-RACE = (
-    Feature("input_ids", tf.int64, "choices_seq"),
-    Feature("input_mask", tf.int64, "choices_seq"),
-    Feature("segment_ids", tf.int64, "choices_seq"),
-    Feature("label_ids", tf.int64, "scalar"),
-    Feature("is_real_example", tf.int64, "scalar"),
 )
 
 
@@ -71,12 +34,12 @@ def select(features, names):
 
 
 def parse_spec(features, defaults=None, **lengths):
-    """`{name: tf.io.FixedLenFeature}` for a schema above; `lengths` gives `seq=`, `pred=`, `choices_seq=`.
+    """`{name: tf.io.FixedLenFeature}` for a schema; `lengths` gives `seq=`, `pred=`, `choices_seq=`.
 
     `defaults` maps a feature name to the `default_value` used when a `tf.Example` lacks it (serving clients may
     leave out pass-through features such as SQuAD's `unique_ids`).
 
-    Example: `parse_spec(PRETRAINING, seq=128, pred=20)`.
+    Example: `parse_spec(albert_tf.tasks.pretraining.data.PRETRAINING, seq=128, pred=20)`.
     """
     defaults = defaults or {}
     spec = {}

@@ -53,7 +53,6 @@ from albert_tf.export import metadata as metadata_lib
 from albert_tf.export import warmup as warmup_lib
 from albert_tf.checkpoints import load_pretrained, resolve_source
 from albert_tf.config import check_max_seq_length
-from albert_tf.data.features import RACE_NUM_CHOICES  # noqa: F401  Public here too: clients build RACE inputs.
 from albert_tf.errors import InputError
 from albert_tf.models.albert_model import as_config
 from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs  # noqa: F401

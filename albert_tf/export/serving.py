@@ -55,7 +55,7 @@ class ServingSpec(abc.ABC):
     def example_spec(self, max_seq_length, max_predictions_per_seq):
         """`{name: FixedLenFeature}` parsed by `serve_examples` (the token features of the GLUE schema)."""
         del max_predictions_per_seq  # Used by the pretrainer.
-        return features.parse_spec(features.select(features.CLASSIFIER, TOKEN_INPUTS), seq=max_seq_length)
+        return features.parse_spec(features.select(features.TOKENS, TOKEN_INPUTS), seq=max_seq_length)
 
     def example_features(self, parsed, max_seq_length):
         """(int32 serving features, outputs passed through) from the parsed `tf.Example`s."""

@@ -7,6 +7,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import registry
 from albert_tf.checkpoints import load_pretrained
 from albert_tf.errors import InputError
 from albert_tf.layers.heads import AlbertOutputProjection
@@ -252,7 +253,7 @@ class PretrainedMixin:
         if x is None:
             raise InputError("`x` is required: the texts.")
         if isinstance(x, list) and x and isinstance(x[0], (tuple, list)) and len(x[0]) == 2 \
-                and self._PREPROCESS_MODE in ("text", "masked"):
+                and getattr(registry.text_mode(self._PREPROCESS_MODE), "takes_pairs", False):
             raise InputError("Sentence pairs are a tuple of two lists `(texts_a, texts_b)`, not a list of pairs: "
                              "pass `tuple(zip(*pairs))`.")
         x = _as_slices(x)

@@ -36,6 +36,7 @@ from albert_tf.checkpoints import init_from_checkpoint, resolve_source
 from albert_tf.config import AlbertConfig
 from albert_tf.data import features
 from albert_tf.text import vocab as vocab_lib
+from albert_tf.tasks.pretraining.data import PRETRAINING
 from albert_tf.tasks.pretraining.create_data import PretrainingOptions, write_pretraining_examples
 from albert_tf.tasks.pretraining.inputs import pretraining_dataset
 from albert_tf.errors import InputError
@@ -305,7 +306,7 @@ def _records_step(output_dir, train_txt, heldout_txt, spm_model, max_seq_length,
 
 def _chance_levels(train_file, heldout_file, max_seq_length, max_predictions_per_seq):
     """SOP majority-class accuracy and the MLM unigram baseline (always the most frequent training target)."""
-    spec = features.parse_spec(features.PRETRAINING, seq=max_seq_length, pred=max_predictions_per_seq)
+    spec = features.parse_spec(PRETRAINING, seq=max_seq_length, pred=max_predictions_per_seq)
 
     def labels(path):
         """One pass over the file: masked target ids (weight > 0) and SOP labels."""

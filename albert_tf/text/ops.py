@@ -12,7 +12,7 @@ The same steps as the Python path `encode_ids(sp, preprocess_text(text, lower=do
 6. the digit-comma rule of `encode_pieces` as the original runs under Python 3 (`▁1990,` -> the pieces
    of `1990`, then `,`; the re-encoded digits keep their leading `▁`), with ragged ops.
 
-`TextPipeline` puts the tokenizer and the packing of each task together (raw strings -> packed features); the
+`TextPipeline` puts the tokenizer and the packing of sentences and pairs together (raw strings -> packed features); the
 `serve_text` exports and `albert_tf.AlbertPreprocessor` both use it. Only `AlbertTextTokenizer` (and so
 `TextPipeline`) needs tensorflow-text (imported when one is built, see `require_tensorflow_text`);
 `pack_inputs` and `truncate_pair_lengths` are plain TensorFlow.
@@ -317,68 +317,6 @@ def pack_pair_rows(ids_a, ids_b, max_seq_length, cls_id, sep_id):
     return packed
 
 
-def pack_squad(question, context, max_seq_length, max_query_length, cls_id, sep_id):
-    """SQuAD `convert_examples_to_features`, first document span only: `[CLS] q [SEP] doc [SEP]`.
-
-    Args:
-        question, context: ragged int32 `[batch, (n)]`, `[batch, (m)]`.
-        max_seq_length: int, L.
-        max_query_length: int, the question keeps its first tokens.
-        cls_id, sep_id: int.
-
-    Returns:
-        dict of int32 `[batch, L]`: `input_ids`, `input_mask`, `segment_ids`, `p_mask`.
-    """
-    query = keep_first(question, tf.fill([question.nrows()], tf.cast(max_query_length, tf.int64)))
-    max_tokens_for_doc = tf.maximum(max_seq_length - 3 - query.row_lengths(), 0)
-    doc = keep_first(context, max_tokens_for_doc)
-    return pack_segments(query, doc, max_seq_length, cls_id, sep_id, second_optional=False)
-
-
-def pack_race(context, endings, max_seq_length, max_qa_length, cls_id, sep_id):
-    """RACE `convert_single_example` per choice: the ending keeps its last `max_qa_length` tokens, then the
-    article is cut to `L - 3 - len(ending)`.
-
-    Args:
-        context, endings: ragged int32 `[rows, (n)]`, `[rows, (m)]` (one row per choice).
-        max_seq_length: int, L.
-        max_qa_length: int.
-        cls_id, sep_id: int.
-
-    Returns:
-        dict of int32 `[rows, L]`: `input_ids`, `input_mask`, `segment_ids`.
-    """
-    ending = keep_last(endings, max_qa_length)
-    context = keep_first(context, tf.maximum(max_seq_length - 3 - ending.row_lengths(), 0))
-    packed = pack_segments(context, ending, max_seq_length, cls_id, sep_id, second_optional=False)
-    packed.pop("p_mask")
-    return packed
-
-
-def race_endings(normalize, question, options):
-    """The RACE endings as normalised strings: `question.replace("_", option)` if the question has a blank,
-    else `question + " " + option` (as the original `race_utils`: both are `process_text`-ed, the result is
-    not).
-
-    Args:
-        normalize: the tokenizer's `normalize` (`preprocess_text` as TF ops).
-        question: tf.string `[batch]`.
-        options: tf.string `[batch, choices]`.
-
-    Returns:
-        tf.string `[batch * choices]`, to be tokenized with `tokenize_normalized`.
-    """
-    choices = tf.shape(options)[1]
-    question = tf.repeat(normalize(question), choices)                                    # [batch * c]
-    options = normalize(tf.reshape(options, [-1]))                                        # [batch * c]
-    parts = tf.strings.split(question, "_")                                               # [batch*c, (k)]
-    is_last = tf.ragged.range(parts.row_lengths()) == tf.expand_dims(parts.row_lengths() - 1, 1)
-    fill = tf.where(is_last.flat_values, "", tf.gather(options, parts.value_rowids()))
-    cloze = tf.strings.reduce_join(parts.with_flat_values(tf.strings.join([parts.flat_values, fill])), axis=1)
-    appended = tf.strings.join([question, options], separator=" ")
-    return tf.where(tf.strings.regex_full_match(question, r"(?s).*_.*"), cloze, appended)
-
-
 def special_ids(spm_model_proto):
     """`{"[CLS]": id, "[SEP]": id, "[MASK]": id}` of a SentencePiece model; InputError when one is missing."""
     sp = spm.SentencePieceProcessor()
@@ -397,17 +335,18 @@ class TextPipeline(tf.Module):
     """Raw strings -> packed int32 model features, in the graph: the tokenizer, the packing lengths and the
     special ids shared by `serve_text` exports (`albert_tf.export.saved_model`) and `albert_tf.AlbertPreprocessor`.
 
-    Each `pack_*_texts` method takes string tensors and returns the features of one task, packed as the
-    original's feature converters (`classifier_utils.py`, `run_pretraining` inputs, `squad_utils.py` first
-    document span, `race_utils.py`).
+    `pack_texts` and `pack_masked_texts` take string tensors and return the features of sentences and pairs,
+    packed as the original's `classifier_utils.py` (with literal `[MASK]`s for the `run_pretraining` inputs); a
+    task with other inputs packs them in its own folder from the primitives here (`tokenize`, `keep_first`,
+    `keep_last`, `pack_segments`), e.g. `albert_tf.tasks.squad.text_mode.pack_squad_texts(pipeline, ...)`.
 
     Args:
         spm_model_proto: bytes of the SentencePiece model.
         do_lower_case: bool, lower-case in the normalisation (the original `preprocess_text(lower=...)`).
         max_seq_length: int, L.
         vocab_size: optional int, the model's vocabulary size (the SentencePiece model may not have more pieces).
-        max_query_length: int, SQuAD question length limit (keep the first tokens).
-        max_qa_length: int, RACE question+option length limit (keep the last tokens).
+        max_query_length: int, question length limit of question-answering packing (keep the first tokens).
+        max_qa_length: int, question+option length limit of multiple-choice packing (keep the last tokens).
         name: optional module name.
     """
 
@@ -432,12 +371,6 @@ class TextPipeline(tf.Module):
 
     def pack_pair(self, ids_a, ids_b):
         return pack_pair_rows(ids_a, ids_b, self.max_seq_length, self.cls_id, self.sep_id)
-
-    def pack_squad(self, question, context):
-        return pack_squad(question, context, self.max_seq_length, self.max_query_length, self.cls_id, self.sep_id)
-
-    def pack_race(self, context, endings):
-        return pack_race(context, endings, self.max_seq_length, self.max_qa_length, self.cls_id, self.sep_id)
 
     # --- Strings -> features -------------------------------------------------------------------------------
 
@@ -468,22 +401,3 @@ class TextPipeline(tf.Module):
         features["mlm_positions"] = positions.to_tensor(default_value=0, shape=shape)      # [batch, P]
         features["mlm_weights"] = tf.ones_like(positions).to_tensor(default_value=0, shape=shape)
         return features
-
-    def pack_squad_texts(self, question, context):
-        """`[CLS] question [SEP] context [SEP]`, the first document span (`pack_squad`), with `p_mask`."""
-        return self.pack_squad(self.tokenize(question), self.tokenize(context))
-
-    def pack_race_texts(self, article, question, options, num_choices=4):
-        """RACE `convert_single_example`: features `[batch, num_choices, L]` of (article, question, options).
-
-        Args:
-            article, question: tf.string `[batch]`.
-            options: tf.string `[batch, num_choices]`.
-            num_choices: int, options per question.
-        """
-        batch = tf.shape(article)[0]
-        context = tf.gather(self.tokenize(article), tf.repeat(tf.range(batch), num_choices))  # [batch*c, (n)]
-        endings = race_endings(self.tokenizer.normalize, question, options)
-        packed = self.pack_race(context, tf.cast(self.tokenizer.tokenize_normalized(endings), tf.int32))
-        return {name: tf.reshape(t, [-1, num_choices, self.max_seq_length])               # [batch, c, L]
-                for name, t in packed.items()}

@@ -6,6 +6,10 @@ feature converters. A task model holding one (`AlbertClassifier(..., preprocesso
 in `fit`, `evaluate` and `predict`; the layer runs in the `tf.data` input pipeline there, so the model's own
 computation stays the same graph of int32 features on every device.
 
+How the inputs are packed is a text mode (`albert_tf.text.modes`): the shared `text` mode of sentences and pairs,
+or a mode that a task declares in its folder and registers with its model kind; the layer dispatches through the
+registry (`albert_tf.registry.text_modes`) and names no task.
+
 The SentencePiece model is kept in the layer's config as a base64 string, so that a `.keras` file of a model
 holding the layer carries its tokenizer.
 """
@@ -18,14 +22,16 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from albert_tf import registry
+from albert_tf.text import modes as text_modes
 from albert_tf.text import ops as text_ops
 from albert_tf.checkpoints import resolve_source
 from albert_tf.config import AlbertConfig, check_max_seq_length
-from albert_tf.data.features import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
 
-# How `call` packs its inputs; None decides by their structure (see `AlbertPreprocessor.call`).
-MODES = ("text", "masked", "squad", "race")
+# How `call` packs its inputs: the names of the registered text modes (`text` and the tasks' own, e.g.
+# `("text", "masked", "squad", "race")`); None decides by their structure (see `AlbertPreprocessor.call`).
+MODES = registry.SequenceView(text_modes.names)
 DEFAULT_MAX_SEQ_LENGTH = 512   # `--max_seq_length` of run_classifier.py and run_race.py.
 
 
@@ -57,49 +63,29 @@ def _positive_int(name, value, minimum=1):
     return int(value)
 
 
-def _strings(name, value):
-    """`value` as a tf.string tensor; InputError for anything that is not text."""
-    if isinstance(value, tf.Tensor):
-        if value.dtype != tf.string:
-            raise InputError(f"`{name}` must be strings. Received a {value.dtype.name} tensor.")
-        return value
-    if isinstance(value, (str, bytes)):
-        value = [value]
-    try:
-        tensor = tf.convert_to_tensor(value)
-    except (TypeError, ValueError) as e:
-        raise InputError(f"`{name}` must be a string or a list of strings. Received: {type(value).__name__} "
-                         f"({e}).") from None
-    if tensor.dtype != tf.string:
-        raise InputError(f"`{name}` must be strings. Received values of dtype {tensor.dtype.name}.")
-    return tensor
-
-
 def string_tensors(inputs):
     """Text inputs (a string or list of strings, a tuple of them, or a dict of them) as tf.string tensors."""
     if isinstance(inputs, dict):
-        return {key: _strings(key, value) for key, value in inputs.items()}
+        return {key: text_modes.strings(key, value) for key, value in inputs.items()}
     if isinstance(inputs, tuple):
-        return tuple(_strings(f"inputs[{i}]", value) for i, value in enumerate(inputs))
-    return _strings("inputs", inputs)
+        return tuple(text_modes.strings(f"inputs[{i}]", value) for i, value in enumerate(inputs))
+    return text_modes.strings("inputs", inputs)
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertPreprocessor(keras.layers.Layer):
     """Raw strings -> the int32 features of an ALBERT task model, packed as the original's converters.
 
-    Called on:
+    Called on (the `text` mode, `albert_tf.text.modes.TEXT`):
       * a string tensor or list `[batch]`: single sentences, GLUE `convert_single_example` (`[CLS] a [SEP]`,
         the first `max_seq_length - 2` tokens);
       * a tuple `(text_a, text_b)` of two `[batch]` string tensors or lists: sentence pairs, truncated by
         `_truncate_seq_pair` (a row with an empty `text_b` is a single sentence); also a dict `text_a`, `text_b`;
-      * a dict `question`, `context`: SQuAD `[CLS] question [SEP] context [SEP]` of the first document span
-        (the question keeps its first `max_query_length` tokens), plus `p_mask`;
-      * a dict `article`, `question`, `options [batch, 4]`: RACE, features `[batch, 4, max_seq_length]` (the
-        question+option keeps its last `max_qa_length` tokens, the article is cut).
-    With `mode="masked"`, single sentences or pairs in which each literal `[MASK]` becomes the mask id, plus
-    `masked_lm_positions` and `masked_lm_weights` int32 `[batch, max_predictions_per_seq]` (the first masks;
-    0 after them).
+    or on a dict of the keys of a task's text mode (`albert_tf.tasks.<task>.text_mode`), e.g. `question`,
+    `context` (SQuAD: `[CLS] question [SEP] context [SEP]` of the first document span, plus `p_mask`) or
+    `article`, `question`, `options [batch, 4]` (RACE, features `[batch, 4, max_seq_length]`). A mode asked for by
+    name that packs sentences (`mode="masked"`: each literal `[MASK]` becomes the mask id, plus
+    `masked_lm_positions` and `masked_lm_weights` int32 `[batch, max_predictions_per_seq]`) packs them its way.
 
     Returns a dict of int32 tensors `input_ids`, `input_mask`, `segment_ids` `[batch, max_seq_length]` (and the
     extra features above).
@@ -183,12 +169,9 @@ class AlbertPreprocessor(keras.layers.Layer):
             raise InputError(f"The preprocessor's SentencePiece model has {self.vocab_size} pieces but the model's "
                              f"`vocab_size` is {config.vocab_size}: they must come from the same release.")
         check_max_seq_length(self.max_seq_length, config.max_position_embeddings)
-        if mode == "squad" and self.max_seq_length <= self.max_query_length + 3:
-            raise InputError(f"`max_seq_length={self.max_seq_length}` must be greater than `max_query_length="
-                             f"{self.max_query_length}` + 3.")
-        if mode == "race" and self.max_qa_length > self.max_seq_length - 3:
-            raise InputError(f"`max_qa_length={self.max_qa_length}` leaves no room in `max_seq_length="
-                             f"{self.max_seq_length}`: need max_qa_length <= max_seq_length - 3.")
+        checked = text_modes.get(mode)
+        if checked is not None and checked.check is not None:
+            checked.check(self)
 
     def __call__(self, inputs, *args, **kwargs):
         # Keras layers take tensors as positional inputs: Python strings and lists are converted first.
@@ -198,71 +181,49 @@ class AlbertPreprocessor(keras.layers.Layer):
 
     def validate(self, inputs, mode=None):
         """Raises InputError when `inputs` are not text that `call` packs (without tokenizing anything); returns
-        the kind of inputs: `"text"`, `"squad"` or `"race"`. Task models run it eagerly on the whole input
-        before they build their `tf.data` pipeline, so errors come with their message rather than from inside
-        a dataset function."""
+        the name of the text mode their structure selects (`"text"`, or a task's mode such as `"squad"`). Task
+        models run it eagerly on the whole input before they build their `tf.data` pipeline, so errors come with
+        their message rather than from inside a dataset function."""
         if mode is not None and mode not in MODES:
-            raise InputError(f"`mode` must be one of {MODES} or None. Received: `mode={mode!r}`.")
+            raise InputError(f"`mode` must be one of {tuple(MODES)} or None. Received: `mode={mode!r}`.")
         inputs = string_tensors(inputs)
         if isinstance(inputs, dict):
-            keys = set(inputs)
-            if {"article", "question", "options"} <= keys:
-                options = inputs["options"]
-                if options.shape.rank != 2 or options.shape[1] not in (None, RACE_NUM_CHOICES):
-                    raise InputError(f"RACE `options` must be {RACE_NUM_CHOICES} strings per question, shape "
-                                     f"`[batch, {RACE_NUM_CHOICES}]`. Received shape {options.shape}.")
-                _check_same_batch(*((name, inputs[name]) for name in ("article", "question", "options")))
-                return "race"
-            if {"question", "context"} <= keys:
-                _check_same_batch(*((name, inputs[name]) for name in ("question", "context")))
-                return "squad"
-            if "text_a" in keys:
-                _check_same_batch(*((name, inputs[name]) for name in ("text_a", "text_b") if name in inputs))
-                return "text"
-            raise InputError("Text inputs given as a dict need `text_a` (and optionally `text_b`), `question` and "
-                             f"`context` (SQuAD), or `article`, `question` and `options` (RACE). Received keys: "
-                             f"{sorted(keys)}.")
+            selected = text_modes.by_keys(inputs)
+            if selected is None:
+                raise InputError(f"Text inputs given as a dict need {text_modes.layouts()}. Received keys: "
+                                 f"{sorted(inputs)}.")
+            if selected.validate is not None:
+                selected.validate(self, inputs)
+            return selected.name
         if isinstance(inputs, tuple):
             if len(inputs) != 2:
                 raise InputError("Sentence pairs are a tuple of two lists `(text_a, text_b)`. Received a tuple of "
                                  f"{len(inputs)} items.")
-            _check_same_batch(("text_a", inputs[0]), ("text_b", inputs[1]))
-        return "text"
+            text_modes.check_same_batch(("text_a", inputs[0]), ("text_b", inputs[1]))
+        return text_modes.TEXT.name
 
     def call(self, inputs, mode=None):
         """Packs `inputs` (see the class docstring); `mode` is one of `MODES` or None (by the inputs' structure)."""
         self._require_proto()
-        kind = self.validate(inputs, mode)
-        if kind == "race":
-            return self._race(inputs)
-        if kind == "squad":
-            return self.pipeline.pack_squad_texts(tf.reshape(inputs["question"], [-1]),
-                                                  tf.reshape(inputs["context"], [-1]))
+        selected = text_modes.get(self.validate(inputs, mode))
+        if selected.pack is not None:
+            return selected.pack(self, inputs)
+        asked = text_modes.get(mode) if mode is not None else None
+        packer = asked if asked is not None and asked.takes_pairs else selected
         if isinstance(inputs, dict):
-            return self._texts(inputs["text_a"], inputs.get("text_b"), mode == "masked")
+            return self._texts(inputs["text_a"], inputs.get("text_b"), packer)
         if isinstance(inputs, tuple):
-            return self._texts(inputs[0], inputs[1], mode == "masked")
-        return self._texts(inputs, None, mode == "masked")
+            return self._texts(inputs[0], inputs[1], packer)
+        return self._texts(inputs, None, packer)
 
-    def _texts(self, text_a, text_b, masked):
-        text_a = tf.reshape(_strings("text_a", text_a), [-1])
+    def _texts(self, text_a, text_b, packer):
+        text_a = text_modes.flat_strings("text_a", text_a)
         if text_b is None:
             text_b = tf.fill(tf.shape(text_a), "")
         else:
-            text_b = tf.reshape(_strings("text_b", text_b), [-1])
-            _check_same_batch(("text_a", text_a), ("text_b", text_b))
-        if not masked:
-            return self.pipeline.pack_texts(text_a, text_b)
-        features = self.pipeline.pack_masked_texts(text_a, text_b, width=self.max_predictions_per_seq)
-        features["masked_lm_positions"] = features.pop("mlm_positions")
-        features["masked_lm_weights"] = features.pop("mlm_weights")
-        return features
-
-    def _race(self, inputs):
-        article = tf.reshape(_strings("article", inputs["article"]), [-1])
-        question = tf.reshape(_strings("question", inputs["question"]), [-1])
-        return self.pipeline.pack_race_texts(article, question, _strings("options", inputs["options"]),
-                                             RACE_NUM_CHOICES)
+            text_b = text_modes.flat_strings("text_b", text_b)
+            text_modes.check_same_batch(("text_a", text_a), ("text_b", text_b))
+        return packer.pack_pairs(self, text_a, text_b)
 
     def get_config(self):
         """The config, with the SentencePiece model named by its SHA-256 only (a `.keras` file holds the model as
@@ -334,11 +295,3 @@ class AlbertPreprocessor(keras.layers.Layer):
         if config is not None:
             preprocessor.check_model(config)
         return preprocessor
-
-
-def _check_same_batch(*named):
-    """InputError when named tensors have different static batch sizes (first dimension)."""
-    sizes = {name: t.shape[0] for name, t in named if t.shape.rank and t.shape[0] is not None}
-    if len(set(sizes.values())) > 1:
-        raise InputError("Text inputs must have one entry per example. Received sizes: "
-                         + ", ".join(f"{name}={size}" for name, size in sizes.items()) + ".")

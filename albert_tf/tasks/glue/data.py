@@ -29,8 +29,18 @@ import tensorflow as tf
 from albert_tf import fileio
 from albert_tf.text import tokenization
 from albert_tf.data import features as features_lib
+from albert_tf.data.features import Feature
 from albert_tf.data import record_stream as positional
 from albert_tf.errors import InputError
+
+# The TFRecord schema (`classifier_utils.file_based_convert_examples_to_features`): label_ids is float32 for STS-B.
+CLASSIFIER = (
+    Feature("input_ids", tf.int64, "seq"),
+    Feature("input_mask", tf.int64, "seq"),
+    Feature("segment_ids", tf.int64, "seq"),
+    Feature("label_ids", tf.int64, "scalar"),
+    Feature("is_real_example", tf.int64, "scalar"),
+)
 
 
 class InputExample:
@@ -625,7 +635,7 @@ def file_based_dataset(input_file, seq_length, is_training, drop_remainder, task
     position). Eval/predict: in file order. With a `tf.distribute.InputContext` of several input pipelines,
     each reads its shard of the records.
     """
-    spec = features_lib.parse_spec(features_lib.CLASSIFIER, seq=seq_length)
+    spec = features_lib.parse_spec(CLASSIFIER, seq=seq_length)
     if task_name == "sts-b":
         spec["label_ids"] = tf.io.FixedLenFeature([], tf.float32)
     d = positional.task_records(input_file, is_training, batch_size, input_context, 100, seed, start_batch)

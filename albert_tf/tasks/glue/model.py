@@ -128,7 +128,7 @@ class ClassifierSpec(ServingSpec):
 # `classifier_utils.create_model`: root-scope `output_weights [num_labels, H]`, `output_bias`; transformers'
 # `AlbertForSequenceClassification` names.
 HEAD = registry.Head(
-    table.CLASSIFIER, rows=tuple(table.output_projection_rows(table.CLASSIFIER, "", "classifier_head")),
+    "classifier", rows=tuple(table.output_projection_rows("classifier", "", "classifier_head")),
     hf_links=(Link("output_weights", "classifier.weight"), Link("output_bias", "classifier.bias")))
 KIND = registry.register(registry.ModelKind(
     name="classifier", model_class=AlbertClassifier, heads=(HEAD,), serving_spec=ClassifierSpec(),

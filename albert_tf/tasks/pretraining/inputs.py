@@ -13,6 +13,7 @@ from google.protobuf.message import DecodeError
 from albert_tf.data import features as features_lib
 from albert_tf.data import record_stream as positional
 from albert_tf.errors import InputError, tf_error_text
+from albert_tf.tasks.pretraining.data import PRETRAINING
 
 # The features `run_pretraining.py` reads (`token_boundary` is written but only read for online masking).
 _READ = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
@@ -48,7 +49,7 @@ def expand_input_files(input_file, glob=tf.io.gfile.glob):
 
 
 def name_to_features(max_seq_length, max_predictions_per_seq):
-    spec = features_lib.parse_spec(features_lib.PRETRAINING, seq=max_seq_length, pred=max_predictions_per_seq)
+    spec = features_lib.parse_spec(PRETRAINING, seq=max_seq_length, pred=max_predictions_per_seq)
     return {name: spec[name] for name in _READ}
 
 

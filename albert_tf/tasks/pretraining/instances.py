@@ -14,7 +14,7 @@ one `random.Random(seed)`:
   `num_to_predict`, shuffled n-gram starts, the n-gram size p(n) ∝ 1/n (reversed without
   `favor_shorter_ngram`), the back-off to shorter n-grams, the no-op "covered" loop left out, 80/10/10 per
   token, the second shuffle, `do_permutation`.
-* records: the schema `albert_tf.data.features.PRETRAINING`, encoded by `pretraining_records`.
+* records: the schema `albert_tf.tasks.pretraining.data.PRETRAINING`, encoded by `pretraining_records`.
 
 Where this differs from the original, on purpose:
 

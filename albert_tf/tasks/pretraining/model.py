@@ -11,6 +11,8 @@ from albert_tf.errors import InputError
 from albert_tf.layers.heads import AlbertMaskedLMHead
 from albert_tf.models.base import PretrainedMixin, build_encoder
 from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec
+from albert_tf.tasks.pretraining import text_mode
+from albert_tf.tasks.pretraining.data import PRETRAINING
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -139,7 +141,7 @@ class PretrainerSpec(ServingSpec):
 
     def example_spec(self, max_seq_length, max_predictions_per_seq):
         names = TOKEN_INPUTS + ("masked_lm_positions",)
-        return features.parse_spec(features.select(features.PRETRAINING, names), seq=max_seq_length,
+        return features.parse_spec(features.select(PRETRAINING, names), seq=max_seq_length,
                                    pred=max_predictions_per_seq)
 
     def example_features(self, parsed, max_seq_length):
@@ -177,19 +179,19 @@ class PretrainerSpec(ServingSpec):
 # `run_pretraining.py`'s `get_masked_lm_output` and `get_sentence_order_output`; the MLM output matrix is the tied
 # `word_embeddings`. transformers' names as `AlbertForPreTraining`.
 MLM_HEAD = registry.Head(
-    table.MLM,
-    rows=tuple(table.dense_rows(table.MLM, "cls/predictions/transform/dense", "mlm_head.dense")
-               + table.layer_norm_rows(table.MLM, "cls/predictions/transform/LayerNorm", "mlm_head.layer_norm")
-               + [table.Row(table.MLM, "cls/predictions/output_bias", "mlm_head.output_bias")]),
+    "mlm",
+    rows=tuple(table.dense_rows("mlm", "cls/predictions/transform/dense", "mlm_head.dense")
+               + table.layer_norm_rows("mlm", "cls/predictions/transform/LayerNorm", "mlm_head.layer_norm")
+               + [table.Row("mlm", "cls/predictions/output_bias", "mlm_head.output_bias")]),
     hf_links=(Link("cls/predictions/transform/dense/kernel", "predictions.dense.weight", TRANSPOSE),
               Link("cls/predictions/transform/dense/bias", "predictions.dense.bias"),
               Link("cls/predictions/transform/LayerNorm/gamma", "predictions.LayerNorm.weight"),
               Link("cls/predictions/transform/LayerNorm/beta", "predictions.LayerNorm.bias"),
               Link("cls/predictions/output_bias", "predictions.bias")))
 SOP_HEAD = registry.Head(
-    table.SOP, rows=tuple(table.output_projection_rows(table.SOP, "cls/seq_relationship", "sop_head")),
+    "sop", rows=tuple(table.output_projection_rows("sop", "cls/seq_relationship", "sop_head")),
     hf_links=(Link("cls/seq_relationship/output_weights", "sop_classifier.classifier.weight"),
               Link("cls/seq_relationship/output_bias", "sop_classifier.classifier.bias")))
 KIND = registry.register(registry.ModelKind(
     name="pretrainer", model_class=AlbertPretrainer, heads=(MLM_HEAD, SOP_HEAD), serving_spec=PretrainerSpec(),
-    hf_architecture="AlbertForPreTraining", order=1))
+    hf_architecture="AlbertForPreTraining", order=1, text_mode=text_mode.MASKED))

@@ -10,7 +10,7 @@ Each question becomes one `RaceExample` with 4 endings: `question.replace("_", o
 blank, else `question + " " + option`, after `process_text` (`preprocess_text(text, lower=do_lower_case)` with a
 SentencePiece model). Encoding per choice: `[CLS] article [SEP] ending [SEP]`, the ending keeping its **last**
 `max_qa_length` tokens and the article truncated to fit `max_seq_length`. TFRecords use the original feature
-names (`features.RACE`), the 4 choices concatenated (`4 * max_seq_length`).
+names (`RACE`), the 4 choices concatenated (`4 * max_seq_length`).
 """
 
 import collections
@@ -25,14 +25,24 @@ from absl import logging
 from albert_tf import fileio
 from albert_tf.text import tokenization
 from albert_tf.data import features as features_lib
+from albert_tf.data.features import Feature
 from albert_tf.data import record_stream as positional
 from albert_tf.errors import InputError
 
 LEVELS = ("middle", "high")
 SPLITS = ("train", "dev", "test")
 LABELS = ("A", "B", "C", "D")
-RACE_NUM_CHOICES = features_lib.RACE_NUM_CHOICES
+RACE_NUM_CHOICES = 4
 NO_LABEL = -1  # `label_ids` of a question without an answer (prediction-only data).
+
+# The TFRecord schema (`race_utils`): the 4 choices concatenated, "choices_seq" = 4 * max_seq_length.
+RACE = (
+    Feature("input_ids", tf.int64, "choices_seq"),
+    Feature("input_mask", tf.int64, "choices_seq"),
+    Feature("segment_ids", tf.int64, "choices_seq"),
+    Feature("label_ids", tf.int64, "scalar"),
+    Feature("is_real_example", tf.int64, "scalar"),
+)
 
 RaceExample = collections.namedtuple(
     "RaceExample", ["example_id", "article_id", "question_index", "level", "context", "endings", "label",
@@ -316,7 +326,7 @@ def count_records(path):
 
 def decode_race_record(record, max_seq_length):
     """Parses one serialized record: int32 `input_ids`/`input_mask`/`segment_ids` `[4, seq]`, scalars."""
-    spec = features_lib.parse_spec(features_lib.RACE, choices_seq=RACE_NUM_CHOICES * max_seq_length)
+    spec = features_lib.parse_spec(RACE, choices_seq=RACE_NUM_CHOICES * max_seq_length)
     example = features_lib.cast_int64_to_int32(tf.io.parse_single_example(record, spec))
     for name in ("input_ids", "input_mask", "segment_ids"):
         example[name] = tf.reshape(example[name], [RACE_NUM_CHOICES, max_seq_length])   # [4, seq]

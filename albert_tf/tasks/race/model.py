@@ -7,10 +7,11 @@ from albert_tf import registry
 from albert_tf.checkpoints import table
 from albert_tf.checkpoints.foreign import Link
 from albert_tf.data import features
-from albert_tf.data.features import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
 from albert_tf.models.base import PretrainedMixin, build_encoder
 from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs
+from albert_tf.tasks.race import text_mode
+from albert_tf.tasks.race.data import RACE, RACE_NUM_CHOICES
 from albert_tf.text import packing
 
 
@@ -130,7 +131,7 @@ class RaceSpec(ServingSpec):
         return {"logits": out["logits"], "probabilities": out["probabilities"], "predictions": out["predictions"]}
 
     def example_spec(self, max_seq_length, max_predictions_per_seq):
-        return features.parse_spec(features.select(features.RACE, TOKEN_INPUTS),
+        return features.parse_spec(features.select(RACE, TOKEN_INPUTS),
                                    choices_seq=max_seq_length * RACE_NUM_CHOICES)
 
     def example_features(self, parsed, max_seq_length):
@@ -143,8 +144,8 @@ class RaceSpec(ServingSpec):
         return specs
 
     def text_features(self, pipeline, texts):
-        return pipeline.pack_race_texts(texts["article"], texts["question"], texts["options"],
-                                        RACE_NUM_CHOICES)                                # [batch, 4, L]
+        return text_mode.pack_race_texts(pipeline, texts["article"], texts["question"], texts["options"],
+                                         RACE_NUM_CHOICES)                               # [batch, 4, L]
 
     def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
         if max_qa_length > max_seq_length - 3:
@@ -177,8 +178,8 @@ class RaceSpec(ServingSpec):
 # head: a TF1 checkpoint with them reads as `classifier`, the lower `order`); transformers'
 # `AlbertForMultipleChoice`.
 HEAD = registry.Head(
-    table.RACE, rows=tuple(table.output_projection_rows(table.RACE, "", "race_head")),
+    "race", rows=tuple(table.output_projection_rows("race", "", "race_head")),
     hf_links=(Link("output_weights", "classifier.weight"), Link("output_bias", "classifier.bias")))
 KIND = registry.register(registry.ModelKind(
     name="race", model_class=AlbertRace, heads=(HEAD,), serving_spec=RaceSpec(),
-    hf_architecture="AlbertForMultipleChoice", order=5))
+    hf_architecture="AlbertForMultipleChoice", order=5, text_mode=text_mode.RACE))

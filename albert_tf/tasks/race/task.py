@@ -20,7 +20,7 @@ from absl import logging
 
 from albert_tf.export import saved_model as export_lib
 from albert_tf.tasks.race import data as race_data
-from albert_tf.data.features import RACE_NUM_CHOICES
+from albert_tf.tasks.race.data import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
 from albert_tf.fileio import write_text_atomic
 from albert_tf.tasks.race.model import AlbertRace, race_loss

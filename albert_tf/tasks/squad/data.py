@@ -27,8 +27,8 @@ alignment. Everything here reproduces it step by step: the band `|n - m| + 5` wi
 doc-stride windows, `[CLS] query [SEP] doc [SEP]`, `p_mask`, max-context flags, `[CLS]` targets for impossible
 and out-of-window answers, `unique_id` from 1000000000.
 
-Training and prediction features go to TFRecords with the original feature names (`features.SQUAD`,
-`features.SQUAD_TRAINING`). The prediction side-information the original pickles (`predict_feature_left_file`)
+Training and prediction features go to TFRecords with the original feature names (`SQUAD`,
+`SQUAD_TRAINING`). The prediction side-information the original pickles (`predict_feature_left_file`)
 is written here as JSON and never unpickled.
 """
 
@@ -43,6 +43,7 @@ import tensorflow as tf
 from albert_tf import fileio
 from albert_tf.text import tokenization
 from albert_tf.data import features as feature_schema
+from albert_tf.data.features import Feature
 from albert_tf.data import record_stream as positional
 from albert_tf.errors import InputError
 
@@ -50,6 +51,20 @@ SPIECE_UNDERLINE = "\u2581"
 UNIQUE_ID_BASE = 1000000000
 EVAL_FEATURES_FORMAT = "albert_tf.squad_eval_features"
 EVAL_FEATURES_VERSION = 1
+
+# The TFRecord schema (`squad_utils.FeatureWriter`); SQUAD_TRAINING only in training files.
+SQUAD = (
+    Feature("unique_ids", tf.int64, "scalar"),
+    Feature("input_ids", tf.int64, "seq"),
+    Feature("input_mask", tf.int64, "seq"),
+    Feature("segment_ids", tf.int64, "seq"),
+    Feature("p_mask", tf.int64, "seq"),
+)
+SQUAD_TRAINING = (
+    Feature("start_positions", tf.int64, "scalar"),
+    Feature("end_positions", tf.int64, "scalar"),
+    Feature("is_impossible", tf.int64, "scalar"),
+)
 
 
 @dataclasses.dataclass
@@ -581,7 +596,7 @@ class FeatureWriter:
         if self.is_training:
             values.update(start_positions=[feature.start_position], end_positions=[feature.end_position],
                           is_impossible=[1 if feature.is_impossible else 0])
-        schema = feature_schema.SQUAD + (feature_schema.SQUAD_TRAINING if self.is_training else ())
+        schema = SQUAD + (SQUAD_TRAINING if self.is_training else ())
         tf_features = collections.OrderedDict(
             (f.name, feature_schema.int64_feature(values[f.name])) for f in schema)
         example = tf.train.Example(features=tf.train.Features(feature=tf_features))
@@ -708,11 +723,11 @@ def squad_dataset(input_file, seq_length, is_training, batch_size, drop_remainde
         seed: int or None, training: the positional stream's seed (None: the original's shuffle buffer).
         start_batch: int, training with a `seed`: the batches to skip (a resumed run's position).
     """
-    schema = feature_schema.SQUAD
+    schema = SQUAD
     if not is_v2:
         schema = tuple(f for f in schema if f.name != "p_mask")
     if is_training:
-        schema = schema + feature_schema.SQUAD_TRAINING
+        schema = schema + SQUAD_TRAINING
     spec = feature_schema.parse_spec(schema, seq=seq_length)
     d = positional.task_records(input_file, is_training, batch_size, input_context, shuffle_buffer, seed,
                                 start_batch)

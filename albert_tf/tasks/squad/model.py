@@ -14,6 +14,8 @@ from albert_tf.layers.embeddings import truncated_normal
 from albert_tf.models.albert_model import AlbertModel
 from albert_tf.models.base import PretrainedMixin, build_encoder, check_dropout_rate, check_positive_int
 from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs
+from albert_tf.tasks.squad import text_mode
+from albert_tf.tasks.squad.data import SQUAD
 
 
 def _encoder(config, encoder, dtype, recompute):
@@ -285,7 +287,7 @@ class SquadV1Spec(ServingSpec):
     example_names = TOKEN_INPUTS + ("unique_ids",)
 
     def example_spec(self, max_seq_length, max_predictions_per_seq):
-        return features.parse_spec(features.select(features.SQUAD, self.example_names), defaults={"unique_ids": 0},
+        return features.parse_spec(features.select(SQUAD, self.example_names), defaults={"unique_ids": 0},
                                    seq=max_seq_length)
 
     def example_features(self, parsed, max_seq_length):
@@ -296,7 +298,7 @@ class SquadV1Spec(ServingSpec):
         return string_specs(("question", "context"))
 
     def text_features(self, pipeline, texts):
-        features = pipeline.pack_squad_texts(texts["question"], texts["context"])
+        features = text_mode.pack_squad_texts(pipeline, texts["question"], texts["context"])
         features.pop("p_mask")
         return features
 
@@ -348,7 +350,7 @@ class SquadV2Spec(SquadV1Spec):
         return features, passthrough
 
     def text_features(self, pipeline, texts):
-        return pipeline.pack_squad_texts(texts["question"], texts["context"])
+        return text_mode.pack_squad_texts(pipeline, texts["question"], texts["context"])
 
     def export_facts(self, model, max_predictions_per_seq, max_query_length, max_qa_length):
         facts = super().export_facts(model, max_predictions_per_seq, max_query_length, max_qa_length)
@@ -358,18 +360,19 @@ class SquadV2Spec(SquadV1Spec):
 
 # `squad_utils.create_v1_model`: `cls/squad/output_weights [2, H]`; transformers' `AlbertForQuestionAnswering`.
 V1_HEAD = registry.Head(
-    table.SQUAD_V1, rows=tuple(table.output_projection_rows(table.SQUAD_V1, "cls/squad", "squad_head")),
+    "squad_v1", rows=tuple(table.output_projection_rows("squad_v1", "cls/squad", "squad_head")),
     hf_links=(Link("cls/squad/output_weights", "qa_outputs.weight"), Link("cls/squad/output_bias", "qa_outputs.bias")))
 V1_KIND = registry.register(registry.ModelKind(
     name="squad_v1", model_class=AlbertSquadV1, heads=(V1_HEAD,), serving_spec=SquadV1Spec(),
-    hf_architecture="AlbertForQuestionAnswering", order=3))
+    hf_architecture="AlbertForQuestionAnswering", order=3, text_mode=text_mode.SQUAD))
 # `squad_utils.create_v2_model` (XLNet-style); transformers has no such head.
-V2_HEAD = registry.Head(table.SQUAD_V2, rows=tuple(
-    table.dense_rows(table.SQUAD_V2, "start_logits/dense", "start_dense")
-    + table.dense_rows(table.SQUAD_V2, "end_logits/dense_0", "end_dense_0")
-    + table.layer_norm_rows(table.SQUAD_V2, "end_logits/LayerNorm", "end_layer_norm")
-    + table.dense_rows(table.SQUAD_V2, "end_logits/dense_1", "end_dense_1")
-    + table.dense_rows(table.SQUAD_V2, "answer_class/dense_0", "answer_class_dense_0")
-    + table.dense_rows(table.SQUAD_V2, "answer_class/dense_1", "answer_class_dense_1", bias=False)))
+V2_HEAD = registry.Head("squad_v2", rows=tuple(
+    table.dense_rows("squad_v2", "start_logits/dense", "start_dense")
+    + table.dense_rows("squad_v2", "end_logits/dense_0", "end_dense_0")
+    + table.layer_norm_rows("squad_v2", "end_logits/LayerNorm", "end_layer_norm")
+    + table.dense_rows("squad_v2", "end_logits/dense_1", "end_dense_1")
+    + table.dense_rows("squad_v2", "answer_class/dense_0", "answer_class_dense_0")
+    + table.dense_rows("squad_v2", "answer_class/dense_1", "answer_class_dense_1", bias=False)))
 V2_KIND = registry.register(registry.ModelKind(
-    name="squad_v2", model_class=AlbertSquadV2, heads=(V2_HEAD,), serving_spec=SquadV2Spec(), order=4))
+    name="squad_v2", model_class=AlbertSquadV2, heads=(V2_HEAD,), serving_spec=SquadV2Spec(), order=4,
+    text_mode=text_mode.SQUAD))
