@@ -15,9 +15,7 @@ The layout (docs/architecture.md): `layers/`, `models/` (the encoder), `text/`, 
 `albert_tf.serving` and `albert_tf.session_model` are the modules of their folders under their documented names.
 """
 
-import importlib
-
-from albert_tf import install_check, keras_names
+from albert_tf import install_check, keras_names, lazy
 
 install_check.check_single_tensorflow()
 # `keras.models.load_model` finds `albert_tf>AlbertClassifier`, ... without TensorFlow imported here.
@@ -52,22 +50,15 @@ __all__ = sorted([*_EXPORTS, *_MODEL_CLASSES, *_SUBMODULES, *_MODULE_ALIASES, "_
 
 
 def __getattr__(name):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f"{__name__}.{name}")
-    elif name in _MODULE_ALIASES:
-        value = importlib.import_module(_MODULE_ALIASES[name])
-    elif name.startswith("Albert"):
+    if name.startswith("Albert") and name not in _EXPORTS:
         from albert_tf import registry  # pylint: disable=import-outside-toplevel  (loads TensorFlow)
         value = registry.by_class_name(name)
         if value is None:
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+        globals()[name] = value
+        return value
+    return lazy.attribute(globals(), name, _EXPORTS, _SUBMODULES, _MODULE_ALIASES)
 
 
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    return lazy.names(globals())

@@ -302,41 +302,38 @@ def _logging_cpu_backend(main):
     return logged
 
 
-def _command(module_name):
+def run_module(module_name):
+    """Loads TensorFlow quietly (`quiet_tensorflow_start`), then runs `main()` of the module `module_name`: the
+    body of every console script, so that the module's imports come after the backend is chosen."""
     quiet_tensorflow_start()
     importlib.import_module(module_name).main()
 
 
-def create_pretraining_data():
-    """Console script `albert-create-pretraining-data`."""
-    _command("albert_tf.tasks.pretraining.create_data")
-
-
 def train_vocab():
     """Console script `albert-train-vocab`."""
-    _command("albert_tf.text.vocab_cli")
+    run_module("albert_tf.text.vocab_cli")
 
 
 def convert():
     """Console script `albert-convert`."""
-    _command("albert_tf.checkpoints.cli")
+    run_module("albert_tf.checkpoints.cli")
 
 
 def export():
     """Console script `albert-export`."""
-    _command("albert_tf.export.cli")
+    run_module("albert_tf.export.cli")
 
 
 def quickstart():
     """Console script `albert-quickstart`."""
-    _command("albert_tf.quickstart.run")
+    run_module("albert_tf.quickstart.run")
 
 
 def download():
     """Console script `albert-download`."""
-    _command("albert_tf.checkpoints.download")
+    run_module("albert_tf.checkpoints.download")
 
 
 def reproduce():
     """Console script `albert-reproduce`."""
-    _command("albert_tf.reproduce")
+    run_module("albert_tf.reproduce")

@@ -85,20 +85,32 @@ def register():
 
 
 class _AfterKerasImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself; wraps the loader of `keras` so that `register()` runs once Keras is imported."""
+    """Finds nothing itself; wraps the loader of `keras` so that `register()` runs once Keras is imported.
+
+    It stays first in `sys.meta_path` until Keras's module has run: a `find_spec("keras")` that imports nothing
+    (TensorFlow probes for Keras so when it loads) gets a wrapped spec that is thrown away, and the import that
+    follows must be wrapped too.
+    """
+
+    def __init__(self):
+        self._searching = False
 
     def find_spec(self, fullname, path, target=None):
         del path, target
-        if fullname != "keras":
+        if fullname != "keras" or self._searching:
             return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
-        spec = importlib.util.find_spec("keras")
+        self._searching = True          # the search below passes through this finder again
+        try:
+            spec = importlib.util.find_spec("keras")
+        finally:
+            self._searching = False
         if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
         exec_module = spec.loader.exec_module
 
         def exec_and_register(module):
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
             exec_module(module)
             try:
                 register()

@@ -20,6 +20,7 @@ import tensorflow as tf
 
 from albert_tf.export import saved_model as export
 from albert_tf.text import ops as text_ops
+from albert_tf.text import packing
 from albert_tf.checkpoints import save_tf1_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.data import features as features_lib
@@ -568,7 +569,7 @@ def test_truncate_pair_lengths_matches_the_original_loop():
     got_a, got_b = text_ops.truncate_pair_lengths(len_a, len_b, budget)
     for (a, b, n), ga, gb in zip(cases, got_a.numpy(), got_b.numpy()):
         tokens_a, tokens_b = list(range(a)), list(range(b))
-        glue.truncate_seq_pair(tokens_a, tokens_b, n)
+        packing.truncate_pair(tokens_a, tokens_b, n)
         assert (ga, gb) == (len(tokens_a), len(tokens_b)), (a, b, n)
 
 

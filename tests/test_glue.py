@@ -17,6 +17,7 @@ from albert_tf.checkpoints import save_tf1_checkpoint, source_num_labels
 from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.tasks.glue import data as glue
+from albert_tf.text import packing
 from albert_tf.text.vocab import train_sentencepiece
 from albert_tf.errors import InputError
 from albert_tf.models.albert_model import AlbertModel
@@ -320,13 +321,13 @@ def test_a_row_with_a_merged_column_is_refused(tmp_path):
 
 def test_pair_truncation_pops_the_longer_from_the_end():
     a, b = list("abcdefg"), list("xyz")
-    glue.truncate_seq_pair(a, b, 6)
+    packing.truncate_pair(a, b, 6)
     assert a == list("abc") and b == list("xyz")
     a, b = list("ab"), list("wxyz")
-    glue.truncate_seq_pair(a, b, 4)
+    packing.truncate_pair(a, b, 4)
     assert a == list("ab") and b == list("wx")
     a, b = list("abc"), list("xyz")
-    glue.truncate_seq_pair(a, b, 4)  # ties pop from b first
+    packing.truncate_pair(a, b, 4)  # ties pop from b first
     assert a == list("ab") and b == list("xy")
 
 

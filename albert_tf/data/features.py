@@ -16,12 +16,15 @@ Feature = collections.namedtuple("Feature", ["name", "dtype", "length"])
 
 # Lengths are symbolic: "seq" = max_seq_length, "scalar" = no dimension, an int = that length; a task's schema
 # names its own (the pretraining schema's "pred" = max_predictions_per_seq, RACE's "choices_seq").
-# The token features every ALBERT model takes (the first three of every task's schema).
-TOKENS = (
-    Feature("input_ids", tf.int64, "seq"),
-    Feature("input_mask", tf.int64, "seq"),
-    Feature("segment_ids", tf.int64, "seq"),
-)
+TOKEN_NAMES = ("input_ids", "input_mask", "segment_ids")
+
+
+def tokens(length="seq"):
+    """The int64 token features every ALBERT model takes, of `length` (the first three of every task's schema)."""
+    return tuple(Feature(name, tf.int64, length) for name in TOKEN_NAMES)
+
+
+TOKENS = tokens()
 
 
 def select(features, names):

@@ -13,26 +13,19 @@ The names of `saved_model` are also names of this package (`albert_tf.export.exp
 the submodules load on first use, so `import albert_tf.export` loads no TensorFlow.
 """
 
-import importlib
+from albert_tf import lazy
 
 _SAVED_MODEL_NAMES = ("SERVE_EXAMPLES", "SERVE_TEXT", "SERVING_DEFAULT", "TOKENIZATION_INFO", "backing_variables",
-                      "example_feature_spec", "export_from_checkpoint", "export_saved_model", "model_kind",
-                      "next_version", "serving_spec")
+                      "example_feature_spec", "export_from_checkpoint", "export_saved_model", "model_kind", "next_version",
+                      "serving_spec")
 _SUBMODULES = ("cli", "lite", "metadata", "saved_model", "serving", "session_model", "warmup")
 
 __all__ = list(_SAVED_MODEL_NAMES) + list(_SUBMODULES)
 
 
 def __getattr__(name):
-    if name in _SAVED_MODEL_NAMES:
-        value = getattr(importlib.import_module(f"{__name__}.saved_model"), name)
-    elif name in _SUBMODULES:
-        value = importlib.import_module(f"{__name__}.{name}")
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+    return lazy.attribute(globals(), name, dict.fromkeys(_SAVED_MODEL_NAMES, f"{__name__}.saved_model"), _SUBMODULES)
 
 
 def __dir__():
-    return sorted(set(globals()) | set(__all__))
+    return lazy.names(globals())

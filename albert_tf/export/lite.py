@@ -45,7 +45,6 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf import registry
 from albert_tf.export import saved_model as export_lib
 from albert_tf.text import tokenization
 from albert_tf.config import AlbertConfig, check_max_seq_length
@@ -292,21 +291,10 @@ def export_tflite_from_checkpoint(input_path, output_dir, model="encoder", num_l
     `export_kwargs` are `export_tflite` arguments (`max_seq_length`, `batch_size`, `quantize`,
     `calibration_file`, `do_lower_case`, ...).
     """
-    from albert_tf.checkpoints import load_pretrained, resolve_source  # Only when loading a checkpoint.
-
     if model not in export_lib.MODEL_KINDS:
         raise InputError(f"`model` must be one of {', '.join(export_lib.MODEL_KINDS)}. Received: `model={model!r}`.")
-    kind = registry.get(model)
-    with resolve_source(input_path) as source:
-        config = albert_config_file or source.config_file
-        if config is None:
-            raise InputError(f"No `albert_config.json` found with `{input_path}`; pass `albert_config_file`.")
-        spm_model_file = spm_model_file or source.spm_model_file
-        if spm_model_file is not None and not tf.io.gfile.exists(spm_model_file):
-            raise InputError(f"`spm_model_file` not found: `{spm_model_file}`.")
-        # Heads must come from the checkpoint: an export with a freshly initialised head would serve noise.
-        net = load_pretrained(kind.model_class, source.checkpoint_prefix, config=config, allow_missing_heads=False,
-                              **kind.model_kwargs(num_labels))
+    with export_lib.model_from_checkpoint(input_path, model, num_labels, albert_config_file,
+                                          spm_model_file) as (net, config, spm_model_file):
         return export_tflite(net, output_dir, spm_model_file=spm_model_file, config=config, **export_kwargs)
 
 

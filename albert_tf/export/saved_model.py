@@ -36,6 +36,7 @@ loader cannot run. Every signature is a `tf.function` with an explicit
 `input_signature`, so int32 inputs stay int32 and a wrong dtype or rank is rejected by the signature.
 """
 
+import contextlib
 import inspect
 import os
 import re
@@ -399,6 +400,21 @@ def export_from_checkpoint(input_path, export_dir, model="encoder", num_labels=2
         str, the version directory written.
     """
     _spec_for_kind(model)                     # Refuses a kind without a serving spec.
+    with model_from_checkpoint(input_path, model, num_labels, albert_config_file, spm_model_file) as loaded:
+        net, config, spm_model_file = loaded
+        if spm_model_file is None:
+            logging.warning("No SentencePiece model given or found with `%s`: exporting without `serve_text`.",
+                            input_path)
+        return export_saved_model(net, export_dir, spm_model_file=spm_model_file, config=config,
+                                  **export_kwargs)
+
+
+@contextlib.contextmanager
+def model_from_checkpoint(input_path, model, num_labels=2, albert_config_file=None, spm_model_file=None):
+    """Yields `(net, config, spm_model_file)`: the `model` kind's Keras model with all its weights (heads
+    included) from the checkpoint source `input_path`, its config, and the SentencePiece model (given, else the
+    source's, else None), checked against the config's `vocab_size`. The source stays open in the block (a
+    `.tar.gz` is extracted for it), so the export can copy its files."""
     kind = registry.get(model)
     with resolve_source(input_path) as source:
         config = albert_config_file or source.config_file
@@ -414,9 +430,5 @@ def export_from_checkpoint(input_path, export_dir, model="encoder", num_labels=2
         # Heads must come from the checkpoint: an export with a freshly initialised head would serve noise.
         net = load_pretrained(kind.model_class, source.checkpoint_prefix, config=config,
                               allow_missing_heads=False, **kind.model_kwargs(num_labels))
-        if spm_model_file is None:
-            logging.warning("No SentencePiece model given or found with `%s`: exporting without `serve_text`.",
-                            input_path)
-        return export_saved_model(net, export_dir, spm_model_file=spm_model_file, config=config,
-                                  **export_kwargs)
+        yield net, config, spm_model_file
 

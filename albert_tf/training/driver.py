@@ -165,6 +165,15 @@ class Task(abc.ABC):
         return stages
 
 
+def results_after_training(stages):
+    """`stages` without `train`, the evaluation's `best_step` 0 when the initial weights were scored (no
+    checkpoint): the result of the RACE and NER tasks."""
+    result = {key: value for key, value in stages.items() if key != "train"}
+    if "eval" in result and result["eval"]["best_step"] is None:
+        result["eval"]["best_step"] = 0      # the initial weights were scored
+    return result
+
+
 # --- sources, runtime and checks -------------------------------------------------------------------------
 
 

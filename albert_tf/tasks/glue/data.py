@@ -27,7 +27,7 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf import fileio
-from albert_tf.text import tokenization
+from albert_tf.text import packing, tokenization
 from albert_tf.data import features as features_lib
 from albert_tf.data.features import Feature
 from albert_tf.data import record_stream as positional
@@ -35,9 +35,7 @@ from albert_tf.errors import InputError
 
 # The TFRecord schema (`classifier_utils.file_based_convert_examples_to_features`): label_ids is float32 for STS-B.
 CLASSIFIER = (
-    Feature("input_ids", tf.int64, "seq"),
-    Feature("input_mask", tf.int64, "seq"),
-    Feature("segment_ids", tf.int64, "seq"),
+    *features_lib.tokens(),
     Feature("label_ids", tf.int64, "scalar"),
     Feature("is_real_example", tf.int64, "scalar"),
 )
@@ -476,15 +474,6 @@ def get_processor(task_name, use_spm=True, do_lower_case=True):
 
 # --- features ---
 
-def truncate_seq_pair(tokens_a, tokens_b, max_length):
-    """Truncates in place, one token at a time from the end of the longer list (ties: `tokens_b`)."""
-    while len(tokens_a) + len(tokens_b) > max_length:
-        if len(tokens_a) > len(tokens_b):
-            tokens_a.pop()
-        else:
-            tokens_b.pop()
-
-
 def convert_single_example(ex_index, example, label_list, max_seq_length, tokenizer, task_name):
     """One `InputExample` -> `InputFeatures`, exactly as the original `convert_single_example`.
 
@@ -507,7 +496,7 @@ def convert_single_example(ex_index, example, label_list, max_seq_length, tokeni
         tokens_b = tokenizer.tokenize(example.text_b)
     if tokens_b:
         # [CLS], [SEP], [SEP].
-        truncate_seq_pair(tokens_a, tokens_b, max_seq_length - 3)
+        packing.truncate_pair(tokens_a, tokens_b, max_seq_length - 3)
     elif len(tokens_a) > max_seq_length - 2:
         # [CLS], [SEP].
         tokens_a = tokens_a[0:(max_seq_length - 2)]

@@ -36,9 +36,7 @@ SPLIT_FILES = {"train": ("train.txt",), "dev": ("valid.txt", "dev.txt"), "test":
 
 # The TFRecord schema: the GLUE token features, a label id per position, and whether the window is real.
 TOKEN_CLASSIFICATION = (
-    Feature("input_ids", tf.int64, "seq"),
-    Feature("input_mask", tf.int64, "seq"),
-    Feature("segment_ids", tf.int64, "seq"),
+    *features_lib.tokens(),
     Feature("label_ids", tf.int64, "seq"),
     Feature("is_real_example", tf.int64, "scalar"),
 )

@@ -142,10 +142,7 @@ class NerTask(driver.Task):
                    spm_model_file=spm_model_file, shuffle_seed=runtime.random_seed)
 
     def results(self, stages):
-        result = {key: value for key, value in stages.items() if key != "train"}
-        if "eval" in result and result["eval"]["best_step"] is None:
-            result["eval"]["best_step"] = 0      # the initial weights were scored
-        return result
+        return driver.results_after_training(stages)
 
     def build_model(self, config, **model_kwargs):
         return AlbertTokenClassifier(config, num_labels=len(self.labels), labels=self.labels,

@@ -8,5 +8,11 @@ local or Apache Beam), its reader, the pretrainer head (MLM + SOP) and the `run_
 """
 
 # The Keras classes of `model`, known by name before TensorFlow loads (`albert_tf.keras_names`,
-# `albert_tf.__all__`); this module imports nothing.
+# `albert_tf.__all__`); this module imports nothing at import time.
 KERAS_CLASSES = ('AlbertPretrainer',)
+
+
+def create_pretraining_data():
+    """Console script `albert-create-pretraining-data` (setup.cfg): `create_data.main` after a quiet TF start."""
+    from albert_tf import cli  # pylint: disable=import-outside-toplevel  # TensorFlow loads after the backend pick.
+    cli.run_module("albert_tf.tasks.pretraining.create_data")

@@ -2,13 +2,11 @@
 
 import tensorflow as tf
 
-from albert_tf.data.features import Feature
+from albert_tf.data.features import Feature, tokens
 
 # "seq" = max_seq_length, "pred" = max_predictions_per_seq.
 PRETRAINING = (
-    Feature("input_ids", tf.int64, "seq"),
-    Feature("input_mask", tf.int64, "seq"),
-    Feature("segment_ids", tf.int64, "seq"),
+    *tokens(),
     Feature("token_boundary", tf.int64, "seq"),
     Feature("masked_lm_positions", tf.int64, "pred"),
     Feature("masked_lm_ids", tf.int64, "pred"),

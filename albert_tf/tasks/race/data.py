@@ -37,9 +37,7 @@ NO_LABEL = -1  # `label_ids` of a question without an answer (prediction-only da
 
 # The TFRecord schema (`race_utils`): the 4 choices concatenated, "choices_seq" = 4 * max_seq_length.
 RACE = (
-    Feature("input_ids", tf.int64, "choices_seq"),
-    Feature("input_mask", tf.int64, "choices_seq"),
-    Feature("segment_ids", tf.int64, "choices_seq"),
+    *features_lib.tokens("choices_seq"),
     Feature("label_ids", tf.int64, "scalar"),
     Feature("is_real_example", tf.int64, "scalar"),
 )

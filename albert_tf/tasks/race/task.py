@@ -225,10 +225,7 @@ class RaceTask(driver.Task):
                    seed=runtime.random_seed)
 
     def results(self, stages):
-        result = {key: value for key, value in stages.items() if key != "train"}
-        if "eval" in result and result["eval"]["best_step"] is None:
-            result["eval"]["best_step"] = 0      # the initial weights were scored
-        return result
+        return driver.results_after_training(stages)
 
     def build_model(self, config, **model_kwargs):
         return AlbertRace(config, dropout_prob=self.options.dropout_prob, **model_kwargs)

@@ -55,9 +55,7 @@ EVAL_FEATURES_VERSION = 1
 # The TFRecord schema (`squad_utils.FeatureWriter`); SQUAD_TRAINING only in training files.
 SQUAD = (
     Feature("unique_ids", tf.int64, "scalar"),
-    Feature("input_ids", tf.int64, "seq"),
-    Feature("input_mask", tf.int64, "seq"),
-    Feature("segment_ids", tf.int64, "seq"),
+    *feature_schema.tokens(),
     Feature("p_mask", tf.int64, "seq"),
 )
 SQUAD_TRAINING = (
