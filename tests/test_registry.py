@@ -1,6 +1,6 @@
 """The model-kind registry: the built-in kinds, a kind added by a test alone, and heads the registry does not map.
 
-The toy token tagger below is defined and registered only here (`ToyTagger`: TF1 `tagger/output_weights`,
+The toy token tagger below is defined and registered only here (`AlbertToyTagger`: TF1 `tagger/output_weights`,
 `tagger/output_bias`; transformers' `AlbertForTokenClassification` `classifier.weight`, `classifier.bias`); the
 converter, export, the Hugging Face writer and reader and `from_pretrained` must know it with no other edit.
 References are NumPy on the stored arrays (read with the `safetensors` package) and the original names written
@@ -36,7 +36,7 @@ CONFIG = dict(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers
 TOY_HEAD = "toy_tagger"
 
 
-class ToyTagger(PretrainedMixin, keras.Model):
+class AlbertToyTagger(PretrainedMixin, keras.Model):
     """A token tagger: `sequence_output` -> `tagger/output_weights [num_labels, H]`, `output_bias`."""
 
     _CONFIG_ARGUMENTS = ("num_labels",)
@@ -63,7 +63,7 @@ class ToySpec(ServingSpec):
         return {"logits": out["logits"]}
 
 
-class ToyPartial(ToyTagger):
+class ToyPartial(AlbertToyTagger):
     """Registered below with a row for `output_weights` only: its `output_bias` has no row."""
 
 
@@ -82,7 +82,7 @@ def toy_kind():
                          hf_links=(Link("tagger/output_weights", "classifier.weight"),
                                    Link("tagger/output_bias", "classifier.bias")))
     kind = registry.register(registry.ModelKind(
-        name="toy_tagger", model_class=ToyTagger, heads=(head,), serving_spec=ToySpec(),
+        name="toy_tagger", model_class=AlbertToyTagger, heads=(head,), serving_spec=ToySpec(),
         hf_architecture="AlbertForToyTagging", labels_variable="tagger/output_weights"))
     yield kind
     registry.unregister(kind.name)
@@ -99,7 +99,7 @@ def _release(model, directory):
     os.makedirs(directory, exist_ok=True)
     model.config.to_json_file(os.path.join(directory, "albert_config.json"))
     extra = []
-    if isinstance(model, ToyTagger):
+    if isinstance(model, AlbertToyTagger):
         extra = [("tagger/output_weights", model.tagger_head.output_weights),
                  ("tagger/output_bias", model.tagger_head.output_bias)]
     oc.save_original_checkpoint(model, os.path.join(directory, "model.ckpt-best"), slots=(), extra=extra)
@@ -147,23 +147,23 @@ def test_builtin_checkpoint_names_are_the_originals():
 
 def test_a_kind_registered_by_a_test_is_known_everywhere(toy_kind, tmp_path):
     config = AlbertConfig(**CONFIG)
-    model = ToyTagger(config, num_labels=5)
+    model = AlbertToyTagger(config, num_labels=5)
     release = _release(model, tmp_path / "release")
     assert detect_model(CheckpointReader(os.path.join(release, "model.ckpt-best"))) == ("toy_tagger",
                                                                                       {"num_labels": 5})
     expected = model(_inputs())["logits"].numpy()
 
     # from_pretrained: the original names, then our TF2 checkpoint.
-    np.testing.assert_allclose(ToyTagger.from_pretrained(release, num_labels=5)(_inputs())["logits"], expected,
+    np.testing.assert_allclose(AlbertToyTagger.from_pretrained(release, num_labels=5)(_inputs())["logits"], expected,
                                rtol=1e-6, atol=1e-6)
     prefix = oc.save_our_checkpoint(model, str(tmp_path / "ours" / "model.ckpt-1"))
-    restored = ToyTagger(config, num_labels=5)
+    restored = AlbertToyTagger(config, num_labels=5)
     assert restore_checkpoint(restored, prefix).loaded == ["encoder", "tagger_head"]
     np.testing.assert_allclose(restored(_inputs())["logits"], expected, rtol=1e-6, atol=1e-6)
 
     # --format=hf: transformers' AlbertForTokenClassification names; read back by from_pretrained.
     result = convert(release, str(tmp_path / "hf"), output_format="hf")
-    assert result["model"] == "ToyTagger"
+    assert result["model"] == "AlbertToyTagger"
     hf_config = json.load(open(tmp_path / "hf" / "config.json"))
     assert hf_config["architectures"] == ["AlbertForToyTagging"] and len(hf_config["id2label"]) == 5
     stored = load_file(str(tmp_path / "hf" / "model.safetensors"))
@@ -171,7 +171,7 @@ def test_a_kind_registered_by_a_test_is_known_everywhere(toy_kind, tmp_path):
     np.testing.assert_array_equal(weight, model.tagger_head.output_weights.numpy())
     sequence = AlbertModel.from_pretrained(str(tmp_path / "hf"))(_inputs())["sequence_output"].numpy()
     np.testing.assert_allclose(sequence @ weight.T + bias, expected, rtol=1e-5, atol=1e-5)
-    from_hf = ToyTagger.from_pretrained(str(tmp_path / "hf"), num_labels=5)
+    from_hf = AlbertToyTagger.from_pretrained(str(tmp_path / "hf"), num_labels=5)
     np.testing.assert_allclose(from_hf(_inputs())["logits"], expected, rtol=1e-5, atol=1e-5)
     # The same transformers names still read as the sequence classifier's in a sequence classifier's directory.
     classifier = AlbertClassifier(config, num_labels=5)

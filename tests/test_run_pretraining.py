@@ -241,7 +241,7 @@ def test_cli_flags_and_run(data, tmp_path):
               "from absl import flags; "
               "print(json.dumps({n: flags.FLAGS[n].default for n in flags.FLAGS "
               "if flags.FLAGS.find_module_defining_flag(n) in ('run_pretraining', "
-              "'albert_tf.training.flags')}))")
+              "'albert_tf.training.options')}))")
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]

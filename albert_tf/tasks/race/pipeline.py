@@ -7,7 +7,7 @@
 import numpy as np
 
 from albert_tf import registry
-from albert_tf.data.features import RACE_NUM_CHOICES
+from albert_tf.tasks.race.data import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
 from albert_tf.pipelines import Pipeline
 from albert_tf.tasks.race import data as race
