@@ -14,7 +14,6 @@ selection: every checkpoint scored, the best kept) beside the published score of
 """
 
 import dataclasses
-import inspect
 import json
 import os
 import re
@@ -27,9 +26,10 @@ from absl import logging
 from albert_tf import cli
 from albert_tf.errors import InputError
 from albert_tf.fileio import write_text_atomic
-from albert_tf.tasks.glue.task import hparams_preset, run_classifier
-from albert_tf.tasks.race.task import run_race
-from albert_tf.tasks.squad.task import run_squad
+from albert_tf.tasks.glue.task import ClassifierOptions, hparams_preset, run_classifier
+from albert_tf.tasks.race.task import RaceOptions, run_race
+from albert_tf.tasks.squad.task import SquadOptions, run_squad
+from albert_tf.training import options as options_lib
 
 RESULTS_FILE = "results.md"
 TASK_RESULT_FILE = "reproduce_result.json"
@@ -113,14 +113,16 @@ def task_arguments(task, recipe="release", model_name=None, overrides=None):
     overrides = overrides or {}
     values.update(overrides.get("*", {}))
     values.update(overrides.get(task, {}))
-    accepted = inspect.signature(_runner(task)).parameters
+    accepted = {field.name for cls in (_options_class(task), options_lib.RuntimeOptions)
+                for field in options_lib.option_fields(cls)}
     return {key: value for key, value in values.items() if key in accepted}
 
 
-def _runner(task):
+def _options_class(task):
+    """The options dataclass of `task`'s runner (the keywords it takes, with `RuntimeOptions`')."""
     if task in GLUE_TASKS:
-        return run_classifier
-    return run_squad if task.startswith("squad") else run_race
+        return ClassifierOptions
+    return SquadOptions if task.startswith("squad") else RaceOptions
 
 
 def _squad_files(squad_dir, task):
