@@ -47,6 +47,15 @@ def assert_close(actual, expected, what):
                                atol=2e-6, err_msg=what)
 
 
+def assert_same_choices(actual, expected, field):
+    """The top-k indices `field` (e.g. `end_top_index`) of two runs are the same, but where two candidates score
+    the same within `assert_close`'s tolerance XLA may rank them the other way: an index may differ only where
+    its score (`end_top_log_probs`) is the reference's."""
+    scores = field.replace("_index", "_log_probs")
+    differ = np.asarray(actual[field]) != np.asarray(expected[field])
+    assert_close(np.asarray(actual[scores])[differ], np.asarray(expected[scores])[differ], f"{field} (a tie)")
+
+
 def assert_static(dataset):
     for spec in tf.nest.flatten(dataset.element_spec):
         assert spec.shape.is_fully_defined(), dataset.element_spec
@@ -160,11 +169,12 @@ def test_squad(data, tmp_path, v2):
                                                                      jit_compile=jit)}
     assert sorted(results[True]) == sorted(results[False]) and len(results[False]) == count
     for unique_id, reference in results[False].items():
+        compiled = results[True][unique_id]._asdict()
         for field, value in reference._asdict().items():
             if "index" in field:
-                assert list(results[True][unique_id]._asdict()[field]) == list(value), field
+                assert_same_choices(compiled, reference._asdict(), field)
             else:
-                assert_close(results[True][unique_id]._asdict()[field], value, field)
+                assert_close(compiled[field], value, field)
     # The task's own stage under XLA: padded batches, scored with the official metrics.
     task.jit_compile = True
     metrics = task.evaluate(model)
