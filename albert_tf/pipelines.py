@@ -53,6 +53,7 @@ from albert_tf.export import lite
 from albert_tf.export import metadata as export_metadata
 from albert_tf.models.albert_model import AlbertModel, as_config, compile_forward
 from albert_tf.text import ops as text_ops
+from albert_tf.text import modes as text_modes
 from albert_tf.text import packing, tokenization
 
 _EXPORT_CONFIG = os.path.join("assets", "albert_config.json")
@@ -204,15 +205,15 @@ def split_options(options):
 
 
 def default_lengths(cls, options, longest):
-    """Fills the length options not given (`max_seq_length`, and `max_query_length` / `max_qa_length`) with the
-    task's defaults capped at `longest`: the export's length, or the model's `max_position_embeddings`."""
+    """Fills the length options not given (`max_seq_length`, and the task's text-mode lengths such as a question
+    limit) with the task's defaults capped at `longest` (the export's length, or the model's
+    `max_position_embeddings`), each text-mode length cut to leave its packing room (`text.modes.Length.room`)."""
     if "max_seq_length" not in cls.defaults or not longest:
         return
     length = options.setdefault("max_seq_length", min(cls.defaults["max_seq_length"], int(longest)))
-    if "max_query_length" in cls.defaults:   # the original's rule: max_seq_length > max_query_length + 3
-        options.setdefault("max_query_length", min(cls.defaults["max_query_length"], length - 4))
-    if "max_qa_length" in cls.defaults:
-        options.setdefault("max_qa_length", min(cls.defaults["max_qa_length"], length - 3))
+    for name, mode_length in text_modes.lengths().items():
+        if name in cls.defaults and mode_length.room is not None:
+            options.setdefault(name, min(cls.defaults[name], length - mode_length.room))
 
 
 # --- The shared base -------------------------------------------------------------------------------------------

@@ -595,4 +595,4 @@ def test_serving_specs_are_looked_up_by_class():
                                                                 ("input_ids", "input_mask", "segment_ids")}
     assert set(export.example_feature_spec("squad_v2", 8)) == {"input_ids", "input_mask", "segment_ids",
                                                                "unique_ids", "p_mask"}
-    assert export.example_feature_spec("pretrainer", 8, 3)["masked_lm_positions"].shape == [3]
+    assert export.example_feature_spec("pretrainer", 8, max_predictions_per_seq=3)["masked_lm_positions"].shape == [3]

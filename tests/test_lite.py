@@ -353,7 +353,7 @@ def test_text_calibration_is_packed_by_each_kind_serving_spec(tmp_path):
         path = tmp_path / f"{kind}.txt"
         path.write_text(line + "\n")
         rows = lite.calibration_features(str(path), KINDS[kind](config), seq, spm_file, max_predictions_per_seq=3)
-        shapes = lite.input_shapes(KINDS[kind](config), 1, seq, 3)
+        shapes = lite.input_shapes(KINDS[kind](config), 1, seq, max_predictions_per_seq=3)
         assert rows and all(sorted(row) == sorted(shapes) for row in rows), kind
         for row in rows:
             for name, shape in shapes.items():

@@ -5,6 +5,7 @@ from absl import app, flags
 
 from albert_tf import cli
 from albert_tf.export import saved_model as export_lib
+from albert_tf.text import modes as text_modes
 
 CLI_HELP = (
     "Exports an ALBERT checkpoint as a TF Serving SavedModel. Reads --input (a Google TF1 checkpoint, release "
@@ -35,9 +36,8 @@ def _define_flags():
     flags.DEFINE_bool("do_lower_case", True, "Lower-case raw text (True for the English releases).")
     flags.DEFINE_integer("version", None, "Version subdirectory (default: the next integer).")
     flags.DEFINE_float("threshold", None, "Classifier only: a constant `threshold` output.")
-    flags.DEFINE_integer("max_predictions_per_seq", 20, "Pretrainer tf.Example `masked_lm_positions` length.")
-    flags.DEFINE_integer("max_query_length", 64, "SQuAD serve_text: question tokens kept.")
-    flags.DEFINE_integer("max_qa_length", 128, "RACE serve_text: question+option tokens kept (the last).")
+    for length in text_modes.lengths().values():   # the packing lengths of the tasks' text modes
+        flags.DEFINE_integer(length.name, length.default, length.help)
     flags.DEFINE_bool("serve_text", True, "Export the raw-text signature (needs the tensorflow-text ops in the "
                       "server); --noserve_text exports core ops only.")
     flags.DEFINE_bool("warmup", None, "Write TF Serving's warm-up requests (assets.extra/tf_serving_warmup_requests, "
@@ -54,6 +54,11 @@ def _define_flags():
     flags.mark_flags_as_required(["input", "export_dir"])
 
 
+def _lengths(flag_values):
+    """The text modes' lengths given on the command line."""
+    return {name: flag_values[name].value for name in text_modes.lengths()}
+
+
 def _run(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
@@ -67,7 +72,7 @@ def _run(argv):
             f.input, f.export_dir, model=f.model, num_labels=f.num_labels, albert_config_file=f.albert_config_file,
             spm_model_file=f.spm_model_file, max_seq_length=f.max_seq_length, do_lower_case=f.do_lower_case,
             batch_size=f.batch_size, quantize=f.quantize, calibration_file=f.calibration_file,
-            threshold=f.threshold, max_predictions_per_seq=f.max_predictions_per_seq, labels=f.labels))
+            threshold=f.threshold, labels=f.labels, **_lengths(f)))
         return
     for name in ("quantize", "batch_size", "calibration_file", "labels"):
         if f[name].present:
@@ -75,9 +80,7 @@ def _run(argv):
     path = export_lib.export_from_checkpoint(
         f.input, f.export_dir, model=f.model, num_labels=f.num_labels, albert_config_file=f.albert_config_file,
         spm_model_file=f.spm_model_file, max_seq_length=f.max_seq_length, do_lower_case=f.do_lower_case,
-        version=f.version, threshold=f.threshold, max_predictions_per_seq=f.max_predictions_per_seq,
-        max_query_length=f.max_query_length, max_qa_length=f.max_qa_length, text_signature=f.serve_text,
-        warmup=f.warmup)
+        version=f.version, threshold=f.threshold, text_signature=f.serve_text, warmup=f.warmup, **_lengths(f))
     print(path)
 
 

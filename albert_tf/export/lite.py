@@ -46,6 +46,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.export import saved_model as export_lib
+from albert_tf.text import modes as text_modes
 from albert_tf.text import tokenization
 from albert_tf.config import AlbertConfig, check_max_seq_length
 from albert_tf.errors import InputError
@@ -64,10 +65,12 @@ DEFAULT_CALIBRATION_STEPS = 100
 # --- Conversion --------------------------------------------------------------------------------------------
 
 
-def input_shapes(model, batch_size, max_seq_length, max_predictions_per_seq=20):
+def input_shapes(model, batch_size, max_seq_length, **lengths):
     """`{name: shape}` of the fixed-shape `serving_default` inputs of `model`'s LiteRT export (its serving
-    spec's `fixed_input_shapes`)."""
-    return export_lib.serving_spec(model).fixed_input_shapes(batch_size, max_seq_length, max_predictions_per_seq)
+    spec's `fixed_input_shapes`; `lengths`: the text modes' lengths, e.g. the pretrainer's mask slots
+    `max_predictions_per_seq`, defaults for those not given)."""
+    lengths = text_modes.resolve_lengths(lengths, max_seq_length, shrink=False)
+    return export_lib.serving_spec(model).fixed_input_shapes(batch_size, max_seq_length, lengths)
 
 
 def _serving_function(model, shapes, threshold):
@@ -95,8 +98,7 @@ def _check_quantize(quantize, calibration):
         raise InputError(f"Calibration data applies to `quantize='int8'` only. Received `quantize={quantize!r}`.")
 
 
-def convert(model, max_seq_length, batch_size=1, quantize="none", calibration=None, max_predictions_per_seq=20,
-            threshold=None):
+def convert(model, max_seq_length, batch_size=1, quantize="none", calibration=None, threshold=None, **lengths):
     """The LiteRT flatbuffer (bytes) of `model` with one fixed-shape `serving_default` signature.
 
     Args:
@@ -107,16 +109,16 @@ def convert(model, max_seq_length, batch_size=1, quantize="none", calibration=No
         quantize: one of `QUANTIZATIONS`.
         calibration: for `int8`: a list of feature dicts (`{input name: int array of the input's shape without
             the batch dimension}`), e.g. from `calibration_features`.
-        max_predictions_per_seq: int, the pretrainer's `mlm_positions` width.
         threshold: optional float, the classifier's constant `threshold` output.
+        **lengths: the text modes' lengths that shape inputs (`max_predictions_per_seq`: the pretrainer's
+            `mlm_positions` width).
     """
     _check_quantize(quantize, calibration)
-    for name, value in (("max_seq_length", max_seq_length), ("batch_size", batch_size),
-                        ("max_predictions_per_seq", max_predictions_per_seq)):
+    for name, value in (("max_seq_length", max_seq_length), ("batch_size", batch_size)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise InputError(f"`{name}` must be a positive int. Received: `{name}={value!r}`.")
     check_max_seq_length(max_seq_length, model.config.max_position_embeddings)
-    shapes = input_shapes(model, int(batch_size), int(max_seq_length), int(max_predictions_per_seq))
+    shapes = input_shapes(model, int(batch_size), int(max_seq_length), **lengths)
     serve = _serving_function(model, shapes, threshold)
     serve.get_concrete_function()  # Builds an unbuilt model, so that its variables exist below.
     module = tf.Module()
@@ -173,10 +175,10 @@ def _is_tfrecord(path):
         return False
 
 
-def _tfrecord_features(path, spec, shapes, max_predictions_per_seq, limit):
+def _tfrecord_features(path, spec, shapes, lengths, limit):
     """The `serve_examples` features of the first `limit` records of `path`, as the serving spec reads them."""
     seq = shapes["input_ids"][-1]
-    example_spec = spec.example_spec(seq, max_predictions_per_seq)
+    example_spec = spec.example_spec(seq, lengths)
     rows = []
     try:
         for record in tf.data.TFRecordDataset(path).take(limit):
@@ -203,15 +205,17 @@ def _text_features(path, spec, shapes, tokenizer, do_lower_case, limit):
 
 
 def calibration_features(path, model, max_seq_length, spm_model_file=None, do_lower_case=True, batch_size=1,
-                         max_predictions_per_seq=20, limit=DEFAULT_CALIBRATION_STEPS):
+                         limit=DEFAULT_CALIBRATION_STEPS, **lengths):
     """Up to `limit` feature dicts for `convert(..., calibration=...)` from `path`: the task's TFRecords (the
-    `serve_examples` features), or raw text packed as the task's runner packs it (needs `spm_model_file`)."""
+    `serve_examples` features), or raw text packed as the task's runner packs it (needs `spm_model_file`);
+    `lengths` as `convert`'s."""
     if not tf.io.gfile.exists(path):
         raise InputError(f"`calibration_file` not found: `{path}`.")
     spec = export_lib.serving_spec(model)
-    shapes = input_shapes(model, batch_size, max_seq_length, max_predictions_per_seq)
+    lengths = text_modes.resolve_lengths(lengths, max_seq_length, shrink=False)
+    shapes = input_shapes(model, batch_size, max_seq_length, **lengths)
     if _is_tfrecord(path):
-        return _tfrecord_features(path, spec, shapes, max_predictions_per_seq, limit)
+        return _tfrecord_features(path, spec, shapes, lengths, limit)
     if spm_model_file is None:
         raise InputError(f"`calibration_file={path}` is text: pass `spm_model_file` to tokenize it.")
     tokenizer = tokenization.FullTokenizer(spm_model_file=spm_model_file, do_lower_case=do_lower_case)
@@ -233,12 +237,13 @@ def _labels(model, labels):
 
 def export_tflite(model, output_dir, spm_model_file=None, do_lower_case=True, max_seq_length=128, batch_size=1,
                   quantize="none", calibration_file=None, calibration=None, config=None, threshold=None,
-                  max_predictions_per_seq=20, labels=None, file_name=MODEL_FILE):
+                  labels=None, file_name=MODEL_FILE, **lengths):
     """Writes `<output_dir>/<file_name>` (LiteRT), `albert_lite.json`, `albert_config.json` and the SentencePiece
     model (see the module docstring); returns the `.tflite` path.
 
     `calibration_file` (raw text or TFRecords, for `quantize="int8"`) is read with `calibration_features`; or
     pass `calibration`, a list of feature dicts. `labels` names the classifier's outputs in the metadata.
+    `lengths` are the text modes' lengths (`convert`); those of the model's kind are recorded in the metadata.
     """
     spec = export_lib.serving_spec(model)
     kind = spec.kind
@@ -257,20 +262,21 @@ def export_tflite(model, output_dir, spm_model_file=None, do_lower_case=True, ma
         if quantize != "int8":
             raise InputError(f"`calibration_file` applies to `quantize='int8'` only. Received `quantize={quantize!r}`.")
         calibration = calibration_features(calibration_file, model, max_seq_length, spm_model_file, do_lower_case,
-                                           batch_size, max_predictions_per_seq)
-    flatbuffer = convert(model, max_seq_length, batch_size, quantize, calibration, max_predictions_per_seq,
-                         threshold)
+                                           batch_size, **lengths)
+    flatbuffer = convert(model, max_seq_length, batch_size, quantize, calibration, threshold, **lengths)
     lite = LiteModel(flatbuffer)
     metadata = {
         "format": METADATA_FORMAT, "model_kind": kind, "model_file": file_name, "signature": SIGNATURE,
         "inputs": {name: list(spec.shape) for name, spec in lite.input_specs.items()},
         "outputs": {name: list(spec.shape) for name, spec in lite.output_specs.items()},
-        "batch_size": int(batch_size), "max_seq_length": int(max_seq_length), "max_predictions_per_seq": None,
+        "batch_size": int(batch_size), "max_seq_length": int(max_seq_length),
         "num_labels": num_labels, "labels": labels, "do_lower_case": bool(do_lower_case), "quantization": quantize,
         "config_file": CONFIG_FILE, "spm_model_file": os.path.basename(spm_model_file) if proto else None,
     }
-    # The kind's own facts (the pretrainer's `max_predictions_per_seq`, SQuAD 2.0's beam sizes, ...).
-    metadata.update(spec.export_facts(model, max_predictions_per_seq, None, None))
+    # The kind's own facts: its text mode's lengths (the pretrainer's `max_predictions_per_seq`, ...) and what
+    # its serving spec adds (SQuAD 2.0's beam sizes, ...).
+    metadata.update(export_lib.kind_lengths(spec, text_modes.resolve_lengths(lengths, max_seq_length, shrink=False)))
+    metadata.update(spec.export_facts(model))
     tf.io.gfile.makedirs(output_dir)
     if proto is not None:
         copy_atomic(spm_model_file, os.path.join(output_dir, metadata["spm_model_file"]))

@@ -48,6 +48,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import registry
+from albert_tf.text import modes as text_modes
 from albert_tf.text import ops as text_ops
 from albert_tf.text import tokenization
 from albert_tf.export import metadata as metadata_lib
@@ -106,10 +107,23 @@ def model_kind(model):
     return serving_spec(model).kind
 
 
-def example_feature_spec(kind, max_seq_length, max_predictions_per_seq=20):
+def example_feature_spec(kind, max_seq_length, **lengths):
     """`{name: FixedLenFeature}` parsed by `serve_examples` for a model kind (the original TFRecord schemas of
-    `create_pretraining_data.py`, `classifier_utils.py`, `squad_utils.py`, `race_utils.py`)."""
-    return _spec_for_kind(kind).example_spec(max_seq_length, max_predictions_per_seq)
+    `create_pretraining_data.py`, `classifier_utils.py`, `squad_utils.py`, `race_utils.py`); `lengths`: the
+    text modes' lengths (the pretraining records' `max_predictions_per_seq`), defaults for those not given."""
+    spec = _spec_for_kind(kind)
+    return spec.example_spec(max_seq_length, text_modes.resolve_lengths(lengths, max_seq_length, shrink=False))
+
+
+def text_mode(spec):
+    """The text mode that the model kind of the serving spec `spec` packs raw text with."""
+    return registry.get(spec.kind).text_mode or text_modes.TEXT
+
+
+def kind_lengths(spec, lengths):
+    """`{name: value}` of the lengths (`lengths`: `text_modes.resolve_lengths`) that the text mode of `spec`'s
+    kind takes: what an export of the kind records (`max_query_length` of a SQuAD model, ...)."""
+    return {length.name: lengths[length.name] for length in text_mode(spec).lengths}
 
 
 # --- Shared pieces of the signatures ------------------------------------------------------------------------
@@ -153,7 +167,7 @@ class _ServingModule(tf.Module):
     """What is saved: the model's variables, the assets, the text pipeline and the signature functions."""
 
     def __init__(self, model, spec, config_asset, spm_asset, text_pipeline, do_lower_case, max_seq_length,
-                 max_predictions_per_seq, threshold):
+                 lengths, threshold):
         super().__init__(name="albert_serving")
         # The backing `tf.Variable`s, not the Keras 3 wrappers: a tracked wrapper saves a second copy of its
         # variable, so the session loader of TF Serving restores one set while the signatures read the other,
@@ -172,7 +186,7 @@ class _ServingModule(tf.Module):
         self.serve_tokens = _signature_fn(serve_tokens, spec.token_specs())
 
         def serve_examples(examples):
-            parsed = tf.io.parse_example(examples, spec.example_spec(max_seq_length, max_predictions_per_seq))
+            parsed = tf.io.parse_example(examples, spec.example_spec(max_seq_length, lengths))
             features, passthrough = spec.example_features(parsed, max_seq_length)
             outputs = _run_model(model, spec, features, threshold)
             outputs.update(passthrough)
@@ -236,8 +250,7 @@ def next_version(export_dir):
 
 
 def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=True, max_seq_length=512,
-                       version=None, config=None, threshold=None, max_predictions_per_seq=20,
-                       max_query_length=64, max_qa_length=128, text_signature=True, warmup=None):
+                       version=None, config=None, threshold=None, text_signature=True, warmup=None, **lengths):
     """Exports `model` as a TF Serving SavedModel in `<export_dir>/<version>/`.
 
     Args:
@@ -252,23 +265,25 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
         config: optional `AlbertConfig`/dict/JSON path saved as the `albert_config.json` asset; default: the
             model's config.
         threshold: optional float, a constant output `threshold` of the classifier signatures.
-        max_predictions_per_seq: int, length of `masked_lm_positions` in pretraining `tf.Example`s.
-        max_query_length: int, SQuAD `serve_text`: questions keep their first tokens.
-        max_qa_length: int, RACE `serve_text`: question+option keep their last tokens.
         text_signature: bool; False leaves out `serve_text` (the SentencePiece model is still an asset), so the
             export uses core TensorFlow ops only and loads in servers without the tensorflow-text ops (and in
             `saved_model_cli run` or a C++/Java program linking plain TensorFlow): the token-ids-only export.
         warmup: whether to write TF Serving's warm-up requests (`assets.extra/tf_serving_warmup_requests`, one
             `PredictionLog` per signature; `albert_tf.export.warmup`). None: when tensorflow-serving-api is installed
             (a warning otherwise); True: always (an error without the package); False: never.
+        **lengths: the packing lengths of the text modes (`albert_tf.text.modes.lengths()`, with the original
+            flags' names and defaults): `max_predictions_per_seq` (the pretraining `tf.Example`s'
+            `masked_lm_positions`), `max_query_length` (SQuAD `serve_text`: questions keep their first tokens),
+            `max_qa_length` (RACE `serve_text`: question+option keep their last tokens). The export records those
+            of the model's kind (`assets.extra/albert_export.json`).
 
     Returns:
         str, the path of the written version directory.
     """
     spec = serving_spec(model)
     warmup = _check_warmup(warmup)
-    final_dir, version = _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_length, version,
-                                                 threshold, max_query_length, max_qa_length)
+    final_dir, version, lengths = _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_length,
+                                                          version, threshold, lengths)
     config = as_config(config) if config is not None else model.config
     proto = None
     if spm_model_file is not None:
@@ -278,8 +293,7 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
     # Everything that can reject the arguments runs before anything is written.
     pipeline = None
     if proto is not None and text_signature:
-        pipeline = text_ops.TextPipeline(proto, do_lower_case, max_seq_length, model.config.vocab_size,
-                                         max_query_length, max_qa_length)
+        pipeline = text_ops.TextPipeline(proto, do_lower_case, max_seq_length, model.config.vocab_size, **lengths)
     tf.io.gfile.makedirs(export_dir)
     staging = tempfile.mkdtemp(prefix="albert_export_")  # The asset files, copied into the export by save().
     tmp_dir = os.path.join(export_dir, f".tmp-{int(version)}-{os.getpid()}")
@@ -293,14 +307,13 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
                 f.write(proto)
             spm_asset = tf.saved_model.Asset(spm_copy)
         module = _ServingModule(model, spec, tf.saved_model.Asset(config_path), spm_asset, pipeline,
-                                do_lower_case, int(max_seq_length), int(max_predictions_per_seq), threshold)
+                                do_lower_case, int(max_seq_length), lengths, threshold)
         logging.info("Exporting %s (%s) to %s", type(model).__name__, spec.kind, final_dir)
         requests = None
         if warmup:
-            requests = _warmup_requests(spec, module.signatures(), int(max_seq_length),
-                                        int(max_predictions_per_seq))
+            requests = _warmup_requests(spec, module.signatures(), int(max_seq_length), lengths)
         metadata = _metadata(model, spec, module, spm_model_file if proto is not None else None, do_lower_case,
-                             max_seq_length, max_predictions_per_seq, max_query_length, max_qa_length)
+                             max_seq_length, lengths)
         _save_then_rename(module, tmp_dir, final_dir, os.path.basename(os.path.normpath(export_dir)), requests,
                           metadata)
     finally:
@@ -309,13 +322,15 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
     return final_dir
 
 
-def _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_length, version, threshold,
-                            max_query_length, max_qa_length):
-    """Raises on arguments `export_saved_model` cannot use; returns `(version directory, version)`."""
+def _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_length, version, threshold, lengths):
+    """Raises on arguments `export_saved_model` cannot use; returns `(version directory, version, lengths)`
+    (every text mode's length: `lengths` and the defaults)."""
     if not isinstance(max_seq_length, (int, np.integer)) or max_seq_length < 3:
         raise InputError(f"`max_seq_length` must be an int >= 3. Received: `max_seq_length={max_seq_length!r}`.")
     check_max_seq_length(max_seq_length, model.config.max_position_embeddings)
-    spec.check_arguments(model, max_seq_length, max_query_length, max_qa_length, threshold)
+    lengths = text_modes.resolve_lengths(lengths, int(max_seq_length), shrink=False)
+    text_modes.check_lengths(text_mode(spec), int(max_seq_length), lengths)
+    spec.check_arguments(model, max_seq_length, threshold)
     if spm_model_file is not None and not tf.io.gfile.exists(spm_model_file):
         raise FileNotFoundError(f"`spm_model_file` not found: `{spm_model_file}`.")
     if version is None:
@@ -325,7 +340,7 @@ def _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_len
     final_dir = os.path.join(export_dir, str(int(version)))
     if tf.io.gfile.exists(final_dir):
         raise InputError(f"`{final_dir}` already exists; pass another `version` or none for the next one.")
-    return final_dir, version
+    return final_dir, version, lengths
 
 
 def _check_warmup(warmup):
@@ -341,9 +356,9 @@ def _check_warmup(warmup):
     return bool(warmup)
 
 
-def _warmup_requests(spec, signatures, max_seq_length, max_predictions_per_seq):
+def _warmup_requests(spec, signatures, max_seq_length, lengths):
     """`{signature: {input: value}}`: one warm-up request per signature (`albert_tf.export.warmup`)."""
-    examples = warmup_lib.example_bytes(spec.example_spec(max_seq_length, max_predictions_per_seq))
+    examples = warmup_lib.example_bytes(spec.example_spec(max_seq_length, lengths))
     requests = {}
     for name, fn in signatures.items():
         specs = {arg.name: arg for arg in fn.input_signature}
@@ -351,14 +366,14 @@ def _warmup_requests(spec, signatures, max_seq_length, max_predictions_per_seq):
     return requests
 
 
-def _metadata(model, spec, module, spm_model_file, do_lower_case, max_seq_length, max_predictions_per_seq,
-              max_query_length, max_qa_length):
+def _metadata(model, spec, module, spm_model_file, do_lower_case, max_seq_length, lengths):
     """The content of `assets.extra/albert_export.json` (`albert_tf.export.metadata`)."""
     facts = {"kind": spec.kind, "model_class": type(model).__name__, "max_seq_length": int(max_seq_length),
              "do_lower_case": bool(do_lower_case), "signatures": sorted(module.signatures()),
              "config_file": "assets/albert_config.json",
              "spm_model_file": f"assets/{os.path.basename(spm_model_file)}" if spm_model_file else None}
-    facts.update(spec.export_facts(model, max_predictions_per_seq, max_query_length, max_qa_length))
+    facts.update(kind_lengths(spec, lengths))
+    facts.update(spec.export_facts(model))
     return facts
 
 

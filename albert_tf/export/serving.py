@@ -52,9 +52,10 @@ class ServingSpec(abc.ABC):
 
     # serve_examples: the original TFRecord features.
 
-    def example_spec(self, max_seq_length, max_predictions_per_seq):
-        """`{name: FixedLenFeature}` parsed by `serve_examples` (the token features of the GLUE schema)."""
-        del max_predictions_per_seq  # Used by the pretrainer.
+    def example_spec(self, max_seq_length, lengths):
+        """`{name: FixedLenFeature}` parsed by `serve_examples` (the token features of the GLUE schema);
+        `lengths`: every text mode's length by name (`albert_tf.text.modes.resolve_lengths`)."""
+        del lengths  # For the kinds whose records have another length (the pretrainer's mask slots).
         return features.parse_spec(features.select(features.TOKENS, TOKEN_INPUTS), seq=max_seq_length)
 
     def example_features(self, parsed, max_seq_length):
@@ -79,9 +80,10 @@ class ServingSpec(abc.ABC):
 
     # Arguments.
 
-    def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
-        """Raises ValueError on export arguments that do not fit this model class."""
-        del max_seq_length, max_query_length, max_qa_length  # Used by the task specs.
+    def check_arguments(self, model, max_seq_length, threshold):
+        """Raises ValueError on export arguments that do not fit this model class (the lengths are checked by
+        the kind's text mode, `TextMode.check`)."""
+        del max_seq_length  # For the task specs.
         if threshold is not None:
             raise InputError(f"`threshold` applies to classifiers only. Received `threshold={threshold}` for a "
                              f"{type(model).__name__}.")
@@ -91,16 +93,16 @@ class ServingSpec(abc.ABC):
     # The `albert_tf.pipeline` tasks that an export of this kind serves (`albert_tf.registry.serving_kinds`).
     pipeline_tasks = ()
 
-    def export_facts(self, model, max_predictions_per_seq, max_query_length, max_qa_length):
-        """What an export of `model` records beyond the shared fields (`albert_tf.export.metadata`): the
-        kind's own lengths and sizes. None here."""
-        del model, max_predictions_per_seq, max_query_length, max_qa_length  # Used by the task specs.
+    def export_facts(self, model):
+        """What an export of `model` records beyond the shared fields (`albert_tf.export.metadata`) and its text
+        mode's lengths: the kind's own sizes. None here."""
+        del model  # For the task specs.
         return {}
 
-    def fixed_input_shapes(self, batch_size, max_seq_length, max_predictions_per_seq):
+    def fixed_input_shapes(self, batch_size, max_seq_length, lengths):
         """`{name: shape}` of the fixed-shape `serving_default` inputs of a LiteRT export: the token specs with
         the batch dimension `batch_size` and every other unknown dimension `max_seq_length`."""
-        del max_predictions_per_seq  # Used by the pretrainer.
+        del lengths  # For the kinds with other inputs (the pretrainer's `mlm_positions`).
         return {name: [batch_size] + [max_seq_length if dim is None else int(dim)
                                       for dim in spec.shape.as_list()[1:]]
                 for name, spec in self.token_specs().items()}

@@ -6,17 +6,48 @@ own folder (`albert_tf.tasks.<task>.text_mode`) and names it in its model kind (
 so that the preprocessor finds it through the registry (`registry.text_modes()`) and names no task. A mode
 registered on its own (`registry.register_text_mode`) is found the same way.
 
+A mode's packing lengths besides `max_seq_length` (the question limit of SQuAD, the question+option limit of RACE,
+the mask slots of `masked`) are its `lengths` (`Length`: the original flag's name, default and help):
+`AlbertPreprocessor`, `TextPipeline`, the exports and `albert-export`'s flags take them by name from every
+registered mode (`lengths()`, `resolve_lengths`), so they name no task either.
+
 The preprocessor picks a mode by the inputs' structure: a dict is the mode whose `keys` it holds (the mode with
 the most keys first), anything else is `text`; a mode without `keys` (`pack_pairs` only) is only used when asked
 for by name, and packs what `text` recognises.
 """
 
 import dataclasses
+import types
 
+import numpy as np
 import tensorflow as tf
 
 from albert_tf import registry
 from albert_tf.errors import InputError
+
+
+@dataclasses.dataclass(frozen=True)
+class Length:
+    """A packing length that a text mode takes besides `max_seq_length`.
+
+    Attributes:
+        name: str, its keyword (the original's flag name, e.g. `max_query_length`).
+        default: int, the original's default.
+        help: str, what it limits (the `albert-export` flag's help).
+        room: optional int, the tokens the packing needs beside it in `max_seq_length`: a default that does not
+            fit shrinks to `max_seq_length - room` where the caller asks for that (`resolve_lengths(shrink=True)`).
+    """
+
+    name: str
+    default: int
+    help: str
+    room: int = None
+
+    def default_for(self, max_seq_length, shrink=True):
+        """The default for sequences of `max_seq_length` tokens."""
+        if shrink and self.room is not None:
+            return min(self.default, max_seq_length - self.room)
+        return self.default
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,8 +65,11 @@ class TextMode:
         pack: optional callable `(preprocessor, inputs) -> dict of int32 features`, for dict `inputs` of this mode.
         pack_pairs: optional callable `(preprocessor, text_a, text_b) -> dict of int32 features`, for sentences and
             pairs (`text_b` empty strings for single sentences); a mode with it takes what `text` recognises.
-        check: optional callable `(preprocessor)`, InputError when the preprocessor's lengths leave no room for
-            this mode's packing.
+        check: optional callable `(holder)`, InputError when the lengths of `holder` (an `AlbertPreprocessor`, a
+            `TextPipeline`, or an export's lengths: `max_seq_length` and one attribute per `Length`) leave no room
+            for this mode's packing.
+        lengths: tuple of `Length`, the packing lengths this mode takes besides `max_seq_length` (keywords of
+            `AlbertPreprocessor`, `TextPipeline` and the exports).
     """
 
     name: str
@@ -45,6 +79,7 @@ class TextMode:
     pack: object = None
     pack_pairs: object = None
     check: object = None
+    lengths: tuple = ()
 
     @property
     def takes_pairs(self):
@@ -101,6 +136,44 @@ def _pack_text(preprocessor, text_a, text_b):
 TEXT = registry.register_text_mode(TextMode(
     name="text", keys=("text_a",), layout="`text_a` (and optionally `text_b`)", validate=_validate_text,
     pack_pairs=_pack_text))
+
+
+def lengths():
+    """`{name: Length}` of the lengths of every registered mode, in mode order."""
+    found = {}
+    for mode in registry.text_modes():
+        for length in mode.lengths:
+            found.setdefault(length.name, length)
+    return found
+
+
+def positive_int(name, value, minimum=1):
+    """`value` as an int; InputError naming `name` unless it is an int >= `minimum`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise InputError(f"`{name}` must be an int >= {minimum}. Received: `{name}={value!r}`.")
+    return int(value)
+
+
+def resolve_lengths(given, max_seq_length, shrink=True):
+    """`{name: int}` of every registered length: the value in `given` (None: not given), else its default for
+    `max_seq_length` (`Length.default_for`); InputError for a name that is no mode's length or a value that is
+    not a positive int."""
+    known = lengths()
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise InputError(f"Unknown length {', '.join(f'`{name}`' for name in unknown)}: the text modes' lengths "
+                         f"are {', '.join(f'`{name}`' for name in known)}.")
+    resolved = {}
+    for name, length in known.items():
+        value = given.get(name)
+        resolved[name] = positive_int(name, length.default_for(max_seq_length, shrink) if value is None else value)
+    return resolved
+
+
+def check_lengths(mode, max_seq_length, resolved):
+    """Runs `mode.check` (when it has one) on the lengths `max_seq_length` and `resolved` (`resolve_lengths`)."""
+    if mode is not None and mode.check is not None:
+        mode.check(types.SimpleNamespace(max_seq_length=max_seq_length, **resolved))
 
 
 def get(name):

@@ -30,6 +30,7 @@ import numpy as np
 import sentencepiece as spm
 import tensorflow as tf
 
+from albert_tf.text import modes as text_modes
 from albert_tf.text import tokenization
 from albert_tf.errors import InputError, MissingPackageError
 
@@ -345,18 +346,19 @@ class TextPipeline(tf.Module):
         do_lower_case: bool, lower-case in the normalisation (the original `preprocess_text(lower=...)`).
         max_seq_length: int, L.
         vocab_size: optional int, the model's vocabulary size (the SentencePiece model may not have more pieces).
-        max_query_length: int, question length limit of question-answering packing (keep the first tokens).
-        max_qa_length: int, question+option length limit of multiple-choice packing (keep the last tokens).
         name: optional module name.
+        **lengths: the packing lengths of the registered text modes (`albert_tf.text.modes.lengths()`, e.g. the
+            question limit of question-answering packing), each an attribute of the pipeline; a length not given
+            is its mode's default.
     """
 
-    def __init__(self, spm_model_proto, do_lower_case, max_seq_length, vocab_size=None, max_query_length=64,
-                 max_qa_length=128, name="text_pipeline"):
+    def __init__(self, spm_model_proto, do_lower_case, max_seq_length, vocab_size=None, name="text_pipeline",
+                 **lengths):
         super().__init__(name=name)
         self.tokenizer = AlbertTextTokenizer(spm_model_proto, do_lower_case=do_lower_case)
         self.max_seq_length = int(max_seq_length)
-        self.max_query_length = int(max_query_length)
-        self.max_qa_length = int(max_qa_length)
+        for length, value in text_modes.resolve_lengths(lengths, self.max_seq_length, shrink=False).items():
+            setattr(self, length, value)
         ids = special_ids(spm_model_proto)
         if vocab_size is not None and self.tokenizer.vocab_size > vocab_size:
             raise InputError(f"The SentencePiece model has {self.tokenizer.vocab_size} pieces but the model's "

@@ -19,7 +19,6 @@ import hashlib
 import os
 
 import keras
-import numpy as np
 import tensorflow as tf
 
 from albert_tf import registry
@@ -57,12 +56,6 @@ def _proto_bytes(spm_model):
                      f"Received: {type(spm_model).__name__}.")
 
 
-def _positive_int(name, value, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise InputError(f"`{name}` must be an int >= {minimum}. Received: `{name}={value!r}`.")
-    return int(value)
-
-
 def string_tensors(inputs):
     """Text inputs (a string or list of strings, a tuple of them, or a dict of them) as tf.string tensors."""
     if isinstance(inputs, dict):
@@ -94,30 +87,28 @@ class AlbertPreprocessor(keras.layers.Layer):
         spm_model: bytes of the SentencePiece model, or the path of its `.model` file.
         max_seq_length: int, L, the padded length.
         do_lower_case: bool, lower-case in the normalisation (True for every English release).
-        max_query_length: optional int, SQuAD question tokens kept (the original's `--max_query_length`);
-            default 64, or `max_seq_length - 4` when that is smaller (the document needs room).
-        max_qa_length: optional int, RACE question+option tokens kept (the original's `--max_qa_length`);
-            default 128, or `max_seq_length - 3` when that is smaller.
-        max_predictions_per_seq: int, mask position slots of `mode="masked"`.
+        **kwargs: the packing lengths of the registered text modes (`albert_tf.text.modes.lengths()`), each with
+            the original's flag name and default: `max_query_length` (SQuAD question tokens kept; 64, or
+            `max_seq_length - 4` when that is smaller, so the document has room), `max_qa_length` (RACE
+            question+option tokens kept; 128, or `max_seq_length - 3`), `max_predictions_per_seq` (the mask slots
+            of `mode="masked"`; 20); each is an attribute of the layer. Other keywords go to `keras.layers.Layer`.
 
     Example:
         pre = albert_tf.AlbertPreprocessor.from_pretrained("albert_base_v2", max_seq_length=128)
         features = pre(["the movie was good ."])            # {"input_ids": [1, 128], ...}
     """
 
-    def __init__(self, spm_model, max_seq_length=DEFAULT_MAX_SEQ_LENGTH, do_lower_case=True, max_query_length=None,
-                 max_qa_length=None, max_predictions_per_seq=20, **kwargs):
+    def __init__(self, spm_model, max_seq_length=DEFAULT_MAX_SEQ_LENGTH, do_lower_case=True, **kwargs):
+        known = text_modes.lengths()
+        lengths = {name: kwargs.pop(name) for name in list(kwargs) if name in known}
         kwargs.setdefault("name", "albert_preprocessor")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
-        self.max_seq_length = _positive_int("max_seq_length", max_seq_length, 4)
-        if max_query_length is None:
-            max_query_length = min(64, self.max_seq_length - 4)
-        if max_qa_length is None:
-            max_qa_length = min(128, self.max_seq_length - 3)
-        self.max_query_length = _positive_int("max_query_length", max_query_length)
-        self.max_qa_length = _positive_int("max_qa_length", max_qa_length)
-        self.max_predictions_per_seq = _positive_int("max_predictions_per_seq", max_predictions_per_seq)
+        self.max_seq_length = text_modes.positive_int("max_seq_length", max_seq_length, 4)
+        resolved = text_modes.resolve_lengths(lengths, self.max_seq_length)
+        self.length_names = tuple(resolved)
+        for name, value in resolved.items():
+            setattr(self, name, value)
         self.do_lower_case = bool(do_lower_case)
         self._proto = self.pipeline = self.vocab_size = self._spm_sha256 = None
         if spm_model is not _PENDING:
@@ -137,9 +128,13 @@ class AlbertPreprocessor(keras.layers.Layer):
                              f"only by SHA-256 ({self._spm_sha256}): load the `.keras` file that holds the model, or "
                              "create the preprocessor with `spm_model=`.")
 
+    @property
+    def lengths(self):
+        """`{name: value}` of the text modes' packing lengths (`max_query_length`, ...)."""
+        return {name: getattr(self, name) for name in self.length_names}
+
     def _new_pipeline(self):
-        return text_ops.TextPipeline(self._proto, self.do_lower_case, self.max_seq_length,
-                                     max_query_length=self.max_query_length, max_qa_length=self.max_qa_length)
+        return text_ops.TextPipeline(self._proto, self.do_lower_case, self.max_seq_length, **self.lengths)
 
     def ensure_tokenizer(self):
         """Rebuilds the tokenizer when its SentencePiece resource is gone; call it eagerly before tracing uses.
@@ -231,8 +226,7 @@ class AlbertPreprocessor(keras.layers.Layer):
         short: Keras prints it whole in its errors."""
         config = super().get_config()
         config.update(spm_model_sha256=self._spm_sha256, max_seq_length=self.max_seq_length,
-                      do_lower_case=self.do_lower_case, max_query_length=self.max_query_length,
-                      max_qa_length=self.max_qa_length, max_predictions_per_seq=self.max_predictions_per_seq)
+                      do_lower_case=self.do_lower_case, **self.lengths)
         return config
 
     @classmethod

@@ -118,10 +118,10 @@ class ClassifierSpec(ServingSpec):
             outputs["threshold"] = tf.fill(tf.shape(out["predictions"])[:1], tf.constant(threshold, tf.float32))
         return outputs
 
-    def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
+    def check_arguments(self, model, max_seq_length, threshold):
         pass  # Every argument applies.
 
-    def export_facts(self, model, max_predictions_per_seq, max_query_length, max_qa_length):
+    def export_facts(self, model):
         return {"num_labels": int(model.num_labels)}
 
 

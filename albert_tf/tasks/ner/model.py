@@ -208,7 +208,7 @@ class TokenClassifierSpec(ServingSpec):
         return {"tags": outputs["word_tags"], "predictions": outputs["word_predictions"],
                 "scores": outputs["word_scores"], "input_ids": features["input_ids"]}
 
-    def export_facts(self, model, max_predictions_per_seq, max_query_length, max_qa_length):
+    def export_facts(self, model):
         return {"num_labels": int(model.num_labels)}
 
 

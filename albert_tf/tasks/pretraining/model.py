@@ -139,10 +139,10 @@ class PretrainerSpec(ServingSpec):
                 "mlm_logits": out["mlm_logits"],                                         # [batch, P, V]
                 "sop_log_probs": tf.nn.log_softmax(tf.cast(out["sop_logits"], tf.float32), axis=-1)}
 
-    def example_spec(self, max_seq_length, max_predictions_per_seq):
+    def example_spec(self, max_seq_length, lengths):
         names = TOKEN_INPUTS + ("masked_lm_positions",)
         return features.parse_spec(features.select(PRETRAINING, names), seq=max_seq_length,
-                                   pred=max_predictions_per_seq)
+                                   pred=lengths[text_mode.MAX_PREDICTIONS_PER_SEQ.name])
 
     def example_features(self, parsed, max_seq_length):
         features, passthrough = super().example_features(parsed, max_seq_length)
@@ -159,12 +159,9 @@ class PretrainerSpec(ServingSpec):
         outputs["mlm_predictions"] = tf.argmax(outputs["mlm_logits"], axis=-1, output_type=tf.int32)
         return outputs
 
-    def export_facts(self, model, max_predictions_per_seq, max_query_length, max_qa_length):
-        return {"max_predictions_per_seq": int(max_predictions_per_seq)}
-
-    def fixed_input_shapes(self, batch_size, max_seq_length, max_predictions_per_seq):
-        shapes = super().fixed_input_shapes(batch_size, max_seq_length, max_predictions_per_seq)
-        shapes["mlm_positions"] = [batch_size, max_predictions_per_seq]
+    def fixed_input_shapes(self, batch_size, max_seq_length, lengths):
+        shapes = super().fixed_input_shapes(batch_size, max_seq_length, lengths)
+        shapes["mlm_positions"] = [batch_size, lengths[text_mode.MAX_PREDICTIONS_PER_SEQ.name]]
         return shapes
 
     def calibration_rows(self, fields, path, number, tokenizer, do_lower_case, shapes):

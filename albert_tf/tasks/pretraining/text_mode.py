@@ -12,4 +12,7 @@ def _pack_masked(preprocessor, text_a, text_b):
     return features
 
 
-MASKED = modes.TextMode(name="masked", pack_pairs=_pack_masked)
+# The original's `--max_predictions_per_seq`: the mask slots of raw text and of the pretraining tf.Examples.
+MAX_PREDICTIONS_PER_SEQ = modes.Length("max_predictions_per_seq", 20,
+                                       "Pretrainer tf.Example `masked_lm_positions` length.")
+MASKED = modes.TextMode(name="masked", pack_pairs=_pack_masked, lengths=(MAX_PREDICTIONS_PER_SEQ,))

@@ -130,7 +130,7 @@ class RaceSpec(ServingSpec):
     def outputs(self, out, threshold):
         return {"logits": out["logits"], "probabilities": out["probabilities"], "predictions": out["predictions"]}
 
-    def example_spec(self, max_seq_length, max_predictions_per_seq):
+    def example_spec(self, max_seq_length, lengths):
         return features.parse_spec(features.select(RACE, TOKEN_INPUTS),
                                    choices_seq=max_seq_length * RACE_NUM_CHOICES)
 
@@ -146,15 +146,6 @@ class RaceSpec(ServingSpec):
     def text_features(self, pipeline, texts):
         return text_mode.pack_race_texts(pipeline, texts["article"], texts["question"], texts["options"],
                                          RACE_NUM_CHOICES)                               # [batch, 4, L]
-
-    def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
-        if max_qa_length > max_seq_length - 3:
-            raise InputError(f"`max_qa_length={max_qa_length}` leaves no room in `max_seq_length={max_seq_length}`: "
-                             "need max_qa_length <= max_seq_length - 3.")
-        super().check_arguments(model, max_seq_length, max_query_length, max_qa_length, threshold)
-
-    def export_facts(self, model, max_predictions_per_seq, max_query_length, max_qa_length):
-        return {} if max_qa_length is None else {"max_qa_length": int(max_qa_length)}
 
     def calibration_rows(self, fields, path, number, tokenizer, do_lower_case, shapes):
         """`article<TAB>question<TAB>option 1<TAB>...<TAB>option 4`, packed as `race.encode_example`."""

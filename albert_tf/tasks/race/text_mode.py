@@ -94,6 +94,9 @@ def _check(preprocessor):
                          f"{preprocessor.max_seq_length}`: need max_qa_length <= max_seq_length - 3.")
 
 
+# The original's `--max_qa_length`; `[CLS] article [SEP] question+option [SEP]` needs it <= max_seq_length - 3.
+MAX_QA_LENGTH = modes.Length("max_qa_length", 128, "RACE serve_text: question+option tokens kept (the last).",
+                             room=3)
 RACE = modes.TextMode(name="race", keys=("article", "question", "options"),
                       layout="`article`, `question` and `options` (RACE)", validate=_validate, pack=_pack,
-                      check=_check)
+                      check=_check, lengths=(MAX_QA_LENGTH,))

@@ -286,7 +286,7 @@ class SquadV1Spec(ServingSpec):
     # predict; a client may leave it out.
     example_names = TOKEN_INPUTS + ("unique_ids",)
 
-    def example_spec(self, max_seq_length, max_predictions_per_seq):
+    def example_spec(self, max_seq_length, lengths):
         return features.parse_spec(features.select(SQUAD, self.example_names), defaults={"unique_ids": 0},
                                    seq=max_seq_length)
 
@@ -301,16 +301,6 @@ class SquadV1Spec(ServingSpec):
         features = text_mode.pack_squad_texts(pipeline, texts["question"], texts["context"])
         features.pop("p_mask")
         return features
-
-    def check_arguments(self, model, max_seq_length, max_query_length, max_qa_length, threshold):
-        if max_seq_length <= max_query_length + 3:
-            # The original's `validate_flags_or_throw` rule: the document needs room after the question.
-            raise InputError(f"`max_seq_length={max_seq_length}` must be greater than `max_query_length="
-                             f"{max_query_length}` + 3.")
-        super().check_arguments(model, max_seq_length, max_query_length, max_qa_length, threshold)
-
-    def export_facts(self, model, max_predictions_per_seq, max_query_length, max_qa_length):
-        return {} if max_query_length is None else {"max_query_length": int(max_query_length)}
 
     def calibration_rows(self, fields, path, number, tokenizer, do_lower_case, shapes):
         """`question<TAB>context`, in `run_squad.py`'s doc-stride windows (stride 128, questions of 64 pieces)."""
@@ -352,8 +342,8 @@ class SquadV2Spec(SquadV1Spec):
     def text_features(self, pipeline, texts):
         return text_mode.pack_squad_texts(pipeline, texts["question"], texts["context"])
 
-    def export_facts(self, model, max_predictions_per_seq, max_query_length, max_qa_length):
-        facts = super().export_facts(model, max_predictions_per_seq, max_query_length, max_qa_length)
+    def export_facts(self, model):
+        facts = super().export_facts(model)
         facts.update(start_n_top=int(model.start_n_top), end_n_top=int(model.end_n_top))
         return facts
 

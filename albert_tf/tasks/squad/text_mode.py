@@ -50,5 +50,7 @@ def _check(preprocessor):
                          f"{preprocessor.max_query_length}` + 3.")
 
 
+# The original's `--max_query_length`; `max_seq_length > max_query_length + 3` (`validate_flags_or_throw`).
+MAX_QUERY_LENGTH = modes.Length("max_query_length", 64, "SQuAD serve_text: question tokens kept.", room=4)
 SQUAD = modes.TextMode(name="squad", keys=("question", "context"), layout="`question` and `context` (SQuAD)",
-                       validate=_validate, pack=_pack, check=_check)
+                       validate=_validate, pack=_pack, check=_check, lengths=(MAX_QUERY_LENGTH,))
