@@ -273,6 +273,14 @@ def test_every_command_declares_the_fields_of_its_options(command):
         assert values[name].default == options.flag_spec(cls, field)[1], name
 
 
+def test_the_options_groups_import_no_tensorflow():
+    # A command line declares its flags from the shared groups before (or without) loading TensorFlow.
+    code = ("import sys; import albert_tf.training.options; "
+            "print(sorted({'tensorflow', 'keras'} & set(sys.modules)))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=ENV, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr[-2000:]
+
+
 @pytest.mark.parametrize("runner", sorted(_RUN))
 def test_an_unknown_keyword_is_an_input_error_naming_it(runner, tmp_path):
     with pytest.raises(InputError, match=r"Unknown options: max_qa_len \(not options of "

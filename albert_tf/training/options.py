@@ -1,8 +1,13 @@
-"""Typed options of a run, each declared once: a field with its default, help text and flag kind.
+"""Typed options of a run or a command, each declared once: a field with its default, help text and flag kind.
 
 A task's options are one frozen dataclass (`ClassifierOptions` in `albert_tf.tasks.glue.task`, ...) built on the
 shared groups below: `TaskOptions` (every task), `FineTuningOptions` (the fine-tuning tasks), `StepsOptions`
 (those trained a number of steps on a data directory), and `RuntimeOptions` (where and how any task runs).
+The options that other commands take as well are the smaller groups `ModelOptions` (the model's config and
+weights), `TokenizerOptions` (its tokenizer), `SequenceOptions` and `MaskedLmOptions` (the examples' shape):
+every command's options class (`albert_tf.reproduce.ReproduceOptions`, `...create_data.CreateDataOptions`, ...)
+subclasses the groups it takes. This module imports no TensorFlow.
+
 Each field is declared with `option(default, help_text)`: its name is the original flag's name, its default
 the flag's default. A task that changes a shared field's default (or help text) declares the field again in its
 own class, `option(new_default)`, and keeps the rest from the group; a task that fixes a shared field's value
@@ -10,7 +15,8 @@ declares it `constant(value)` (no keyword, no flag).
 
 From the fields:
 
-* `define_flags(classes)` declares a runner's absl flags (`run_*.py`): names, defaults, help texts and kinds;
+* `define_flags(classes)` declares a command's absl flags (`run_*.py`, the console scripts): names, defaults,
+  help texts and kinds (`only=` restricts a class to some of its fields);
 * `from_flags(flag_values, *classes)` builds the dataclasses from the parsed flags;
 * `call_options(options_class, args, kwargs)` builds `(task options, RuntimeOptions)` for a Python call
   `run_<task>(*args, options=None, runtime=None, **kwargs)`, with an `InputError` naming unknown keywords.
