@@ -18,6 +18,7 @@ import json
 import os
 import re
 import sys
+from typing import Optional
 
 import tensorflow as tf
 from absl import flags
@@ -287,51 +288,66 @@ results.md with each task's dev score beside the published one. Example:
 Started again with the same command, it skips the finished tasks and resumes the interrupted one."""
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ReproduceOptions(options_lib.ModelOptions, options_lib.TokenizerOptions):
+    """`albert-reproduce`'s options: the runs, and the weights' files shared with the runners (`albert_config_file`
+    and `spm_model_file` replace the weights' own, for every task)."""
+
+    # The directory of the task runs and results.md, not of one run's checkpoints (the runners' `output_dir`).
+    output_dir: Optional[str] = options_lib.option(None, "Directory of the task runs and results.md.")
+    glue_dir: Optional[str] = options_lib.option(None, "GLUE root (CoLA/, MNLI/, ...).")
+    squad_dir: Optional[str] = options_lib.option(None, "Directory of train-v1.1.json, dev-v1.1.json, "
+                                                  "train-v2.0.json, dev-v2.0.json.")
+    race_dir: Optional[str] = options_lib.option(None, "Directory holding RACE/.")
+    tasks: Optional[list] = options_lib.option(None, f"Tasks among {','.join(TASKS)} (default: every task whose "
+                                               "data is given).")
+    model_name: Optional[str] = options_lib.option(None, "Published scores to compare with: base_v2 ... xxlarge_v1 "
+                                                   "(default: read from the weights' name).")
+    recipe: str = options_lib.option("release", "release: run_glue.sh and the README's commands; paper: the "
+                                     "paper's fine-tuning table where it differs.", enum_values=("release", "paper"))
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ReproduceRuntime(options_lib.RuntimeOptions):
+    """The runners' runtime options that `albert-reproduce` passes to every task."""
+
+    # `auto` (the default) picks the machine's strategy (`default_strategy`) where the runners default to one device.
+    strategy: str = options_lib.option("auto", "auto: a TPU with --use_tpu/--tpu_name, all GPUs when there are "
+                                       "several, else one device.",
+                                       enum_values=("auto",) + options_lib.STRATEGIES)
+
+
+# The fields of `ReproduceOptions` and `ReproduceRuntime` that have a flag.
+FLAG_OPTIONS = {ReproduceOptions: ("output_dir", "init_checkpoint", "glue_dir", "squad_dir", "race_dir", "tasks",
+                                   "model_name", "recipe", "albert_config_file", "spm_model_file"),
+                ReproduceRuntime: ("strategy", "use_tpu", "tpu_name", "mixed_precision", "jit_compile",
+                                   "random_seed")}
+
+
 def define_flags(flag_values=flags.FLAGS):
     """The flags of `albert-reproduce`."""
-    flags.DEFINE_string("output_dir", None, "Directory of the task runs and results.md.", flag_values=flag_values)
-    flags.DEFINE_string("init_checkpoint", None, "The weights: a release name (albert_base_v2), a release "
-                        "directory or tarball, a TF-Hub module or a checkpoint.", flag_values=flag_values)
-    flags.DEFINE_string("glue_dir", None, "GLUE root (CoLA/, MNLI/, ...).", flag_values=flag_values)
-    flags.DEFINE_string("squad_dir", None, "Directory of train-v1.1.json, dev-v1.1.json, train-v2.0.json, "
-                        "dev-v2.0.json.", flag_values=flag_values)
-    flags.DEFINE_string("race_dir", None, "Directory holding RACE/.", flag_values=flag_values)
-    flags.DEFINE_list("tasks", None, f"Tasks among {','.join(TASKS)} (default: every task whose data is given).",
-                      flag_values=flag_values)
-    flags.DEFINE_string("model_name", None, "Published scores to compare with: base_v2 ... xxlarge_v1 (default: "
-                        "read from the weights' name).", flag_values=flag_values)
-    flags.DEFINE_enum("recipe", "release", ["release", "paper"], "release: run_glue.sh and the README's commands; "
-                      "paper: the paper's fine-tuning table where it differs.", flag_values=flag_values)
-    flags.DEFINE_string("albert_config_file", None, "Config, when the weights have none.", flag_values=flag_values)
-    flags.DEFINE_string("spm_model_file", None, "SentencePiece model, when the weights have none.",
-                        flag_values=flag_values)
-    flags.DEFINE_enum("strategy", "auto", ["auto", "one_device", "mirrored", "multi_worker", "tpu"],
-                      "auto: a TPU with --use_tpu/--tpu_name, all GPUs when there are several, else one device.",
-                      flag_values=flag_values)
-    flags.DEFINE_bool("use_tpu", False, "Run on a TPU.", flag_values=flag_values)
-    flags.DEFINE_string("tpu_name", None, "The TPU (`local` on a TPU VM).", flag_values=flag_values)
-    flags.DEFINE_enum("mixed_precision", "float32", ["float32", "mixed_bfloat16", "mixed_float16"],
-                      "Keras dtype policy.", flag_values=flag_values)
-    flags.DEFINE_bool("jit_compile", False, "Compile the steps with XLA.", flag_values=flag_values)
-    flags.DEFINE_integer("random_seed", None, "Seed of every run (None: unseeded, as the original).",
-                         flag_values=flag_values)
+    options_lib.define_flags(tuple(FLAG_OPTIONS), flag_values=flag_values, only=FLAG_OPTIONS)
+
+
+def reproduce_from_options(run, runtime):
+    """`reproduce(...)` with the options of `ReproduceOptions` `run` and `ReproduceRuntime` `runtime`."""
+    for name in ("output_dir", "init_checkpoint"):
+        if not getattr(run, name):
+            raise InputError(f"`--{name}` is required.")
+    assets = {key: getattr(run, key) for key in ("albert_config_file", "spm_model_file") if getattr(run, key)}
+    return reproduce(run.output_dir, run.init_checkpoint, glue_dir=run.glue_dir, squad_dir=run.squad_dir,
+                     race_dir=run.race_dir, tasks=run.tasks, model_name=run.model_name, recipe=run.recipe,
+                     overrides={"*": assets}, strategy=None if runtime.strategy == "auto" else runtime.strategy,
+                     use_tpu=runtime.use_tpu, tpu_name=runtime.tpu_name, mixed_precision=runtime.mixed_precision,
+                     jit_compile=runtime.jit_compile, random_seed=runtime.random_seed)
 
 
 def _main(argv):
     if len(argv) > 1:
         raise InputError(f"Unexpected arguments: {' '.join(argv[1:])}.")
-    values = flags.FLAGS
-    for name in ("output_dir", "init_checkpoint"):
-        if not values[name].value:
-            raise InputError(f"`--{name}` is required.")
-    assets = {key: values[key].value for key in ("albert_config_file", "spm_model_file") if values[key].value}
-    results = reproduce(values.output_dir, values.init_checkpoint, glue_dir=values.glue_dir,
-                        squad_dir=values.squad_dir, race_dir=values.race_dir, tasks=values.tasks,
-                        model_name=values.model_name, recipe=values.recipe, overrides={"*": assets},
-                        strategy=None if values.strategy == "auto" else values.strategy, use_tpu=values.use_tpu,
-                        tpu_name=values.tpu_name, mixed_precision=values.mixed_precision,
-                        jit_compile=values.jit_compile, random_seed=values.random_seed)
-    path = os.path.join(values.output_dir, RESULTS_FILE)
+    run, runtime = options_lib.from_flags(flags.FLAGS, *FLAG_OPTIONS)
+    results = reproduce_from_options(run, runtime)
+    path = os.path.join(run.output_dir, RESULTS_FILE)
     with tf.io.gfile.GFile(path) as f:
         sys.stdout.write(f.read())
     logging.info("Wrote %s (%d task(s)).", path, len(results))

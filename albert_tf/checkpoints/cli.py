@@ -7,11 +7,14 @@
     albert-convert --input=hf_base/ --output_dir=kh_base --format=keras_hub
 """
 
+import dataclasses
 
 from absl import app, flags, logging
 
 from albert_tf import cli
 from albert_tf.checkpoints.convert import FORMATS, MODELS, convert
+from albert_tf.training import options as options_lib
+from albert_tf.training.options import option
 
 FLAGS = flags.FLAGS
 
@@ -28,26 +31,44 @@ CLI_HELP = (
 )
 
 
-def define_flags():
-    flags.DEFINE_string("input", None, "Checkpoint prefix, release directory, .tar.gz, TF-Hub TF1 module "
-                        "directory, TF2 SavedModel (tf-models AlbertEncoder), keras-hub preset, Hugging Face "
-                        "directory, or an albert_tf TF2 checkpoint.")
-    flags.DEFINE_string("output_dir", None, "Directory for albert_config.json, the weights and 30k-clean.model.")
-    flags.DEFINE_enum("format", "keras", list(FORMATS),
-                      "keras: model.weights.h5; tf1: model.ckpt-best with the original variable names; hf: "
-                      "transformers directory (safetensors); keras_hub: keras-hub AlbertBackbone preset.")
-    flags.DEFINE_enum("model", "auto", list(MODELS),
-                      "Model whose variables to convert; auto picks from the heads in the checkpoint.")
-    flags.DEFINE_string("albert_config_file", None, "Config to use instead of the source's (needed when the "
-                        "source has none, e.g. a SavedModel without Keras metadata).")
-    flags.mark_flags_as_required(["input", "output_dir"])
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ConvertOptions(options_lib.ModelOptions):
+    """`albert-convert`'s options: the source, the output and its form; `albert_config_file` (`ModelOptions`)
+    replaces the source's config."""
+
+    # A weights source (as `albert-export`'s), not the text files of `albert-train-vocab`.
+    input: str = option(help_text="Checkpoint prefix, release directory, .tar.gz, TF-Hub TF1 module directory, TF2 "
+                        "SavedModel (tf-models AlbertEncoder), keras-hub preset, Hugging Face directory, or an "
+                        "albert_tf TF2 checkpoint.")
+    # The directory of the converted weights, not of a run's checkpoints (the runners' `output_dir`).
+    output_dir: str = option(help_text="Directory for albert_config.json, the weights and 30k-clean.model.")
+    format: str = option("keras", "keras: model.weights.h5; tf1: model.ckpt-best with the original variable names; "
+                         "hf: transformers directory (safetensors); keras_hub: keras-hub AlbertBackbone preset.",
+                         enum_values=FORMATS)
+    model: str = option("auto", "Model whose variables to convert; auto picks from the heads in the checkpoint.",
+                        enum_values=MODELS)
+
+
+# The source's weights are `input`: `init_checkpoint` has no flag here.
+FLAG_OPTIONS = {ConvertOptions: ("input", "output_dir", "format", "model", "albert_config_file")}
+
+
+def define_flags(flag_values=FLAGS):
+    """The flags of `albert-convert` (the fields of `FLAG_OPTIONS`), `--input` and `--output_dir` required."""
+    options_lib.define_flags(tuple(FLAG_OPTIONS), flag_values=flag_values, only=FLAG_OPTIONS)
+    flags.mark_flags_as_required(["input", "output_dir"], flag_values=flag_values)
+
+
+def convert_from_options(run):
+    """`convert(...)` with the `ConvertOptions` `run`; returns its result."""
+    return convert(run.input, run.output_dir, output_format=run.format, model=run.model,
+                   config_file=run.albert_config_file)
 
 
 def _run(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
-    result = convert(FLAGS.input, FLAGS.output_dir, output_format=FLAGS.format, model=FLAGS.model,
-                     config_file=FLAGS.albert_config_file)
+    result = convert_from_options(*options_lib.from_flags(FLAGS, *FLAG_OPTIONS))
     logging.info("%s weights: %s", result["model"], result["weights"])
 
 

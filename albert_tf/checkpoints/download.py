@@ -31,6 +31,7 @@ never logged. Nothing here touches the network at import.
 """
 
 import contextlib
+import dataclasses
 import hashlib
 import importlib
 import json
@@ -48,6 +49,8 @@ from absl import logging
 
 from albert_tf.checkpoints import releases as names
 from albert_tf.errors import InputError, MissingPackageError
+from albert_tf.training import options as options_lib
+from albert_tf.training.options import option
 
 CACHE_ENV = "ALBERT_TF_CACHE"
 OFFLINE_ENV = "ALBERT_TF_OFFLINE"
@@ -562,9 +565,17 @@ kaggle:<owner>/<model>/<framework>/<variation>[/<version>] (into the kagglehub c
 https://... (an archive or a file; #sha256=<hex> pins its checksum)."""
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class DownloadOptions:
+    """`albert-download`'s option (the names to fetch are its arguments)."""
+
+    force: bool = option(False, "Download again even when the cache holds the name (a damaged entry).")
+
+
 def _run(argv):
     if len(argv) < 2:
         raise InputError("Give at least one name, e.g. `albert-download albert_base_v2`.")
+    run, = options_lib.from_flags(flags.FLAGS, DownloadOptions)
     for name in argv[1:]:
         if not is_name(name):
             what = ("is a local path, not a name" if os.path.exists(os.path.expanduser(name))
@@ -572,7 +583,7 @@ def _run(argv):
             raise InputError(f"Unknown model name `{name}`: it {what}. Known names: {', '.join(names.RELEASES)}; "
                              "or hf:<org>/<repo>[@revision], kaggle:<owner>/<model>/<framework>/<variation>"
                              "[/<version>], https://...")
-        print(fetch(name, force=flags.FLAGS.force), flush=True)
+        print(fetch(name, force=run.force), flush=True)
 
 
 def main():
@@ -581,7 +592,7 @@ def main():
 
     std_logging.getLogger("filelock").setLevel(std_logging.WARNING)
     if "force" not in flags.FLAGS:
-        flags.DEFINE_boolean("force", False, "Download again even when the cache holds the name (a damaged entry).")
+        options_lib.define_flags((DownloadOptions,))
     cli.run_app(_run, CLI_HELP, [__name__])
 
 

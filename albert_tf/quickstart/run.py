@@ -17,11 +17,13 @@ are skipped and the fine-tuning starts from that source, with its own config and
 """
 
 import contextlib
+import dataclasses
 import json
 import os
 import resource
 import shutil
 import time
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -45,6 +47,8 @@ from albert_tf.quickstart.corpus import docstring_documents, module_docstrings, 
 from albert_tf.quickstart.plots import CURVES_FILE, plot_curves
 from albert_tf.quickstart.report import format_report
 from albert_tf.training import loop
+from albert_tf.training import options as options_lib
+from albert_tf.training.options import MaskedLmOptions, option
 from albert_tf.tasks.pretraining.task import pretraining_metrics, run_pretraining
 
 CLI_HELP = (
@@ -383,50 +387,57 @@ def _evaluate_step(config, pretrain_dir, spm_model, train_rec, heldout_rec, max_
     return last_prefix
 
 
-FLAGS = flags.FLAGS
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class QuickstartOptions(MaskedLmOptions):
+    """`albert-quickstart`'s options: the keywords of `run_quickstart`, with the small demo's defaults.
 
-_FLAGS = (
-    ("string", "output_dir", "quickstart_output", "Work directory for every artifact."),
-    ("bool", "overwrite", False, "Start over instead of reusing finished steps."),
-    ("string", "init", None, "Fine-tune from this source instead of pretraining here: a release name "
-     "(`albert_base_v2`, downloaded once), `hf:`/`kaggle:` names, a URL, or any path `from_pretrained` reads."),
-    ("integer", "vocab_size", 3000, "SentencePiece vocabulary size (3000: `def` is one piece)."),
-    ("integer", "max_seq_length", 128, "Sequence length of the pretraining data."),
-    ("integer", "max_predictions_per_seq", 20, "Masked positions per sequence."),
-    ("integer", "dupe_factor", 5, "Passes over the training corpus with different masks."),
-    ("integer", "heldout_dupe_factor", 2, "Passes over the held-out corpus with different masks."),
-    ("integer", "train_batch_size", 32, "Pretraining batch size."),
-    ("integer", "num_train_steps", 600, "Pretraining steps."),
-    ("integer", "num_warmup_steps", 60, "Linear warm-up steps of pretraining."),
-    ("float", "learning_rate", 0.005, "Peak LAMB learning rate of pretraining."),
-    ("integer", "hidden_size", 128, "H of the small model."),
-    ("integer", "num_hidden_layers", 4, "L of the small model (one shared block)."),
-    ("integer", "num_attention_heads", 4, "Attention heads."),
-    ("integer", "embedding_size", 64, "E of the factorized embeddings."),
-    ("integer", "intermediate_size", 512, "FFN width."),
-    ("integer", "iterations_per_loop", 50, "Pretraining steps per tf.function call (one log line each)."),
-    ("integer", "save_checkpoints_steps", 600, "Pretraining checkpoint interval."),
-    ("integer", "num_workers", 2, "Processes of the data writer."),
-    ("integer", "random_seed", 12345, "Seed of the data writer, the task's examples and the initialisations."),
-    ("bool", "jit_compile", True, "XLA-compile the pretraining step."),
-    ("integer", "finetune_steps", 800, "Fine-tuning steps (each run)."),
-    ("integer", "finetune_batch_size", 32, "Fine-tuning batch size."),
-    ("float", "finetune_learning_rate", 5e-4, "Peak AdamW learning rate of fine-tuning."),
-    ("integer", "finetune_max_seq_length", 64, "Sequence length of the task's passages."),
-    ("bool", "compare_random_init", True, "Also fine-tune from random initialisation, for the comparison."),
-    ("bool", "plots", True, "Draw quickstart_curves.png (needs matplotlib)."),
-)
+    The names it shares with the commands it chains (`output_dir`, `learning_rate`, `random_seed`, ...) are
+    theirs, with this demo's defaults and what they set here (a 4-layer model pretrained 600 steps); the shape
+    of its pretraining data is `MaskedLmOptions`' (`max_seq_length` 128 here).
+    """
+
+    output_dir: str = option("quickstart_output", "Work directory for every artifact.")
+    overwrite: bool = option(False, "Start over instead of reusing finished steps.")
+    init: Optional[str] = option(None, "Fine-tune from this source instead of pretraining here: a release name "
+                                 "(`albert_base_v2`, downloaded once), `hf:`/`kaggle:` names, a URL, or any path "
+                                 "`from_pretrained` reads.")
+    vocab_size: int = option(3000, "SentencePiece vocabulary size (3000: `def` is one piece).")
+    # The demo's short sequences (the help of the shared field says what it is).
+    max_seq_length: int = option(128, "Sequence length of the pretraining data.")
+    dupe_factor: int = option(5, "Passes over the training corpus with different masks.")
+    heldout_dupe_factor: int = option(2, "Passes over the held-out corpus with different masks.")
+    train_batch_size: int = option(32, "Pretraining batch size.")
+    num_train_steps: int = option(600, "Pretraining steps.")
+    num_warmup_steps: int = option(60, "Linear warm-up steps of pretraining.")
+    learning_rate: float = option(0.005, "Peak LAMB learning rate of pretraining.")
+    hidden_size: int = option(128, "H of the small model.")
+    num_hidden_layers: int = option(4, "L of the small model (one shared block).")
+    num_attention_heads: int = option(4, "Attention heads.")
+    embedding_size: int = option(64, "E of the factorized embeddings.")
+    intermediate_size: int = option(512, "FFN width.")
+    iterations_per_loop: int = option(50, "Pretraining steps per tf.function call (one log line each).")
+    save_checkpoints_steps: int = option(600, "Pretraining checkpoint interval.")
+    num_workers: int = option(2, "Processes of the data writer.")
+    random_seed: int = option(12345, "Seed of the data writer, the task's examples and the initialisations.")
+    jit_compile: bool = option(True, "XLA-compile the pretraining step.")
+    finetune_steps: int = option(800, "Fine-tuning steps (each run).")
+    finetune_batch_size: int = option(32, "Fine-tuning batch size.")
+    finetune_learning_rate: float = option(5e-4, "Peak AdamW learning rate of fine-tuning.")
+    finetune_max_seq_length: int = option(64, "Sequence length of the task's passages.")
+    compare_random_init: bool = option(True, "Also fine-tune from random initialisation, for the comparison.")
+    plots: bool = option(True, "Draw quickstart_curves.png (needs matplotlib).")
 
 
-def define_flags():
-    for kind, name, default, help_text in _FLAGS:
-        getattr(flags, "DEFINE_" + kind)(name, default, help_text)
+def define_flags(flag_values=flags.FLAGS):
+    """The flags of `albert-quickstart`: the fields of `QuickstartOptions`."""
+    options_lib.define_flags((QuickstartOptions,), flag_values=flag_values)
 
 
 def _main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    summary = run_quickstart(**{name: FLAGS[name].value for _, name, _, _ in _FLAGS})
+    run, = options_lib.from_flags(flags.FLAGS, QuickstartOptions)
+    summary = run_quickstart(**dataclasses.asdict(run))
     print(format_report(summary), flush=True)
 
 

@@ -4,9 +4,14 @@ Usage:
     albert-train-vocab --input=all.txt --model_prefix=30k-clean --vocab_size=30000
 """
 
+import dataclasses
+from typing import Optional
+
 from absl import app, flags
 
 from albert_tf import cli
+from albert_tf.training import options as options_lib
+from albert_tf.training.options import option
 from albert_tf.text.vocab import CONTROL_SYMBOLS, USER_DEFINED_SYMBOLS, train_sentencepiece
 
 CLI_HELP = (
@@ -24,44 +29,45 @@ def split_symbols(value):
     return [s for s in value.split(",") if s]
 
 
-def define_flags():
-    flags.DEFINE_string("input", None, "Comma-separated text files, one sentence per line.")
-    flags.DEFINE_string("model_prefix", None, "Output prefix: writes <prefix>.model and <prefix>.vocab.")
-    flags.DEFINE_integer("vocab_size", 30000, "Vocabulary size.")
-    flags.DEFINE_integer("pad_id", 0, "Id of <pad> (-1 = none).")
-    flags.DEFINE_integer("unk_id", 1, "Id of <unk>.")
-    flags.DEFINE_integer("eos_id", -1, "Id of </s> (-1 = none).")
-    flags.DEFINE_integer("bos_id", -1, "Id of <s> (-1 = none).")
-    flags.DEFINE_string("control_symbols", ",".join(CONTROL_SYMBOLS), "Comma-separated control symbols.")
-    flags.DEFINE_string(
-        "user_defined_symbols", ",".join(USER_DEFINED_SYMBOLS),
-        "Comma-separated user-defined symbols (split on commas only; `\"` is a plain symbol).")
-    flags.DEFINE_bool("shuffle_input_sentence", True, "Shuffle the sampled input sentences.")
-    flags.DEFINE_integer("input_sentence_size", 10000000, "Maximum number of sentences sampled for training.")
-    flags.DEFINE_float("character_coverage", 0.99995, "Fraction of characters covered by the model.")
-    flags.DEFINE_string("model_type", "unigram", "unigram, bpe, word or char.")
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainVocabOptions:
+    """`albert-train-vocab`'s options: the README's `spm_train` flags (the keywords of `train_sentencepiece`)."""
+
+    # Text files, not the weights source of `albert-convert`.
+    input: Optional[str] = option(None, "Comma-separated text files, one sentence per line.")
+    model_prefix: Optional[str] = option(None, "Output prefix: writes <prefix>.model and <prefix>.vocab.")
+    vocab_size: int = option(30000, "Vocabulary size.")
+    pad_id: int = option(0, "Id of <pad> (-1 = none).")
+    unk_id: int = option(1, "Id of <unk>.")
+    eos_id: int = option(-1, "Id of </s> (-1 = none).")
+    bos_id: int = option(-1, "Id of <s> (-1 = none).")
+    control_symbols: str = option(",".join(CONTROL_SYMBOLS), "Comma-separated control symbols.")
+    user_defined_symbols: str = option(",".join(USER_DEFINED_SYMBOLS), "Comma-separated user-defined symbols "
+                                       "(split on commas only; `\"` is a plain symbol).")
+    shuffle_input_sentence: bool = option(True, "Shuffle the sampled input sentences.")
+    input_sentence_size: int = option(10000000, "Maximum number of sentences sampled for training.")
+    character_coverage: float = option(0.99995, "Fraction of characters covered by the model.")
+    model_type: str = option("unigram", "unigram, bpe, word or char.")
+
+
+def define_flags(flag_values=flags.FLAGS):
+    """The flags of `albert-train-vocab`: the fields of `TrainVocabOptions`."""
+    options_lib.define_flags((TrainVocabOptions,), flag_values=flag_values)
+
+
+def train_vocab(run):
+    """Trains the SentencePiece model of the `TrainVocabOptions` `run` (`train_sentencepiece`)."""
+    if not run.input or not run.model_prefix:
+        raise app.UsageError("`--input` and `--model_prefix` are required.")
+    values = {field.name: getattr(run, field.name) for field in dataclasses.fields(run)}
+    for name in ("control_symbols", "user_defined_symbols"):
+        values[name] = split_symbols(values[name])
+    train_sentencepiece(values.pop("input"), values.pop("model_prefix"), **values)
 
 
 def _main(argv):
     del argv
-    fl = flags.FLAGS
-    if not fl.input or not fl.model_prefix:
-        raise app.UsageError("`--input` and `--model_prefix` are required.")
-    train_sentencepiece(
-        fl.input,
-        fl.model_prefix,
-        vocab_size=fl.vocab_size,
-        pad_id=fl.pad_id,
-        unk_id=fl.unk_id,
-        eos_id=fl.eos_id,
-        bos_id=fl.bos_id,
-        control_symbols=split_symbols(fl.control_symbols),
-        user_defined_symbols=split_symbols(fl.user_defined_symbols),
-        shuffle_input_sentence=fl.shuffle_input_sentence,
-        input_sentence_size=fl.input_sentence_size,
-        character_coverage=fl.character_coverage,
-        model_type=fl.model_type,
-    )
+    train_vocab(*options_lib.from_flags(flags.FLAGS, TrainVocabOptions))
 
 
 def main():

@@ -13,9 +13,9 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.errors import InputError
-
-STRATEGIES = ("one_device", "mirrored", "multi_worker", "tpu")
-MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
+# The choices of `--strategy` and `--mixed_precision` are declared with their options (a module that imports
+# no TensorFlow).
+from albert_tf.training.options import MIXED_PRECISION_POLICIES, STRATEGIES  # noqa: F401
 
 
 def get_strategy(strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None,

@@ -1,8 +1,13 @@
-"""Typed options of a run, each declared once: a field with its default, help text and flag kind.
+"""Typed options of a run or a command, each declared once: a field with its default, help text and flag kind.
 
 A task's options are one frozen dataclass (`ClassifierOptions` in `albert_tf.tasks.glue.task`, ...) built on the
 shared groups below: `TaskOptions` (every task), `FineTuningOptions` (the fine-tuning tasks), `StepsOptions`
 (those trained a number of steps on a data directory), and `RuntimeOptions` (where and how any task runs).
+The options that other commands take as well are the smaller groups `ModelOptions` (the model's config and
+weights), `TokenizerOptions` (its tokenizer), `SequenceOptions` and `MaskedLmOptions` (the examples' shape):
+every command's options class (`albert_tf.reproduce.ReproduceOptions`, `...create_data.CreateDataOptions`, ...)
+subclasses the groups it takes. This module imports no TensorFlow.
+
 Each field is declared with `option(default, help_text)`: its name is the original flag's name, its default
 the flag's default. A task that changes a shared field's default (or help text) declares the field again in its
 own class, `option(new_default)`, and keeps the rest from the group; a task that fixes a shared field's value
@@ -10,7 +15,8 @@ declares it `constant(value)` (no keyword, no flag).
 
 From the fields:
 
-* `define_flags(classes)` declares a runner's absl flags (`run_*.py`): names, defaults, help texts and kinds;
+* `define_flags(classes)` declares a command's absl flags (`run_*.py`, the console scripts): names, defaults,
+  help texts and kinds (`only=` restricts a class to some of its fields);
 * `from_flags(flag_values, *classes)` builds the dataclasses from the parsed flags;
 * `call_options(options_class, args, kwargs)` builds `(task options, RuntimeOptions)` for a Python call
   `run_<task>(*args, options=None, runtime=None, **kwargs)`, with an `InputError` naming unknown keywords.
@@ -26,10 +32,11 @@ from typing import ClassVar, Optional
 from absl import flags
 
 from albert_tf.errors import InputError
-from albert_tf.training.distribution import MIXED_PRECISION_POLICIES, STRATEGIES
 
+STRATEGIES = ("one_device", "mirrored", "multi_worker", "tpu")
+MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 REQUIRED = dataclasses.MISSING
-_KINDS = {bool: "bool", int: "integer", float: "float", str: "string"}
+_KINDS = {bool: "bool", int: "integer", float: "float", str: "string", list: "list"}
 
 
 def option(default=REQUIRED, help_text=None, *, enum_values=None, flag=None):
@@ -88,34 +95,44 @@ def required_flags(classes):
     return [field.name for cls in classes for field in flag_fields(cls) if field.default is REQUIRED]
 
 
-def define_flags(classes, flag_values=flags.FLAGS, no_flag=()):
+def declared_fields(classes, no_flag=(), only=None):
+    """`(class, field)` of each flag that `define_flags(classes, no_flag=no_flag, only=only)` declares."""
+    only = only or {}
+    return [(cls, field) for cls in classes for field in flag_fields(cls)
+            if field.name not in no_flag and (cls not in only or field.name in only[cls])]
+
+
+def define_flags(classes, flag_values=flags.FLAGS, no_flag=(), only=None):
     """Declares one absl flag per field of the dataclasses `classes` (those of `flag_fields`), in the calling
-    module's name (the runner's, as if it had declared them itself).
+    module's name (the command's, as if it had declared them itself). This is the one place where albert_tf's
+    commands declare flags.
 
     Args:
-        classes: the options dataclasses of a runner, e.g. `(ClassifierOptions, RuntimeOptions)`.
+        classes: the options dataclasses of a command, e.g. `(ClassifierOptions, RuntimeOptions)`.
         flag_values: the `FlagValues` to declare them in.
-        no_flag: fields of the shared groups that this runner gives no flag (they keep their defaults).
+        no_flag: fields of the shared groups that this command gives no flag (they keep their defaults).
+        only: `{class: field names}`: of these classes, only the fields named get a flag (a command that takes
+            a few options of a shared group, e.g. `{RuntimeOptions: ("use_tpu", "tpu_name")}`).
     """
     module = sys._getframe(1).f_globals.get("__name__")  # pylint: disable=protected-access
     module = sys.argv[0] if module == "__main__" else module
-    names = [field.name for cls in classes for field in flag_fields(cls) if field.name not in no_flag]
+    declared = declared_fields(classes, no_flag, only)
+    names = [field.name for _, field in declared]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         raise InputError(f"Options declared by two of {', '.join(cls.__name__ for cls in classes)}: "
                          f"{', '.join(twice)}.")
-    for cls in classes:
-        for field in flag_fields(cls):
-            if field.name in no_flag:
-                continue
-            kind, default, help_text, enum_values = flag_spec(cls, field)
-            if kind == "enum":
-                flags.DEFINE_enum(field.name, default, list(enum_values), help_text, flag_values=flag_values,
-                                  module_name=module)
-            else:
-                getattr(flags, f"DEFINE_{kind}")(field.name, default, help_text, flag_values=flag_values,
-                                                 module_name=module)
-            flag_values[field.name].option_class = cls
+    for cls, field in declared:
+        kind, default, help_text, enum_values = flag_spec(cls, field)
+        if kind == "enum":
+            flags.DEFINE_enum(field.name, default, list(enum_values), help_text, flag_values=flag_values,
+                              module_name=module)
+        elif kind == "list":
+            flags.DEFINE_list(field.name, default, help_text, flag_values=flag_values, module_name=module)
+        else:
+            getattr(flags, f"DEFINE_{kind}")(field.name, default, help_text, flag_values=flag_values,
+                                             module_name=module)
+        flag_values[field.name].option_class = cls
 
 
 def from_flags(flag_values, *classes, overrides=None):
@@ -217,6 +234,44 @@ class RuntimeOptions:
     iterations_per_loop: int = option(1000, "How many steps to make in each estimator call.")
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ModelOptions:
+    """The pre-trained model a command starts from: its config and its weights (the runners, `albert-reproduce`,
+    `albert-convert`'s config)."""
+
+    albert_config_file: Optional[str] = option(None, "The config json file corresponding to the pre-trained ALBERT "
+                                               "model. This specifies the model architecture.")
+    init_checkpoint: Optional[str] = option(None, "Initial checkpoint (usually from a pre-trained ALBERT model).")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TokenizerOptions:
+    """The tokenizer of a model: a SentencePiece model or a WordPiece vocabulary, and its casing (the fine-tuning
+    runners, `albert-create-pretraining-data`, `albert-reproduce`, `albert-export`)."""
+
+    vocab_file: Optional[str] = option(None, "The vocabulary file that the ALBERT model was trained on.")
+    spm_model_file: Optional[str] = option(None, "The model file for sentence piece tokenization.")
+    do_lower_case: bool = option(True, "Whether to lower case the input text. Should be True for uncased models "
+                                 "and False for cased models.")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SequenceOptions:
+    """The length of the examples a command writes or reads (every task, the pretraining data, an export)."""
+
+    max_seq_length: int = option(512, "The maximum total input sequence length after tokenization. Sequences "
+                                 "longer than this will be truncated, and sequences shorter than this will be "
+                                 "padded.")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class MaskedLmOptions(SequenceOptions):
+    """The shape of the pretraining examples: their length and their masked positions (the pretraining data,
+    `run_pretraining`, a pretrainer's export)."""
+
+    max_predictions_per_seq: int = option(20, "Maximum number of masked LM predictions per sequence.")
+
+
 class Stages:
     """What the driver asks of every task's options: the stages to run and the checkpoints they read."""
 
@@ -260,19 +315,13 @@ class Stages:
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TaskOptions(Stages):
+class TaskOptions(Stages, ModelOptions, SequenceOptions):
     """The options of every task (pretraining and fine-tuning), with the fine-tuning scripts' defaults."""
 
     # The leading options of `run_<task>(...)` that may be given by position.
     positional: ClassVar[tuple] = ("output_dir",)
 
     output_dir: str = option(help_text="The output directory where the model checkpoints will be written.")
-    albert_config_file: Optional[str] = option(None, "The config json file corresponding to the pre-trained ALBERT "
-                                               "model. This specifies the model architecture.")
-    init_checkpoint: Optional[str] = option(None, "Initial checkpoint (usually from a pre-trained ALBERT model).")
-    max_seq_length: int = option(512, "The maximum total input sequence length after tokenization. Sequences "
-                                 "longer than this will be truncated, and sequences shorter than this will be "
-                                 "padded.")
     do_train: bool = option(False, "Whether to run training.")
     do_eval: bool = option(False, "Whether to run eval on the dev set.")
     train_batch_size: int = option(32, "Total batch size for training.")
@@ -283,18 +332,16 @@ class TaskOptions(Stages):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class FineTuningOptions(TaskOptions):
+class FineTuningOptions(TaskOptions, TokenizerOptions):
     """The options that the original fine-tuning scripts share: the tokenizer, the TF-Hub module, prediction
     and export."""
 
-    vocab_file: Optional[str] = option(None, "The vocabulary file that the ALBERT model was trained on.")
+    # The fine-tuning runners' SentencePiece model may also come from the TF-Hub module (the help says how).
     spm_model_file: Optional[str] = option(None, "The model file for sentence piece tokenization (unset, or "
                                            "'from_tf_hub', with --albert_hub_module_handle: the module's asset).")
     albert_hub_module_handle: Optional[str] = option(None, "If set, the ALBERT hub module to use (a local TF-Hub "
                                                      "module directory, or any source the checkpoint readers "
                                                      "accept).")
-    do_lower_case: bool = option(True, "Whether to lower case the input text. Should be True for uncased models "
-                                 "and False for cased models.")
     do_predict: bool = option(False, "Whether to run the model in inference mode on the test set.")
     predict_batch_size: int = option(8, "Total batch size for predict.")
     export_dir: Optional[str] = option(None, "The directory where the exported SavedModel of the best model will "

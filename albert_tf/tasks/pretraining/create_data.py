@@ -15,10 +15,13 @@ Usage:
 """
 
 import dataclasses
+from typing import Optional
 
 from absl import app, flags
 
 from albert_tf import cli
+from albert_tf.training import options as options_lib
+from albert_tf.training.options import option
 from albert_tf.tasks.pretraining.instances import PretrainingOptions
 from albert_tf.tasks.pretraining.writer import write_pretraining_examples
 
@@ -37,54 +40,51 @@ CLI_HELP = (
 )
 
 
-def define_flags():
-    flags.DEFINE_string("input_file", None, "Input raw text file (or comma-separated list of files/globs).")
-    flags.DEFINE_string("output_file", None, "Output TF example file (or comma-separated list of files); with "
-                        "--runner, output prefixes.")
-    flags.DEFINE_string("vocab_file", None, "The vocabulary file that the ALBERT model was trained on (with "
-                        "--spm_model_file: its .vocab, checked against the model when given).")
-    flags.DEFINE_string("spm_model_file", None, "The model file for sentence piece tokenization.")
-    flags.DEFINE_string("input_file_mode", "r", "The data format of the input file (kept for compatibility; "
-                        "files are read as bytes and decoded as UTF-8 with replacement).")
-    flags.DEFINE_bool("do_lower_case", True, "Whether to lower case the input text.")
-    flags.DEFINE_bool("do_whole_word_mask", True, "Whether to use whole word masking rather than per-piece.")
-    flags.DEFINE_bool("do_permutation", False, "Whether to do the permutation training.")
-    flags.DEFINE_bool("favor_shorter_ngram", True, "Whether to favour shorter n-grams (p(n) ~ 1/n).")
-    flags.DEFINE_bool("random_next_sentence", False, "BERT NSP negatives from random documents instead of SOP.")
-    flags.DEFINE_integer("max_seq_length", 512, "Maximum sequence length.")
-    flags.DEFINE_integer("ngram", 3, "Maximum number of ngrams to mask.")
-    flags.DEFINE_integer("max_predictions_per_seq", 20, "Maximum number of masked LM predictions per sequence.")
-    flags.DEFINE_integer("random_seed", 12345, "Random seed for data generation (every random choice).")
-    flags.DEFINE_integer("dupe_factor", 40, "Number of times to duplicate the input data (with different masks).")
-    flags.DEFINE_float("masked_lm_prob", 0.15, "Masked LM probability.")
-    flags.DEFINE_float("short_seq_prob", 0.1, "Probability of creating sequences shorter than the maximum.")
-    flags.DEFINE_integer("num_workers", 1, "Worker processes; the output is the same for any number.")
-    flags.DEFINE_float("shard_size_mb", 32.0, "Raw text per shard (memory bound; shuffles are per shard).")
-    flags.DEFINE_string("runner", None, "Apache Beam runner (DirectRunner, DataflowRunner, FlinkRunner, "
-                        "SparkRunner, ...); unset: the local writer. Other Beam pipeline options follow it.")
-    flags.DEFINE_integer("num_output_shards", 0, "With --runner: files per output prefix (0: the runner chooses).")
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class CreateDataOptions:
+    """The files and the workers of `albert-create-pretraining-data` (the instances' options are
+    `PretrainingOptions`)."""
+
+    # Raw text, not the TFRecords that `run_pretraining`'s `input_file` reads.
+    input_file: str = option(help_text="Input raw text file (or comma-separated list of files/globs).")
+    output_file: str = option(help_text="Output TF example file (or comma-separated list of files); with "
+                              "--runner, output prefixes.")
+    input_file_mode: str = option("r", "The data format of the input file (kept for compatibility; files are read "
+                                  "as bytes and decoded as UTF-8 with replacement).")
+    num_workers: int = option(1, "Worker processes; the output is the same for any number.")
+    shard_size_mb: float = option(32.0, "Raw text per shard (memory bound; shuffles are per shard).")
+    runner: Optional[str] = option(None, "Apache Beam runner (DirectRunner, DataflowRunner, FlinkRunner, "
+                                   "SparkRunner, ...); unset: the local writer. Other Beam pipeline options follow it.")
+    num_output_shards: int = option(0, "With --runner: files per output prefix (0: the runner chooses).")
 
 
-def options_from_flags(fl):
-    """`PretrainingOptions` from the flags of the same names (the original's)."""
-    return PretrainingOptions(**{field.name: fl[field.name].value for field in dataclasses.fields(PretrainingOptions)})
+OPTIONS = (CreateDataOptions, PretrainingOptions)
 
 
-def _main(argv):
-    fl = flags.FLAGS
-    extra = argv[1:]
-    common = dict(vocab_file=fl.vocab_file, spm_model_file=fl.spm_model_file, options=options_from_flags(fl),
-                  shard_size_mb=fl.shard_size_mb)
-    if not fl.runner:
-        if extra:
-            raise app.UsageError(f"Unknown arguments {extra} (Beam pipeline options need --runner).")
-        write_pretraining_examples(fl.input_file, fl.output_file, num_workers=fl.num_workers, **common)
+def define_flags(flag_values=flags.FLAGS):
+    """The flags of `albert-create-pretraining-data`: the fields of `OPTIONS`."""
+    options_lib.define_flags(OPTIONS, flag_values=flag_values)
+
+
+def create_pretraining_data(run, options, pipeline_args=()):
+    """Writes the pretraining data of `CreateDataOptions` `run` and `PretrainingOptions` `options`: with the local
+    writer, or with `run.runner` and the Beam pipeline options `pipeline_args`."""
+    common = dict(vocab_file=options.vocab_file, spm_model_file=options.spm_model_file, options=options,
+                  shard_size_mb=run.shard_size_mb)
+    if not run.runner:
+        if pipeline_args:
+            raise app.UsageError(f"Unknown arguments {list(pipeline_args)} (Beam pipeline options need --runner).")
+        write_pretraining_examples(run.input_file, run.output_file, num_workers=run.num_workers, **common)
         return
     # Deferred: apache_beam is the optional `[beam]` extra, needed only with --runner.
     from albert_tf.tasks.pretraining import beam_writer as pretraining_beam
 
-    pretraining_beam.run_pipeline(fl.input_file, fl.output_file, num_output_shards=fl.num_output_shards,
-                                  pipeline_args=[f"--runner={fl.runner}"] + extra, **common)
+    pretraining_beam.run_pipeline(run.input_file, run.output_file, num_output_shards=run.num_output_shards,
+                                  pipeline_args=[f"--runner={run.runner}"] + list(pipeline_args), **common)
+
+
+def _main(argv):
+    create_pretraining_data(*options_lib.from_flags(flags.FLAGS, *OPTIONS), pipeline_args=argv[1:])
 
 
 def _parse_known_flags(argv):
@@ -94,8 +94,7 @@ def _parse_known_flags(argv):
 
 def main():
     define_flags()
-    flags.mark_flag_as_required("input_file")
-    flags.mark_flag_as_required("output_file")
+    flags.mark_flags_as_required(options_lib.required_flags(OPTIONS))
     cli.run_app(_main, CLI_HELP, [__name__], flags_parser=_parse_known_flags)
 
 

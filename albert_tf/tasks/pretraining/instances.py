@@ -45,6 +45,7 @@ from albert_tf.text import tokenization
 from albert_tf.tasks.pretraining.records import ExampleEncoder
 from albert_tf.tasks.pretraining.shuffle import advance_shuffle, shuffled_range
 from albert_tf.errors import InputError
+from albert_tf.training.options import MaskedLmOptions, TokenizerOptions, option
 
 
 # `_is_start_piece_sp` of the original. Its string lists `"` twice and has no `'`; the `€`/`£` it adds
@@ -68,22 +69,25 @@ def is_start_piece_bert(piece):
     return not piece.startswith("##")
 
 
-@dataclasses.dataclass(frozen=True)
-class PretrainingOptions:
-    """The instance and masking options: the flags of the original `create_pretraining_data.py`."""
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PretrainingOptions(MaskedLmOptions, TokenizerOptions):
+    """The instance and masking options: the flags of the original `create_pretraining_data.py`.
 
-    max_seq_length: int = 512
-    max_predictions_per_seq: int = 20
-    random_seed: int = 12345
-    dupe_factor: int = 40
-    masked_lm_prob: float = 0.15
-    short_seq_prob: float = 0.1
-    ngram: int = 3
-    do_lower_case: bool = True
-    do_whole_word_mask: bool = True
-    do_permutation: bool = False
-    favor_shorter_ngram: bool = True
-    random_next_sentence: bool = False
+    `max_seq_length`, `max_predictions_per_seq` (`MaskedLmOptions`) and the tokenizer's `do_lower_case`
+    (`TokenizerOptions`) are the options of the same names of the runners; the writers take the tokenizer's
+    files as their `vocab_file` / `spm_model_file` arguments (the command passes these fields).
+    """
+
+    # The seed of the data (every random choice of the writer), not of a training run (`RuntimeOptions`).
+    random_seed: int = option(12345, "Random seed for data generation (every random choice).")
+    dupe_factor: int = option(40, "Number of times to duplicate the input data (with different masks).")
+    masked_lm_prob: float = option(0.15, "Masked LM probability.")
+    short_seq_prob: float = option(0.1, "Probability of creating sequences shorter than the maximum.")
+    ngram: int = option(3, "Maximum number of ngrams to mask.")
+    do_whole_word_mask: bool = option(True, "Whether to use whole word masking rather than per-piece.")
+    do_permutation: bool = option(False, "Whether to do the permutation training.")
+    favor_shorter_ngram: bool = option(True, "Whether to favour shorter n-grams (p(n) ~ 1/n).")
+    random_next_sentence: bool = option(False, "BERT NSP negatives from random documents instead of SOP.")
 
     def validate(self):
         if self.max_seq_length < 5:

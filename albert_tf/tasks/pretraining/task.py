@@ -180,8 +180,11 @@ class PretrainingTask(driver.Task):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PretrainingOptions(options_lib.TaskOptions):
-    """`run_pretraining`'s task options: the original `run_pretraining.py` flags, and `sentence_loss_weight`."""
+class PretrainingOptions(options_lib.TaskOptions, options_lib.MaskedLmOptions):
+    """`run_pretraining`'s task options: the original `run_pretraining.py` flags, and `sentence_loss_weight`.
+
+    `max_seq_length` and `max_predictions_per_seq` keep the original runner's help texts (they read the records
+    that `albert-create-pretraining-data` wrote with the same options)."""
 
     positional: ClassVar[tuple] = ("albert_config_file", "input_file", "output_dir")
 
