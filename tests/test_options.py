@@ -19,6 +19,7 @@ from albert_tf import reproduce
 from albert_tf.checkpoints import cli as convert_cli
 from albert_tf.checkpoints import download
 from albert_tf.errors import InputError
+from albert_tf.export import cli as export_cli
 from albert_tf.quickstart import run as quickstart
 from albert_tf.tasks.pretraining import create_data
 from albert_tf.tasks.pretraining import instances
@@ -157,16 +158,22 @@ def test_every_runner_flag_is_one_field_and_every_field_has_a_flag(runner):
 # pretraining's keeps that many checkpoints; `input_file` is the raw text of albert-create-pretraining-data and the
 # TFRecords of run_pretraining; `random_seed` seeds the data writer (12345, every random choice of the data) or a
 # training run (unset: unseeded); `output_dir` holds a runner's checkpoints, albert-reproduce's task runs or
-# albert-convert's weights; `input` is albert-convert's weights source or albert-train-vocab's text files.
+# albert-convert's weights; `input` is albert-convert's or albert-export's weights source (convert reads more
+# forms) or albert-train-vocab's text files; `model` and `format` are albert-convert's (with `auto`; weights
+# formats) and albert-export's (a model kind; saved_model or tflite); `labels` are NER's tag set or the names of
+# a tflite classifier's outputs; `export_dir` is a runner's export of its best model or albert-export's base
+# directory.
 HOMONYMS = {"train_file", "predict_file", "task_name", "dropout_prob", "keep_checkpoint_max", "input_file",
-            "random_seed", "output_dir", "input"}
+            "random_seed", "output_dir", "input", "model", "format", "labels", "export_dir"}
 # albert-quickstart's options are the keywords of `run_quickstart`: the options of the commands it chains, with
 # its small demo's defaults (a 4-layer model pretrained 600 steps) and help texts that say what they set there.
 QUICKSTART_SHARED = {"output_dir", "vocab_size", "dupe_factor", "train_batch_size", "num_train_steps",
                      "num_warmup_steps", "learning_rate", "iterations_per_loop", "save_checkpoints_steps",
                      "num_workers", "random_seed", "jit_compile"}
 _OPTION_MODULES = [options, glue_task, squad_task, race_task, ner_task, pretraining_task, reproduce, create_data,
-                   instances, convert_cli, vocab_cli, download, quickstart]
+                   instances, convert_cli, vocab_cli, download, quickstart, export_cli]
+# albert-export's text-mode lengths: a dataclass made from the registered text modes' `Length`s.
+EXPORT_LENGTHS = export_cli._lengths_options()  # pylint: disable=protected-access
 # Every command's options classes: the runners', and those of the other command lines.
 _COMMAND_OPTIONS = {
     "albert-reproduce": (reproduce.ReproduceOptions, reproduce.ReproduceRuntime),
@@ -175,6 +182,7 @@ _COMMAND_OPTIONS = {
     "albert-train-vocab": (vocab_cli.TrainVocabOptions,),
     "albert-download": (download.DownloadOptions,),
     "albert-quickstart": (quickstart.QuickstartOptions,),
+    "albert-export": (export_cli.ExportOptions, EXPORT_LENGTHS),
 }
 
 
@@ -186,12 +194,16 @@ def _options_classes():
             if (isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == module.__name__
                     and any(field.metadata for field in dataclasses.fields(value))):
                 classes[value] = set(value.__dict__.get("__annotations__", {})) - {"positional"}
+    classes[EXPORT_LENGTHS] = {field.name for field in dataclasses.fields(EXPORT_LENGTHS)}
     return classes
 
 
 def _root(cls, name):
-    """The first declaration of field `name` of `cls`: the most basic class of its MRO that has the field."""
-    return [klass for klass in cls.__mro__ if name in getattr(klass, "__dataclass_fields__", {})][-1]
+    """The first declaration of field `name` of `cls`: the most basic class of its MRO that has the field, or the
+    text mode's `Length` that the field is made from (`options.length_option`: every such field is that one
+    declaration)."""
+    root = [klass for klass in cls.__mro__ if name in getattr(klass, "__dataclass_fields__", {})][-1]
+    return root.__dataclass_fields__[name].metadata.get("length", root)
 
 
 def test_no_option_name_is_declared_in_two_unrelated_classes():
@@ -207,8 +219,11 @@ def test_no_option_name_is_declared_in_two_unrelated_classes():
         for name in names:
             roots.setdefault(name, set()).add(_root(cls, name))
     demo = quickstart.QuickstartOptions
-    twice = {name: sorted(root.__name__ for root in found - {demo}) for name, found in roots.items()
-             if len(found - {demo}) > 1}
+    twice = {name: sorted(getattr(root, "__name__", repr(root)) for root in found - {demo})
+             for name, found in roots.items() if len(found - {demo}) > 1}
+    # The text modes' lengths are declared by their modes, and the task options and albert-export take them.
+    assert {name for name, found in roots.items() if any(not isinstance(root, type) for root in found)} == {
+        "max_query_length", "max_qa_length"}
     assert set(twice) == HOMONYMS, twice
     assert {name for name, found in roots.items() if demo in found and len(found) > 1} == QUICKSTART_SHARED
     # Each command's field is declared with `option` / `constant`: its help text and flag kind come with it.
@@ -236,16 +251,12 @@ def _define_calls(path):
     return calls
 
 
-# Command lines that still declare their flags themselves (being moved onto option dataclasses).
-_PENDING = {os.path.join("albert_tf", "export", "cli.py")}
-
-
 def test_no_flag_is_declared_outside_the_options_machinery():
     paths = (glob.glob(os.path.join(REPO, "*.py"))
              + glob.glob(os.path.join(REPO, "albert_tf", "**", "*.py"), recursive=True))
     assert len(paths) > 100
     found = {os.path.relpath(path, REPO): _define_calls(path) for path in paths}
-    found = {path: calls for path, calls in found.items() if calls and path not in _PENDING}
+    found = {path: calls for path, calls in found.items() if calls}
     # `define_flags` declares them all (through `getattr(flags, f"DEFINE_{kind}")` for the plain kinds).
     assert list(found) == [os.path.join("albert_tf", "training", "options.py")], found
     assert {function for function, _ in found[os.path.join("albert_tf", "training", "options.py")]} == {"define_flags"}
@@ -261,7 +272,7 @@ def test_every_command_declares_the_fields_of_its_options(command):
     values = flags.FlagValues()
     define = {"albert-reproduce": reproduce.define_flags, "albert-create-pretraining-data": create_data.define_flags,
               "albert-convert": convert_cli.define_flags, "albert-train-vocab": vocab_cli.define_flags,
-              "albert-quickstart": quickstart.define_flags,
+              "albert-quickstart": quickstart.define_flags, "albert-export": export_cli.define_flags,
               "albert-download": lambda flag_values: options.define_flags((download.DownloadOptions,),
                                                                           flag_values=flag_values)}[command]
     define(flag_values=values)

@@ -90,6 +90,18 @@ def output_projection_rows(component, tf1_scope, path):
             Row(component, f"{prefix}output_bias", f"{path}.output_bias")]
 
 
+def output_projection_head(component, tf1_scope, path, hf_module=None):
+    """The `registry.Head` `component` of the `AlbertOutputProjection` at `path`: the original's `output_weights`,
+    `output_bias` under `tf1_scope` (`output_projection_rows`), and transformers' `<hf_module>.weight`, `.bias`
+    of the same variables (None: transformers has no such head)."""
+    from albert_tf.checkpoints.foreign import Link  # pylint: disable=import-outside-toplevel  (loads TensorFlow)
+
+    rows = tuple(output_projection_rows(component, tf1_scope, path))
+    links = () if hf_module is None else tuple(
+        Link(row.name, f"{hf_module}.{suffix}") for row, suffix in zip(rows, ("weight", "bias")))
+    return registry.Head(component, rows=rows, hf_links=links)
+
+
 ENCODER_ROWS = tuple(
     # `modeling.AlbertModel`
     [Row(ENCODER, "bert/embeddings/word_embeddings", "embeddings.word_embeddings"),

@@ -1,11 +1,17 @@
 """The `albert-export` command line (`python -m albert_tf.export.cli`): flags over `albert_tf.export.saved_model`
 (SavedModel) and `albert_tf.export.lite` (`--format=tflite`); neither imports this module."""
 
+import dataclasses
+import functools
+from typing import Optional
+
 from absl import app, flags
 
 from albert_tf import cli
 from albert_tf.export import saved_model as export_lib
 from albert_tf.text import modes as text_modes
+from albert_tf.training import options as options_lib
+from albert_tf.training.options import option
 
 CLI_HELP = (
     "Exports an ALBERT checkpoint as a TF Serving SavedModel. Reads --input (a Google TF1 checkpoint, release "
@@ -24,69 +30,106 @@ CLI_HELP = (
     "LiteRT. Prints the written file.")
 
 
-def _define_flags():
-    flags.DEFINE_string("input", None, "Checkpoint source: Google TF1 checkpoint prefix, release directory or "
-                        ".tar.gz, TF-Hub TF1 module directory, or an albert_tf checkpoint prefix.")
-    flags.DEFINE_enum("model", "encoder", list(export_lib.MODEL_KINDS), "Which model the checkpoint holds.")
-    flags.DEFINE_integer("num_labels", 2, "Classifier labels (1 = STS-B style regression).")
-    flags.DEFINE_string("albert_config_file", None, "albert_config.json, when the source has none.")
-    flags.DEFINE_string("spm_model_file", None, "SentencePiece model for serve_text (default: the source's).")
-    flags.DEFINE_string("export_dir", None, "Base directory; the SavedModel goes to <export_dir>/<version>/.")
-    flags.DEFINE_integer("max_seq_length", 512, "Length of the tf.Example features and of packed raw text.")
-    flags.DEFINE_bool("do_lower_case", True, "Lower-case raw text (True for the English releases).")
-    flags.DEFINE_integer("version", None, "Version subdirectory (default: the next integer).")
-    flags.DEFINE_float("threshold", None, "Classifier only: a constant `threshold` output.")
-    for length in text_modes.lengths().values():   # the packing lengths of the tasks' text modes
-        flags.DEFINE_integer(length.name, length.default, length.help)
-    flags.DEFINE_bool("serve_text", True, "Export the raw-text signature (needs the tensorflow-text ops in the "
-                      "server); --noserve_text exports core ops only.")
-    flags.DEFINE_bool("warmup", None, "Write TF Serving's warm-up requests (assets.extra/tf_serving_warmup_requests, "
-                      "one per signature). Default: when tensorflow-serving-api is installed (the serving extra); "
-                      "--warmup requires it, --nowarmup leaves the file out.")
-    flags.DEFINE_enum("format", "saved_model", ["saved_model", "tflite"], "saved_model (TF Serving) or tflite "
-                      "(LiteRT: <export_dir>/model.tflite with albert_lite.json, config and tokenizer beside it).")
-    flags.DEFINE_enum("quantize", "none", ["none", "float16", "dynamic", "int8"], "tflite only: float16 "
-                      "weights, dynamic-range int8, or int8 calibrated on --calibration_file.")
-    flags.DEFINE_integer("batch_size", 1, "tflite only: the fixed batch size of the inputs.")
-    flags.DEFINE_string("calibration_file", None, "tflite --quantize=int8: raw text (one example per line; a tab "
-                        "separates text_a and text_b, SQuAD question and context) or the task's TFRecords.")
-    flags.DEFINE_list("labels", None, "tflite classifier: label names written to albert_lite.json.")
-    flags.mark_flags_as_required(["input", "export_dir"])
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ExportOptions(options_lib.ModelOptions, options_lib.TokenizerOptions, options_lib.MaskedLmOptions):
+    """`albert-export`'s options: the source and the model kind, the export's form and lengths. The model files
+    (`albert_config_file`, `spm_model_file`, `do_lower_case`) and the example lengths (`max_seq_length`,
+    `max_predictions_per_seq`) are the shared groups' fields; the other text modes' lengths are `LENGTHS`."""
+
+    # A weights source, as albert-convert's `input` (which also reads TF2 and Hugging Face forms).
+    input: str = option(help_text="Checkpoint source: Google TF1 checkpoint prefix, release directory or .tar.gz, "
+                        "TF-Hub TF1 module directory, or an albert_tf checkpoint prefix.")
+    # A model kind of the registry (albert-convert's `model` also has `auto`).
+    model: str = option("encoder", "Which model the checkpoint holds.", enum_values=export_lib.MODEL_KINDS)
+    num_labels: int = option(2, "Classifier labels (1 = STS-B style regression).")
+    # The base directory TF Serving watches (a runner's `export_dir` receives its best model the same way).
+    export_dir: str = option(help_text="Base directory; the SavedModel goes to <export_dir>/<version>/.")
+    version: Optional[int] = option(None, "Version subdirectory (default: the next integer).")
+    threshold: Optional[float] = option(None, "Classifier only: a constant `threshold` output.")
+    serve_text: bool = option(True, "Export the raw-text signature (needs the tensorflow-text ops in the server); "
+                              "--noserve_text exports core ops only.")
+    warmup: Optional[bool] = option(None, "Write TF Serving's warm-up requests (assets.extra/"
+                                    "tf_serving_warmup_requests, one per signature). Default: when "
+                                    "tensorflow-serving-api is installed (the serving extra); --warmup requires it, "
+                                    "--nowarmup leaves the file out.")
+    # saved_model or tflite (albert-convert's `format` is a weights format).
+    format: str = option("saved_model", "saved_model (TF Serving) or tflite (LiteRT: <export_dir>/model.tflite with "
+                         "albert_lite.json, config and tokenizer beside it).", enum_values=("saved_model", "tflite"))
+    quantize: str = option("none", "tflite only: float16 weights, dynamic-range int8, or int8 calibrated on "
+                           "--calibration_file.", enum_values=("none", "float16", "dynamic", "int8"))
+    batch_size: int = option(1, "tflite only: the fixed batch size of the inputs.")
+    calibration_file: Optional[str] = option(None, "tflite --quantize=int8: raw text (one example per line; a tab "
+                                             "separates text_a and text_b, SQuAD question and context) or the "
+                                             "task's TFRecords.")
+    # The names of a tflite classifier's outputs (NER's `labels` are its tag set).
+    labels: Optional[list] = option(None, "tflite classifier: label names written to albert_lite.json.")
 
 
-def _lengths(flag_values):
-    """The text modes' lengths given on the command line."""
-    return {name: flag_values[name].value for name in text_modes.lengths()}
+def _lengths_options():
+    """The options dataclass of the text modes' lengths that `ExportOptions` does not hold (found through the
+    registry: each is declared once, by its text mode); one class for the same lengths."""
+    own = {field.name for field in dataclasses.fields(ExportOptions)}
+    return _lengths_class(tuple(length for name, length in text_modes.lengths().items() if name not in own))
+
+
+@functools.lru_cache(maxsize=None)
+def _lengths_class(lengths):
+    return options_lib.length_options(lengths, name="ExportLengths")
+
+
+def define_flags(flag_values=flags.FLAGS):
+    """The flags of `albert-export` (`ExportOptions` and the text modes' lengths); `--input` and `--export_dir`
+    required. Returns the options classes, in order."""
+    classes = (ExportOptions, _lengths_options())
+    options_lib.define_flags(classes, flag_values=flag_values, no_flag=NO_FLAG)
+    flags.mark_flags_as_required(options_lib.required_flags(classes), flag_values=flag_values)
+    return classes
+
+
+# The checkpoint is `input`, the SentencePiece model `spm_model_file` (no WordPiece vocabulary for serve_text).
+NO_FLAG = ("init_checkpoint", "vocab_file")
+
+
+def export(run, lengths):
+    """The export of `run` (`ExportOptions`) with the text modes' `lengths` (a dict): a SavedModel or, with
+    `format="tflite"`, a LiteRT model; returns the written path."""
+    if run.format == "tflite":
+        from albert_tf.export import lite  # The LiteRT converter only when asked for.
+
+        return lite.export_tflite_from_checkpoint(
+            run.input, run.export_dir, model=run.model, num_labels=run.num_labels,
+            albert_config_file=run.albert_config_file, spm_model_file=run.spm_model_file,
+            max_seq_length=run.max_seq_length, do_lower_case=run.do_lower_case, batch_size=run.batch_size,
+            quantize=run.quantize, calibration_file=run.calibration_file, threshold=run.threshold,
+            labels=run.labels, max_predictions_per_seq=run.max_predictions_per_seq, **lengths)
+    return export_lib.export_from_checkpoint(
+        run.input, run.export_dir, model=run.model, num_labels=run.num_labels,
+        albert_config_file=run.albert_config_file, spm_model_file=run.spm_model_file,
+        max_seq_length=run.max_seq_length, do_lower_case=run.do_lower_case, version=run.version,
+        threshold=run.threshold, text_signature=run.serve_text, warmup=run.warmup,
+        max_predictions_per_seq=run.max_predictions_per_seq, **lengths)
 
 
 def _run(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
     f = flags.FLAGS
+    classes = (ExportOptions, _lengths_options())
     if f.format == "tflite":
         if f["warmup"].present:
             raise app.UsageError("--warmup applies to --format=saved_model only.")
-        from albert_tf.export import lite  # The LiteRT converter only when asked for.
-
-        print(lite.export_tflite_from_checkpoint(
-            f.input, f.export_dir, model=f.model, num_labels=f.num_labels, albert_config_file=f.albert_config_file,
-            spm_model_file=f.spm_model_file, max_seq_length=f.max_seq_length, do_lower_case=f.do_lower_case,
-            batch_size=f.batch_size, quantize=f.quantize, calibration_file=f.calibration_file,
-            threshold=f.threshold, labels=f.labels, **_lengths(f)))
-        return
-    for name in ("quantize", "batch_size", "calibration_file", "labels"):
-        if f[name].present:
-            raise app.UsageError(f"--{name} applies to --format=tflite only.")
-    path = export_lib.export_from_checkpoint(
-        f.input, f.export_dir, model=f.model, num_labels=f.num_labels, albert_config_file=f.albert_config_file,
-        spm_model_file=f.spm_model_file, max_seq_length=f.max_seq_length, do_lower_case=f.do_lower_case,
-        version=f.version, threshold=f.threshold, text_signature=f.serve_text, warmup=f.warmup, **_lengths(f))
-    print(path)
+    else:
+        for name in ("quantize", "batch_size", "calibration_file", "labels"):
+            if f[name].present:
+                raise app.UsageError(f"--{name} applies to --format=tflite only.")
+    run = options_lib.from_flags(f, classes[0])[0]
+    lengths = {name: f[name].value for name in (field.name for field in dataclasses.fields(classes[1]))}
+    print(export(run, lengths))
 
 
 def main():
     """`albert-export`: a checkpoint -> a TF Serving SavedModel (see `export_from_checkpoint`)."""
-    _define_flags()
+    define_flags()
     cli.run_app(_run, CLI_HELP, [__name__])
 
 

@@ -51,6 +51,20 @@ def option(default=REQUIRED, help_text=None, *, enum_values=None, flag=None):
     return dataclasses.field(default=default, metadata=metadata)
 
 
+def length_option(length):
+    """The field of a text mode's packing length (`albert_tf.text.modes.Length`): its default and help are the
+    Length's, and the field names it (`metadata["length"]`), so that every field made from one Length is one
+    declaration (a task's options and `albert-export`'s lengths)."""
+    return dataclasses.field(default=length.default, metadata={"help": length.help, "length": length})
+
+
+def length_options(lengths, name="LengthOptions"):
+    """A frozen options dataclass with one `length_option` field per `albert_tf.text.modes.Length` of
+    `lengths` (a command that takes every text mode's lengths without naming them: `albert-export`)."""
+    return dataclasses.make_dataclass(name, [(length.name, int, length_option(length)) for length in lengths],
+                                      frozen=True, kw_only=True)
+
+
 def constant(value):
     """A field of a shared group that a task fixes to `value`: neither a keyword of the task nor a flag."""
     return dataclasses.field(default=value, init=False, metadata={"flag": False})

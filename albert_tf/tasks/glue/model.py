@@ -5,7 +5,6 @@ import tensorflow as tf
 
 from albert_tf import registry
 from albert_tf.checkpoints import table
-from albert_tf.checkpoints.foreign import Link
 from albert_tf.models.base import PretrainedMixin, build_encoder, check_dropout_rate, check_positive_int
 from albert_tf.export.serving import ServingSpec
 
@@ -127,9 +126,7 @@ class ClassifierSpec(ServingSpec):
 
 # `classifier_utils.create_model`: root-scope `output_weights [num_labels, H]`, `output_bias`; transformers'
 # `AlbertForSequenceClassification` names.
-HEAD = registry.Head(
-    "classifier", rows=tuple(table.output_projection_rows("classifier", "", "classifier_head")),
-    hf_links=(Link("output_weights", "classifier.weight"), Link("output_bias", "classifier.bias")))
+HEAD = table.output_projection_head("classifier", "", "classifier_head", hf_module="classifier")
 KIND = registry.register(registry.ModelKind(
     name="classifier", model_class=AlbertClassifier, heads=(HEAD,), serving_spec=ClassifierSpec(),
     hf_architecture="AlbertForSequenceClassification", labels_variable="output_weights", order=2))

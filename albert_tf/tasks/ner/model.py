@@ -16,7 +16,6 @@ import tensorflow as tf
 from albert_tf import registry
 from albert_tf.text import ops as text_ops
 from albert_tf.checkpoints import hf, table
-from albert_tf.checkpoints.foreign import Link
 from albert_tf.errors import InputError
 from albert_tf.models.base import PretrainedMixin, build_encoder, check_dropout_rate, check_positive_int
 from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs
@@ -212,10 +211,7 @@ class TokenClassifierSpec(ServingSpec):
         return {"num_labels": int(model.num_labels)}
 
 
-HEAD = registry.Head(
-    HEAD_NAME, rows=tuple(table.output_projection_rows(HEAD_NAME, HEAD_NAME, "token_classifier_head")),
-    hf_links=(Link(f"{HEAD_NAME}/output_weights", "classifier.weight"),
-              Link(f"{HEAD_NAME}/output_bias", "classifier.bias")))
+HEAD = table.output_projection_head(HEAD_NAME, HEAD_NAME, "token_classifier_head", hf_module="classifier")
 KIND = registry.register(registry.ModelKind(
     name="token_classifier", model_class=AlbertTokenClassifier, heads=(HEAD,), serving_spec=TokenClassifierSpec(),
     hf_architecture="AlbertForTokenClassification", labels_variable=f"{HEAD_NAME}/output_weights", order=6))

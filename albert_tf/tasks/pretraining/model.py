@@ -185,10 +185,8 @@ MLM_HEAD = registry.Head(
               Link("cls/predictions/transform/LayerNorm/gamma", "predictions.LayerNorm.weight"),
               Link("cls/predictions/transform/LayerNorm/beta", "predictions.LayerNorm.bias"),
               Link("cls/predictions/output_bias", "predictions.bias")))
-SOP_HEAD = registry.Head(
-    "sop", rows=tuple(table.output_projection_rows("sop", "cls/seq_relationship", "sop_head")),
-    hf_links=(Link("cls/seq_relationship/output_weights", "sop_classifier.classifier.weight"),
-              Link("cls/seq_relationship/output_bias", "sop_classifier.classifier.bias")))
+SOP_HEAD = table.output_projection_head("sop", "cls/seq_relationship", "sop_head",
+                                        hf_module="sop_classifier.classifier")
 KIND = registry.register(registry.ModelKind(
     name="pretrainer", model_class=AlbertPretrainer, heads=(MLM_HEAD, SOP_HEAD), serving_spec=PretrainerSpec(),
     hf_architecture="AlbertForPreTraining", order=1, text_mode=text_mode.MASKED))

@@ -2,7 +2,10 @@
 `[MASK]` becomes the mask id, plus `masked_lm_positions` and `masked_lm_weights` int32
 `[batch, max_predictions_per_seq]` (the first masks; 0 after them), the inputs of `AlbertPretrainer`."""
 
+import dataclasses
+
 from albert_tf.text import modes
+from albert_tf.training import options
 
 
 def _pack_masked(preprocessor, text_a, text_b):
@@ -13,6 +16,7 @@ def _pack_masked(preprocessor, text_a, text_b):
 
 
 # The original's `--max_predictions_per_seq`: the mask slots of raw text and of the pretraining tf.Examples.
-MAX_PREDICTIONS_PER_SEQ = modes.Length("max_predictions_per_seq", 20,
-                                       "Pretrainer tf.Example `masked_lm_positions` length.")
+# Its default and help are the shared option's (`MaskedLmOptions`), which the pretraining commands declare.
+_FIELD = {field.name: field for field in dataclasses.fields(options.MaskedLmOptions)}["max_predictions_per_seq"]
+MAX_PREDICTIONS_PER_SEQ = modes.Length(_FIELD.name, _FIELD.default, _FIELD.metadata["help"])
 MASKED = modes.TextMode(name="masked", pack_pairs=_pack_masked, lengths=(MAX_PREDICTIONS_PER_SEQ,))

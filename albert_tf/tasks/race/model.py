@@ -5,7 +5,6 @@ import tensorflow as tf
 
 from albert_tf import registry
 from albert_tf.checkpoints import table
-from albert_tf.checkpoints.foreign import Link
 from albert_tf.data import features
 from albert_tf.errors import InputError
 from albert_tf.models.base import PretrainedMixin, build_encoder
@@ -168,9 +167,7 @@ class RaceSpec(ServingSpec):
 # `race_utils.create_model`: root-scope `output_weights [1, H]`, `output_bias [1]` (the names of the classifier
 # head: a TF1 checkpoint with them reads as `classifier`, the lower `order`); transformers'
 # `AlbertForMultipleChoice`.
-HEAD = registry.Head(
-    "race", rows=tuple(table.output_projection_rows("race", "", "race_head")),
-    hf_links=(Link("output_weights", "classifier.weight"), Link("output_bias", "classifier.bias")))
+HEAD = table.output_projection_head("race", "", "race_head", hf_module="classifier")
 KIND = registry.register(registry.ModelKind(
     name="race", model_class=AlbertRace, heads=(HEAD,), serving_spec=RaceSpec(),
     hf_architecture="AlbertForMultipleChoice", order=5, text_mode=text_mode.RACE))

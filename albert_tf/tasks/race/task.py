@@ -26,6 +26,7 @@ from albert_tf.fileio import write_text_atomic
 from albert_tf.tasks.race.model import AlbertRace, race_loss
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training import driver
+from albert_tf.tasks.race import text_mode
 from albert_tf.training import options as options_lib
 from albert_tf.training.options import option
 
@@ -144,7 +145,7 @@ class RaceOptions(options_lib.StepsOptions):
     predict_file: Optional[str] = option(None, "path to preprocessed tfrecord file. The file will be generated if "
                                          "not exst. Default: <output_dir>/predict.tf_record.")
     dropout_prob: float = option(0.1, "dropout probability.")
-    max_qa_length: int = option(128, "The maximum number of tokens of question+option (the last ones are kept).")
+    max_qa_length: int = options_lib.length_option(text_mode.MAX_QA_LENGTH)
     num_keep_checkpoint: int = option(5, "maximum number of keep checkpoints (unused, as in the original).")
     high_only: bool = option(False, "Whether to only run the model on the high school set.")
     middle_only: bool = option(False, "Whether to only run the model on the middle school set.")

@@ -95,8 +95,8 @@ def _check(preprocessor):
 
 
 # The original's `--max_qa_length`; `[CLS] article [SEP] question+option [SEP]` needs it <= max_seq_length - 3.
-MAX_QA_LENGTH = modes.Length("max_qa_length", 128, "RACE serve_text: question+option tokens kept (the last).",
-                             room=3)
+MAX_QA_LENGTH = modes.Length("max_qa_length", 128, "The maximum number of tokens of question+option (the last "
+                             "ones are kept).", room=3)
 RACE = modes.TextMode(name="race", keys=("article", "question", "options"),
                       layout="`article`, `question` and `options` (RACE)", validate=_validate, pack=_pack,
                       check=_check, lengths=(MAX_QA_LENGTH,))

@@ -7,7 +7,6 @@ import tensorflow as tf
 
 from albert_tf import registry
 from albert_tf.checkpoints import table
-from albert_tf.checkpoints.foreign import Link
 from albert_tf.data import features
 from albert_tf.errors import InputError
 from albert_tf.layers.embeddings import truncated_normal
@@ -349,9 +348,7 @@ class SquadV2Spec(SquadV1Spec):
 
 
 # `squad_utils.create_v1_model`: `cls/squad/output_weights [2, H]`; transformers' `AlbertForQuestionAnswering`.
-V1_HEAD = registry.Head(
-    "squad_v1", rows=tuple(table.output_projection_rows("squad_v1", "cls/squad", "squad_head")),
-    hf_links=(Link("cls/squad/output_weights", "qa_outputs.weight"), Link("cls/squad/output_bias", "qa_outputs.bias")))
+V1_HEAD = table.output_projection_head("squad_v1", "cls/squad", "squad_head", hf_module="qa_outputs")
 V1_KIND = registry.register(registry.ModelKind(
     name="squad_v1", model_class=AlbertSquadV1, heads=(V1_HEAD,), serving_spec=SquadV1Spec(),
     hf_architecture="AlbertForQuestionAnswering", order=3, text_mode=text_mode.SQUAD))

@@ -51,6 +51,7 @@ def _check(preprocessor):
 
 
 # The original's `--max_query_length`; `max_seq_length > max_query_length + 3` (`validate_flags_or_throw`).
-MAX_QUERY_LENGTH = modes.Length("max_query_length", 64, "SQuAD serve_text: question tokens kept.", room=4)
+MAX_QUERY_LENGTH = modes.Length("max_query_length", 64, "The maximum number of tokens for the question. Questions "
+                                "longer than this will be truncated to this length.", room=4)
 SQUAD = modes.TextMode(name="squad", keys=("question", "context"), layout="`question` and `context` (SQuAD)",
                        validate=_validate, pack=_pack, check=_check, lengths=(MAX_QUERY_LENGTH,))
