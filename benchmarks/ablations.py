@@ -48,7 +48,7 @@ from albert_tf import fileio  # noqa: E402
 from albert_tf.checkpoints import init_from_checkpoint  # noqa: E402
 from albert_tf.config import AlbertConfig  # noqa: E402
 from albert_tf.text import vocab as vocab_lib  # noqa: E402
-from albert_tf.tasks.pretraining.create_data import PretrainingOptions, write_pretraining_examples  # noqa: E402
+from albert_tf.tasks.pretraining.writer.create_data import PretrainingDataOptions, write_pretraining_examples  # noqa: E402
 from albert_tf.tasks.pretraining.inputs import pretraining_dataset  # noqa: E402
 from albert_tf.errors import InputError  # noqa: E402
 from albert_tf import AlbertPretrainer  # noqa: E402
@@ -229,7 +229,7 @@ def _write_records(src, dst, spm_model, random_next_sentence):
                 max_seq_length=FLAGS.max_seq_length, max_predictions_per_seq=FLAGS.max_predictions_per_seq,
                 dupe_factor=FLAGS.dupe_factor, random_seed=FLAGS.data_seed)
     if not _reused(dst, info):
-        options = PretrainingOptions(max_seq_length=FLAGS.max_seq_length,
+        options = PretrainingDataOptions(max_seq_length=FLAGS.max_seq_length,
                                      max_predictions_per_seq=FLAGS.max_predictions_per_seq,
                                      random_seed=FLAGS.data_seed, dupe_factor=FLAGS.dupe_factor,
                                      random_next_sentence=random_next_sentence)

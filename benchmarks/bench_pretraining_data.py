@@ -61,7 +61,7 @@ def _child(args):
     import threading
 
     import tensorflow as tf  # noqa: F401  (imported before timing, as in both programs)
-    from albert_tf.tasks.pretraining import writer as pretraining_writer  # noqa: F401
+    from albert_tf.tasks.pretraining.writer import local as pretraining_writer  # noqa: F401
 
     # ru_maxrss is dominated by importing TensorFlow (~0.8 GB here); the data work is measured as the
     # peak of VmRSS sampled every 10 ms after the imports, minus the RSS right after the imports.
@@ -77,12 +77,12 @@ def _child(args):
     sampler.start()
     started = time.time()
     if args.child == "ours":
-        from albert_tf.tasks.pretraining import instances as pretraining_instances
-        from albert_tf.tasks.pretraining import writer as pretraining_writer
+        from albert_tf.tasks.pretraining.writer import instances as pretraining_instances
+        from albert_tf.tasks.pretraining.writer import local as pretraining_writer
 
         stats = pretraining_writer.write_pretraining_examples(
             args.input, args.output, spm_model_file=args.spm_model_file,
-            options=pretraining_instances.PretrainingOptions(max_seq_length=args.max_seq_length,
+            options=pretraining_instances.PretrainingDataOptions(max_seq_length=args.max_seq_length,
                                                              dupe_factor=args.dupe_factor),
             num_workers=1, shard_size_mb=args.shard_size_mb)
         instances = stats.instances
@@ -128,12 +128,12 @@ def _read(path):
 def shuffle_and_encoder(corpus, spm_model, args, workdir):
     import tensorflow as tf
 
-    from albert_tf.tasks.pretraining import instances as pretraining_instances
-    from albert_tf.tasks.pretraining import records as pretraining_records
-    from albert_tf.tasks.pretraining import shuffle as pretraining_shuffle
-    from albert_tf.tasks.pretraining import writer as pretraining_writer
+    from albert_tf.tasks.pretraining.writer import instances as pretraining_instances
+    from albert_tf.tasks.pretraining.writer import records as pretraining_records
+    from albert_tf.tasks.pretraining.writer import shuffle as pretraining_shuffle
+    from albert_tf.tasks.pretraining.writer import local as pretraining_writer
 
-    options = pretraining_instances.PretrainingOptions(max_seq_length=args.max_seq_length,
+    options = pretraining_instances.PretrainingDataOptions(max_seq_length=args.max_seq_length,
                                                        dupe_factor=args.dupe_factor)
     fast = (pretraining_shuffle.shuffled_range, pretraining_shuffle.advance_shuffle)
 
@@ -228,12 +228,12 @@ def _run_measured(cmd):
 
 
 def beam_benchmark(corpus, corpus_x10, spm_model, args, workdir):
-    from albert_tf.tasks.pretraining import writer as pretraining_writer  # noqa: F401  (fails early without the package)
+    from albert_tf.tasks.pretraining.writer import local as pretraining_writer  # noqa: F401  (fails early without the package)
 
     size_mb = os.path.getsize(corpus) / 1e6
     common = [f"--spm_model_file={spm_model}", f"--max_seq_length={args.max_seq_length}",
               f"--dupe_factor={args.dupe_factor}", f"--shard_size_mb={size_mb / 4:.4f}"]
-    cli = [sys.executable, "-m", "albert_tf.tasks.pretraining.create_data"]
+    cli = [sys.executable, "-m", "albert_tf.tasks.pretraining.writer.create_data"]
     beam = [f"--runner=DirectRunner", f"--direct_num_workers={args.beam}", "--direct_running_mode=multi_processing"]
     local_out = os.path.join(workdir, "beam_local.tfrecord")
     # Throughput on the x10 corpus, so that the imports (TensorFlow in every process) weigh less.
@@ -288,8 +288,8 @@ def main():
 
     from absl import logging
 
-    from albert_tf.tasks.pretraining import instances as pretraining_instances
-    from albert_tf.tasks.pretraining import writer as pretraining_writer
+    from albert_tf.tasks.pretraining.writer import instances as pretraining_instances
+    from albert_tf.tasks.pretraining.writer import local as pretraining_writer
     from albert_tf.text import vocab
 
     logging.set_verbosity(logging.WARNING)
@@ -313,7 +313,7 @@ def main():
     t0 = time.process_time()
     stats = pretraining_writer.write_pretraining_examples(
         corpus, ours_out, spm_model_file=spm_model,
-        options=pretraining_instances.PretrainingOptions(max_seq_length=args.max_seq_length,
+        options=pretraining_instances.PretrainingDataOptions(max_seq_length=args.max_seq_length,
                                                          dupe_factor=args.dupe_factor))
     ours_cpu = time.process_time() - t0
     t0 = time.process_time()

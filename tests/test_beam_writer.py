@@ -1,4 +1,4 @@
-"""Tests of the Apache Beam pretraining data pipeline (`albert_tf.tasks.pretraining.beam_writer`).
+"""Tests of the Apache Beam pretraining data pipeline (`albert_tf.tasks.pretraining.writer.beam`).
 
 On DirectRunner, in memory and with 4 worker processes, on the Python documentation corpus of the quickstart:
 the multiset of serialized examples equals the local writer's for the same seed and sharding; the statistics
@@ -20,14 +20,14 @@ apache_beam = pytest.importorskip(
     "apache_beam", reason="apache_beam is not installed (the optional `pip install albert_tf[beam]` extra)")
 
 from albert_tf.quickstart import corpus as quickstart_corpus  # noqa: E402
-from albert_tf.tasks.pretraining import beam_writer as pretraining_beam
-from albert_tf.tasks.pretraining import writer as pretraining_writer  # noqa: E402
-from albert_tf.tasks.pretraining.instances import PretrainingOptions  # noqa: E402
+from albert_tf.tasks.pretraining.writer import beam as pretraining_beam
+from albert_tf.tasks.pretraining.writer import local as pretraining_writer  # noqa: E402
+from albert_tf.tasks.pretraining.writer.instances import PretrainingDataOptions  # noqa: E402
 from albert_tf.text.vocab import train_sentencepiece  # noqa: E402
 
 import test_pretraining_data  # noqa: E402  (the statistics check shared with the local writer)
 
-OPTIONS = PretrainingOptions(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1, random_seed=17)
+OPTIONS = PretrainingDataOptions(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1, random_seed=17)
 SHARD_MB = 0.2
 IN_MEMORY = ["--runner=DirectRunner", "--direct_num_workers=1"]
 MULTI_PROCESS = ["--runner=DirectRunner", "--direct_num_workers=4", "--direct_running_mode=multi_processing"]
@@ -173,7 +173,7 @@ def test_command_line_with_a_runner(corpus, local, tmp_path):
     _, local_records = local
     out = tmp_path / "cli"
     out.mkdir()
-    args = [sys.executable, "-m", "albert_tf.tasks.pretraining.create_data", f"--input_file={corpus['pattern']}",
+    args = [sys.executable, "-m", "albert_tf.tasks.pretraining.writer.create_data", f"--input_file={corpus['pattern']}",
             f"--output_file={out / 'train'}", f"--spm_model_file={corpus['model']}",
             f"--vocab_file={corpus['vocab']}", f"--max_seq_length={OPTIONS.max_seq_length}",
             f"--max_predictions_per_seq={OPTIONS.max_predictions_per_seq}", f"--dupe_factor={OPTIONS.dupe_factor}",

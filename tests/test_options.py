@@ -21,8 +21,8 @@ from albert_tf.checkpoints import download
 from albert_tf.errors import InputError
 from albert_tf.export import cli as export_cli
 from albert_tf.quickstart import run as quickstart
-from albert_tf.tasks.pretraining import create_data
-from albert_tf.tasks.pretraining import instances
+from albert_tf.tasks.pretraining.writer import create_data
+from albert_tf.tasks.pretraining.writer import instances
 from albert_tf.tasks.glue import task as glue_task
 from albert_tf.tasks.ner import task as ner_task
 from albert_tf.tasks.pretraining import task as pretraining_task

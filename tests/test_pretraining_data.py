@@ -19,10 +19,10 @@ import tensorflow as tf
 
 from albert_tf.data import features as features_lib
 from albert_tf.tasks.pretraining import data as pretraining_data
-from albert_tf.tasks.pretraining import records as pretraining_records
-from albert_tf.tasks.pretraining import shuffle as pretraining_shuffle
-from albert_tf.tasks.pretraining import writer as pretraining
-from albert_tf.tasks.pretraining.instances import PretrainingOptions
+from albert_tf.tasks.pretraining.writer import records as pretraining_records
+from albert_tf.tasks.pretraining.writer import shuffle as pretraining_shuffle
+from albert_tf.tasks.pretraining.writer import local as pretraining
+from albert_tf.tasks.pretraining.writer.instances import PretrainingDataOptions
 from albert_tf.text.vocab import train_sentencepiece
 from albert_tf.errors import InputError
 
@@ -120,7 +120,7 @@ def test_same_examples_as_the_transcription_of_the_original(corpus, tmp_path, fl
     theirs = [str(tmp_path / f"orig-{i}.tfrecord") for i in range(2)]
     stats = pretraining.write_pretraining_examples(
         ",".join(inputs), ",".join(ours), spm_model_file=corpus["spm_model"],
-        options=PretrainingOptions(**common))
+        options=PretrainingDataOptions(**common))
     count = original.run(inputs, theirs, spm_model_file=corpus["spm_model"], **common)
     assert stats.instances == count > 100
     for a, b in zip(ours, theirs):
@@ -131,7 +131,7 @@ def test_same_examples_as_the_transcription_with_wordpiece(corpus, tmp_path):
     common = dict(max_seq_length=40, max_predictions_per_seq=6, dupe_factor=2, random_seed=11)
     ours, theirs = str(tmp_path / "ours.tfrecord"), str(tmp_path / "orig.tfrecord")
     stats = pretraining.write_pretraining_examples(
-        corpus["text"], ours, vocab_file=corpus["vocab_file"], options=PretrainingOptions(**common))
+        corpus["text"], ours, vocab_file=corpus["vocab_file"], options=PretrainingDataOptions(**common))
     count = original.run([corpus["text"]], [theirs], vocab_file=corpus["vocab_file"], **common)
     assert stats.instances == count > 50
     examples = _examples(ours)
@@ -204,7 +204,7 @@ def test_schema_reads_back_with_parse_single_example(corpus, tmp_path):
         out = str(tmp_path / f"out-{permutation}.tfrecord")
         pretraining.write_pretraining_examples(
             corpus["text"], out, spm_model_file=corpus["spm_model"],
-            options=PretrainingOptions(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1,
+            options=PretrainingDataOptions(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1,
                                                    do_permutation=permutation))
         pred = 5 * (2 if permutation else 1)
         arrays = _as_arrays(out, 32, pred)
@@ -246,7 +246,7 @@ def check_statistics(tmp_path, write):
                                     hard_vocab_limit=False)
     seq, pred = 128, 128  # max_predictions large enough not to cap the 15%
     stats, paths = write(path, str(tmp_path / "stats.tfrecord"), spm_model,
-                         PretrainingOptions(max_seq_length=seq, max_predictions_per_seq=pred, dupe_factor=10))
+                         PretrainingDataOptions(max_seq_length=seq, max_predictions_per_seq=pred, dupe_factor=10))
     arrays = _as_arrays(paths, seq, pred)
     n = len(arrays["input_ids"])
     assert n == stats.instances > 1000
@@ -311,7 +311,7 @@ def check_statistics(tmp_path, write):
 
 
 def test_output_does_not_depend_on_the_number_of_workers(corpus, tmp_path):
-    options = PretrainingOptions(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=2)
+    options = PretrainingDataOptions(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=2)
     outputs = {}
     for workers in (1, 2):
         paths = [str(tmp_path / f"w{workers}-{i}.tfrecord") for i in range(3)]
@@ -330,7 +330,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes(corpus, tmp_path):
         path = str(tmp_path / name)
         pretraining.write_pretraining_examples(
             corpus["text"], path, spm_model_file=corpus["spm_model"],
-            options=PretrainingOptions(max_seq_length=32, dupe_factor=1, random_seed=seed))
+            options=PretrainingDataOptions(max_seq_length=32, dupe_factor=1, random_seed=seed))
         return open(path, "rb").read()
 
     assert run(5, "a") == run(5, "b")
@@ -338,7 +338,7 @@ def test_same_seed_same_bytes_other_seed_other_bytes(corpus, tmp_path):
 
 
 def test_bad_inputs(corpus, tmp_path):
-    options = PretrainingOptions(max_seq_length=32, dupe_factor=1)
+    options = PretrainingDataOptions(max_seq_length=32, dupe_factor=1)
     missing = str(tmp_path / "nope*.txt")
     with pytest.raises(ValueError, match="nope"):
         pretraining.write_pretraining_examples(f"{corpus['text']},{missing}", str(tmp_path / "x.tfrecord"),
@@ -351,7 +351,7 @@ def test_bad_inputs(corpus, tmp_path):
                                                spm_model_file=corpus["spm_model"], options=options)
     assert not os.listdir(out_dir)  # nothing half-written
     with pytest.raises(ValueError, match="max_seq_length"):
-        PretrainingOptions(max_seq_length=4).validate()
+        PretrainingDataOptions(max_seq_length=4).validate()
 
     # Bytes that are not UTF-8 are refused with the file and line (the original drops them silently).
     broken = tmp_path / "broken.txt"
@@ -367,7 +367,7 @@ def test_bad_inputs(corpus, tmp_path):
 @pytest.mark.e2e
 def test_command_line(corpus, tmp_path):
     out = str(tmp_path / "cli.tfrecord")
-    args = [sys.executable, "-m", "albert_tf.tasks.pretraining.create_data", f"--input_file={corpus['text']}",
+    args = [sys.executable, "-m", "albert_tf.tasks.pretraining.writer.create_data", f"--input_file={corpus['text']}",
             f"--output_file={out}", f"--spm_model_file={corpus['spm_model']}", "--max_seq_length=32",
             "--dupe_factor=1", "--max_predictions_per_seq=5"]
     result = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
@@ -376,7 +376,7 @@ def test_command_line(corpus, tmp_path):
     library = str(tmp_path / "lib.tfrecord")
     pretraining.write_pretraining_examples(
         corpus["text"], library, spm_model_file=corpus["spm_model"],
-        options=PretrainingOptions(max_seq_length=32, dupe_factor=1, max_predictions_per_seq=5))
+        options=PretrainingDataOptions(max_seq_length=32, dupe_factor=1, max_predictions_per_seq=5))
     assert open(out, "rb").read() == open(library, "rb").read()
 
 
@@ -466,7 +466,7 @@ def test_digit_comma_pieces_follow_the_original_under_python3(tmp_path):
     out = str(tmp_path / "digits.tfrecord")
     pretraining.write_pretraining_examples(
         str(corpus), out, spm_model_file=model,
-        options=PretrainingOptions(max_seq_length=128, dupe_factor=1, masked_lm_prob=0.0, short_seq_prob=0.0))
+        options=PretrainingDataOptions(max_seq_length=128, dupe_factor=1, masked_lm_prob=0.0, short_seq_prob=0.0))
     written = collections.Counter()
     for example in _examples(out):
         ids = list(example.features.feature["input_ids"].int64_list.value)

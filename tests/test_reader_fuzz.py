@@ -21,7 +21,7 @@ from albert_tf.tasks.ner import data as conll
 from albert_tf.tasks.glue import data as glue
 from albert_tf.tasks.race import data as race
 from albert_tf.tasks.squad import data as squad
-from albert_tf.tasks.pretraining import writer as pretraining_writer
+from albert_tf.tasks.pretraining.writer import local as pretraining_writer
 from albert_tf.errors import InputError
 
 FUZZ = settings(max_examples=30, derandomize=True, deadline=None,

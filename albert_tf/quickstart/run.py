@@ -39,7 +39,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.data import features
 from albert_tf.text import vocab as vocab_lib
 from albert_tf.tasks.pretraining.data import PRETRAINING
-from albert_tf.tasks.pretraining.create_data import PretrainingOptions, write_pretraining_examples
+from albert_tf.tasks.pretraining.writer.create_data import PretrainingDataOptions, write_pretraining_examples
 from albert_tf.tasks.pretraining.inputs import pretraining_dataset
 from albert_tf.errors import InputError
 from albert_tf import AlbertPretrainer
@@ -296,7 +296,7 @@ def _records_step(output_dir, train_txt, heldout_txt, spm_model, max_seq_length,
     heldout_rec = os.path.join(output_dir, "heldout.tfrecord")
     for src, dst, dupe in ((train_txt, train_rec, dupe_factor), (heldout_txt, heldout_rec, heldout_dupe_factor)):
         if not _done(dst):
-            options = PretrainingOptions(max_seq_length=max_seq_length,
+            options = PretrainingDataOptions(max_seq_length=max_seq_length,
                                          max_predictions_per_seq=max_predictions_per_seq,
                                          random_seed=random_seed, dupe_factor=dupe)
             stats = write_pretraining_examples(src, [dst], spm_model_file=spm_model, options=options,

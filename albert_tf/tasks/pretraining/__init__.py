@@ -1,7 +1,7 @@
 """Pretraining: the TFRecord writer of the original `create_pretraining_data.py` (SOP pairs, n-gram masking;
 local or Apache Beam), its reader, the pretrainer head (MLM + SOP) and the `run_pretraining` task.
 
-- `instances`, `records`, `shuffle`, `writer`, `beam_writer`, `create_data`: the writer (`albert-create-pretraining-data`).
+- `writer/`: the TFRecord writer (`albert-create-pretraining-data`), local or Apache Beam.
 - `inputs`: the pretraining TFRecords as a `tf.data` pipeline.
 - `model`: `AlbertPretrainer` and its loss (the `pretrainer` model kind).
 - `task`: `run_pretraining`.
@@ -15,4 +15,4 @@ KERAS_CLASSES = ('AlbertPretrainer',)
 def create_pretraining_data():
     """Console script `albert-create-pretraining-data` (setup.cfg): `create_data.main` after a quiet TF start."""
     from albert_tf import cli  # pylint: disable=import-outside-toplevel  # TensorFlow loads after the backend pick.
-    cli.run_module("albert_tf.tasks.pretraining.create_data")
+    cli.run_module("albert_tf.tasks.pretraining.writer.create_data")

@@ -26,9 +26,9 @@ from absl import logging
 from albert_tf.tasks.pretraining.inputs import expand_input_files
 from albert_tf.errors import InputError
 from albert_tf.fileio import atomic_path
-from albert_tf.tasks.pretraining.instances import (PretrainingOptions, PretrainingStats, ShardProcessor, TokenSpace,
+from albert_tf.tasks.pretraining.writer.instances import (PretrainingDataOptions, PretrainingStats, ShardProcessor, TokenSpace,
                                                   check_vocab_file, shard_seed)
-from albert_tf.tasks.pretraining.shuffle import shuffled_range
+from albert_tf.tasks.pretraining.writer.shuffle import shuffled_range
 
 
 def run_shard(processor, raw_lines, seed, temp_path, progress=None):
@@ -126,7 +126,7 @@ def write_pretraining_examples(
     output_files,
     vocab_file=None,
     spm_model_file=None,
-    options=PretrainingOptions(),
+    options=PretrainingDataOptions(),
     num_workers=1,
     shard_size_mb=32.0,
 ):
@@ -138,7 +138,7 @@ def write_pretraining_examples(
         output_files: str (comma-separated) or list of TFRecord paths, filled round-robin.
         vocab_file: WordPiece `vocab.txt` (used when `spm_model_file` is not given).
         spm_model_file: SentencePiece `.model`.
-        options: `PretrainingOptions` (the original's flags).
+        options: `PretrainingDataOptions` (the original's flags).
         num_workers: int, processes; the output does not depend on it.
         shard_size_mb: float, raw text per shard (memory per worker is about this times a small factor).
 

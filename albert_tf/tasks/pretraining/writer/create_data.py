@@ -1,8 +1,8 @@
 """`albert-create-pretraining-data`: the original `create_pretraining_data.py` command line.
 
 The flags are the original's (same names and defaults) plus `--num_workers` and `--shard_size_mb` of the
-local writer (`albert_tf.tasks.pretraining.writer`) and `--runner` / `--num_output_shards` of the Apache Beam
-pipeline (`albert_tf.tasks.pretraining.beam_writer`). The algorithm lives in `albert_tf.tasks.pretraining.instances`.
+local writer (`albert_tf.tasks.pretraining.writer.local`) and `--runner` / `--num_output_shards` of the Apache Beam
+pipeline (`albert_tf.tasks.pretraining.writer.beam`). The algorithm lives in `albert_tf.tasks.pretraining.writer.instances`.
 
 Usage:
     albert-create-pretraining-data --input_file=corpus/*.txt --output_file=out-0.tfrecord,out-1.tfrecord \\
@@ -22,8 +22,8 @@ from absl import app, flags
 from albert_tf import cli
 from albert_tf.training import options as options_lib
 from albert_tf.training.options import option
-from albert_tf.tasks.pretraining.instances import PretrainingOptions
-from albert_tf.tasks.pretraining.writer import write_pretraining_examples
+from albert_tf.tasks.pretraining.writer.instances import PretrainingDataOptions
+from albert_tf.tasks.pretraining.writer.local import write_pretraining_examples
 
 CLI_HELP = (
     "Creates ALBERT pretraining data as the original create_pretraining_data.py: reads raw text files "
@@ -43,7 +43,7 @@ CLI_HELP = (
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class CreateDataOptions:
     """The files and the workers of `albert-create-pretraining-data` (the instances' options are
-    `PretrainingOptions`)."""
+    `PretrainingDataOptions`)."""
 
     # Raw text, not the TFRecords that `run_pretraining`'s `input_file` reads.
     input_file: str = option(help_text="Input raw text file (or comma-separated list of files/globs).")
@@ -58,7 +58,7 @@ class CreateDataOptions:
     num_output_shards: int = option(0, "With --runner: files per output prefix (0: the runner chooses).")
 
 
-OPTIONS = (CreateDataOptions, PretrainingOptions)
+OPTIONS = (CreateDataOptions, PretrainingDataOptions)
 
 
 def define_flags(flag_values=flags.FLAGS):
@@ -67,7 +67,7 @@ def define_flags(flag_values=flags.FLAGS):
 
 
 def create_pretraining_data(run, options, pipeline_args=()):
-    """Writes the pretraining data of `CreateDataOptions` `run` and `PretrainingOptions` `options`: with the local
+    """Writes the pretraining data of `CreateDataOptions` `run` and `PretrainingDataOptions` `options`: with the local
     writer, or with `run.runner` and the Beam pipeline options `pipeline_args`."""
     common = dict(vocab_file=options.vocab_file, spm_model_file=options.spm_model_file, options=options,
                   shard_size_mb=run.shard_size_mb)
@@ -77,7 +77,7 @@ def create_pretraining_data(run, options, pipeline_args=()):
         write_pretraining_examples(run.input_file, run.output_file, num_workers=run.num_workers, **common)
         return
     # Deferred: apache_beam is the optional `[beam]` extra, needed only with --runner.
-    from albert_tf.tasks.pretraining import beam_writer as pretraining_beam
+    from albert_tf.tasks.pretraining.writer import beam as pretraining_beam
 
     pretraining_beam.run_pipeline(run.input_file, run.output_file, num_output_shards=run.num_output_shards,
                                   pipeline_args=[f"--runner={run.runner}"] + list(pipeline_args), **common)

@@ -42,8 +42,8 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf.text import tokenization
-from albert_tf.tasks.pretraining.records import ExampleEncoder
-from albert_tf.tasks.pretraining.shuffle import advance_shuffle, shuffled_range
+from albert_tf.tasks.pretraining.writer.records import ExampleEncoder
+from albert_tf.tasks.pretraining.writer.shuffle import advance_shuffle, shuffled_range
 from albert_tf.errors import InputError
 from albert_tf.training.options import MaskedLmOptions, TokenizerOptions, option
 
@@ -70,7 +70,7 @@ def is_start_piece_bert(piece):
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class PretrainingOptions(MaskedLmOptions, TokenizerOptions):
+class PretrainingDataOptions(MaskedLmOptions, TokenizerOptions):
     """The instance and masking options: the flags of the original `create_pretraining_data.py`.
 
     `max_seq_length`, `max_predictions_per_seq` (`MaskedLmOptions`) and the tokenizer's `do_lower_case`

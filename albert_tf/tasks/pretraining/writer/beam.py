@@ -34,7 +34,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from albert_tf.tasks.pretraining.inputs import expand_input_files
-from albert_tf.tasks.pretraining.instances import (PretrainingOptions, PretrainingStats, ShardProcessor, TokenSpace,
+from albert_tf.tasks.pretraining.writer.instances import (PretrainingDataOptions, PretrainingStats, ShardProcessor, TokenSpace,
                                                   check_vocab_file, shard_seed)
 from albert_tf.errors import InputError
 
@@ -341,7 +341,7 @@ def _build_pipeline(p, files, sizes, shard_bytes, vocab_file, spm_model_file, op
              prefixes=prefixes, temp_prefixes=temp_prefixes, input_files=files))
 
 
-def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None, options=PretrainingOptions(),
+def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None, options=PretrainingDataOptions(),
                  shard_size_mb=32.0, num_output_shards=0, pipeline_args=()):
     """Runs the pretraining data pipeline on Beam and waits for it; returns the run's `PretrainingStats`.
 
@@ -350,7 +350,7 @@ def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None
         output_files: str (comma-separated) or list of output prefixes; files `PREFIX-SSSSS-of-NNNNN`.
         vocab_file: WordPiece `vocab.txt`; with `spm_model_file`, its `.vocab` (checked against it if given).
         spm_model_file: SentencePiece `.model`.
-        options: `PretrainingOptions` (the original's flags).
+        options: `PretrainingDataOptions` (the original's flags).
         shard_size_mb: float, raw text per shard, as the local writer (same shards, same examples).
         num_output_shards: int, files per prefix (0: the runner chooses).
         pipeline_args: list of Beam pipeline options, e.g. `["--runner=DirectRunner"]`.
