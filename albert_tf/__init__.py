@@ -39,7 +39,7 @@ _SUBMODULES = ("checkpoints", "cli", "config", "data", "errors", "export", "file
 # Documented module names -> the module of the package that they are.
 _MODULE_ALIASES = {
     "lite": "albert_tf.export.lite",
-    "serving": "albert_tf.export.serving",
+    "serving": "albert_tf.serving_spec",
     "session_model": "albert_tf.export.session_model",
     "text_ops": "albert_tf.text.ops",
     "tokenization": "albert_tf.text.tokenization",

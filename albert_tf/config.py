@@ -13,6 +13,9 @@ import os
 from albert_tf import fileio
 from albert_tf.errors import InputError
 
+# The encoder's input names, int32 `[batch, seq]`: those of the original TF-Hub module's `tokens` signature, which
+# every model, schema, serving signature and pipeline uses.
+TOKEN_INPUTS = ("input_ids", "input_mask", "segment_ids")
 ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
 
 # Released English models (the `albert_config.json` of each release tarball). Keys beyond the constructor are those of the JSONs.

@@ -7,7 +7,7 @@ one `ModelKind`:
 * `model_class`: its Keras model class;
 * `heads`: one `Head` per head, each with its checkpoint rows (original TF1 names <-> attribute paths of the
   model, `albert_tf.checkpoints.table.Row`) and its Hugging Face names (`albert_tf.checkpoints.foreign.Link`);
-* `serving_spec`: its `albert_tf.export.serving.ServingSpec` (what `export_saved_model` serves);
+* `serving_spec`: its `albert_tf.serving_spec.ServingSpec` (what `export_saved_model` serves);
 * `hf_architecture`: its transformers class (None when transformers has no class with these heads);
 * `labels_variable`: the TF1 name whose first dimension is its `num_labels` constructor argument (read back when
   a checkpoint is detected, passed on export, written into the Hugging Face `config.json`);
@@ -22,11 +22,11 @@ one `ModelKind`:
 The checkpoint table, the converter (`--model`, detection), export, the Hugging Face reader and writer,
 `from_pretrained` and `albert_tf`'s public names all read this registry; none lists the kinds itself.
 
-Each task's model module (`albert_tf.tasks.<task>.model`) registers its kind when it is imported, and its pipeline
-module (`albert_tf.tasks.<task>.pipeline`, when there is one) registers its `albert_tf.pipelines.Pipeline` class
-(`register_pipeline`): `albert_tf.pipeline(task, ...)` finds the pipeline of `task` here (`pipelines()`), and the
-kinds whose exports serve it through their serving specs (`serving_kinds`). Every lookup first imports the model
-module of every task package (`load()`; the pipeline lookups also import the pipeline modules), so the registry is
+Each task's kind module (`albert_tf.tasks.<task>.kind`, beside its model module) registers its kinds when it is
+imported, and its pipeline module (`albert_tf.tasks.<task>.pipeline`, when there is one) registers its
+`albert_tf.pipelines.Pipeline` class (`register_pipeline`): `albert_tf.pipeline(task, ...)` finds the pipeline of
+`task` here (`pipelines()`), and the kinds whose exports serve it through their serving specs (`serving_kinds`).
+Every lookup first imports the kind module of every task package (`load()`; the pipeline lookups also import the pipeline modules), so the registry is
 complete whatever was imported before, and a new task folder is found without an edit anywhere else. Code outside
 the package (a test, a user's head) calls `register` itself before its lookups.
 """
@@ -38,10 +38,10 @@ import importlib.util
 
 from albert_tf.errors import InputError
 
-ENCODER_MODULE = "albert_tf.models.albert_model"   # registers the `encoder` kind
+ENCODER_MODULE = "albert_tf.models.kind"   # registers the `encoder` kind
 TEXT_MODES_MODULE = "albert_tf.text.modes"   # registers the shared `text` mode
 TASKS_PACKAGE = "albert_tf.tasks"
-MODEL_MODULE = "model"   # the module of a task package that defines and registers its model kinds
+KIND_MODULE = "kind"   # the module of a task package that declares and registers its model kinds
 PIPELINES_MODULE = "albert_tf.pipelines"   # the shared pipeline base; registers the encoder's pipeline
 PIPELINE_MODULE = "pipeline"   # the module of a task package that defines and registers its pipelines
 
@@ -188,11 +188,11 @@ def unregister(name):
 
 
 def load():
-    """Imports the `model` module of every task package once, so that each registers its kinds."""
+    """Imports the `kind` module of every task package once, so that each registers its kinds."""
     if _state["loaded"]:
         return
     importlib.import_module(TEXT_MODES_MODULE)
-    _import_task_modules(ENCODER_MODULE, MODEL_MODULE)
+    _import_task_modules(ENCODER_MODULE, KIND_MODULE)
     _state["loaded"] = True
 
 

@@ -39,16 +39,12 @@ TOY_INIT = '''"""A toy token tagger: the folder a new task adds, and nothing els
 KERAS_CLASSES = ("AlbertToyTagger",)
 '''
 
-# The toy tagger of tests/test_registry.py, as the new folder's model module: its class and serving spec, and
-# the registration a task module makes (the head's TF1 names, its kind, an option dataclass).
+# The toy tagger of tests/test_registry.py, as the new folder's model module (its Keras class and an option
+# dataclass) and kind module (its serving spec, the head's TF1 names and its registration).
 TOY_MODEL = "\n".join([
     '"""`AlbertToyTagger`: `sequence_output` -> `tagger/output_weights [num_labels, H]`, `output_bias`."""',
     "import dataclasses",
     "import keras",
-    "from albert_tf import registry",
-    "from albert_tf.checkpoints import table",
-    "from albert_tf.checkpoints.foreign import Link",
-    "from albert_tf.export.serving import ServingSpec",
     "from albert_tf.layers.heads import AlbertOutputProjection",
     "from albert_tf.models.albert_model import AlbertModel, as_config",
     "from albert_tf.models.base import PretrainedMixin",
@@ -56,12 +52,20 @@ TOY_MODEL = "\n".join([
     "",
     '@keras.saving.register_keras_serializable(package="albert_tf")',
     inspect.getsource(test_registry.AlbertToyTagger),
-    inspect.getsource(test_registry.ToySpec),
-    'ToySpec.pipeline_tasks = ("toy-tagging",)',
-    "",
     "@dataclasses.dataclass(frozen=True, kw_only=True)",
     "class ToyTagOptions(options_lib.FineTuningOptions):",
     '    toy_window: int = options_lib.option(16, "Words per window of the toy tagger.")',
+    ""])
+TOY_KIND = "\n".join([
+    '"""The `toy_tagger` model kind."""',
+    "from albert_tf import registry",
+    "from albert_tf.checkpoints import table",
+    "from albert_tf.checkpoints.foreign import Link",
+    "from albert_tf.serving_spec import ServingSpec",
+    "from albert_tf.tasks.toytag.model import AlbertToyTagger",
+    "",
+    inspect.getsource(test_registry.ToySpec),
+    'ToySpec.pipeline_tasks = ("toy-tagging",)',
     "",
     'HEAD = registry.Head("toy_tagger", rows=tuple(table.output_projection_rows("toy_tagger", "tagger", "tagger_head")),',
     '                     hf_links=(Link("tagger/output_weights", "classifier.weight"),',
@@ -166,7 +170,8 @@ def test_a_new_task_folder_is_known_everywhere(model_files, tmp_path):  # noqa: 
     _copy_package(copy)
     toy = copy / "tasks" / "toytag"
     toy.mkdir()
-    for name, text in (("__init__.py", TOY_INIT), ("model.py", TOY_MODEL), ("pipeline.py", TOY_PIPELINE)):
+    for name, text in (("__init__.py", TOY_INIT), ("model.py", TOY_MODEL), ("kind.py", TOY_KIND),
+                       ("pipeline.py", TOY_PIPELINE)):
         (toy / name).write_text(text, encoding="utf-8")
     assert _differing(PACKAGE, str(copy), skip="toytag") == []
 

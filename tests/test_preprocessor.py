@@ -16,7 +16,7 @@ from albert_tf.text import tokenization
 from albert_tf.checkpoints import save_tf1_checkpoint
 from albert_tf.tasks.glue import data as glue
 from albert_tf.tasks.race import data as race
-from albert_tf.tasks.squad import text_mode as squad_text_mode
+from albert_tf.tasks.squad import kind as squad_kind
 from albert_tf.errors import InputError
 from albert_tf import AlbertClassifier, AlbertPretrainer, AlbertRace, AlbertSquadV1, AlbertSquadV2
 from albert_tf.text.preprocessor import AlbertPreprocessor
@@ -227,7 +227,7 @@ def test_squad_models_take_question_and_context(model_files):
     packed = pre(inputs)
     ids = pre.pipeline.tokenize(tf.constant(inputs["question"]))
     context = pre.pipeline.tokenize(tf.constant(inputs["context"]))
-    expected = squad_text_mode.pack_squad(ids, context, MAX_SEQ, 8, 2, 3)
+    expected = squad_kind.pack_squad(ids, context, MAX_SEQ, 8, 2, 3)
     for name in ("input_ids", "segment_ids", "p_mask"):
         np.testing.assert_array_equal(packed[name].numpy(), expected[name].numpy())
     v1 = AlbertSquadV1(model_files["config"], preprocessor=pre)

@@ -29,7 +29,7 @@ from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf import AlbertClassifier, AlbertModel, AlbertRace
 from albert_tf.models.albert_model import as_config
 from albert_tf.models.base import PretrainedMixin
-from albert_tf.export.serving import ServingSpec
+from albert_tf.serving_spec import ServingSpec
 
 CONFIG = dict(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=2, num_hidden_groups=1,
               num_attention_heads=2, intermediate_size=24, max_position_embeddings=16, hidden_act="gelu")
@@ -231,7 +231,7 @@ def test_the_documented_token_classifier_is_the_package_module(tmp_path):
     root = os.path.join(os.path.dirname(__file__), "..")
     text = open(os.path.join(root, "docs", "adding_a_task.md"), encoding="utf-8").read()
     (code,) = re.findall(r"```py\n(.*?)```", text, flags=re.S)
-    module_text = open(os.path.join(root, "albert_tf", "tasks", "ner", "model.py"), encoding="utf-8").read()
+    module_text = open(os.path.join(root, "albert_tf", "tasks", "ner", "kind.py"), encoding="utf-8").read()
     assert code.strip() and code in module_text
     from albert_tf.tasks.ner.model import AlbertTokenClassifier
     assert registry.get("token_classifier").model_class is AlbertTokenClassifier

@@ -10,18 +10,18 @@ import collections
 
 import tensorflow as tf
 
+from albert_tf.config import TOKEN_INPUTS
 from albert_tf.errors import InputError
 
 Feature = collections.namedtuple("Feature", ["name", "dtype", "length"])
 
 # Lengths are symbolic: "seq" = max_seq_length, "scalar" = no dimension, an int = that length; a task's schema
 # names its own (the pretraining schema's "pred" = max_predictions_per_seq, RACE's "choices_seq").
-TOKEN_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
 def tokens(length="seq"):
     """The int64 token features every ALBERT model takes, of `length` (the first three of every task's schema)."""
-    return tuple(Feature(name, tf.int64, length) for name in TOKEN_NAMES)
+    return tuple(Feature(name, tf.int64, length) for name in TOKEN_INPUTS)
 
 
 TOKENS = tokens()

@@ -2,11 +2,12 @@
 
 - `saved_model`: `export_saved_model` / `export_from_checkpoint` (TF Serving conventions: versioned
   directories, `serving_default`, `serve_examples`, `serve_text`, `tokenization_info`, warm-up requests).
-- `serving`: `ServingSpec`, the base of each model kind's serving spec (what a kind's signatures take and give).
 - `warmup`: `assets.extra/tf_serving_warmup_requests`.
 - `metadata`: `assets.extra/albert_export.json`, what an export is (its model kind, lengths, signatures).
 - `session_model`: `SessionModel`, an export run through TF Serving's loader path (a TF1 session).
 - `lite`: LiteRT conversion and `LiteModel`.
+
+What each model kind's signatures take and give is its `albert_tf.serving_spec.ServingSpec`, declared by the kind.
 - `cli`: `albert-export`.
 
 The names of `saved_model` are also names of this package (`albert_tf.export.export_saved_model`); they and
@@ -18,7 +19,7 @@ from albert_tf import lazy
 _SAVED_MODEL_NAMES = ("SERVE_EXAMPLES", "SERVE_TEXT", "SERVING_DEFAULT", "TOKENIZATION_INFO", "backing_variables",
                       "example_feature_spec", "export_from_checkpoint", "export_saved_model", "model_kind", "next_version",
                       "serving_spec")
-_SUBMODULES = ("cli", "lite", "metadata", "saved_model", "serving", "session_model", "warmup")
+_SUBMODULES = ("cli", "lite", "metadata", "saved_model", "session_model", "warmup")
 
 __all__ = list(_SAVED_MODEL_NAMES) + list(_SUBMODULES)
 

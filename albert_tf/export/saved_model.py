@@ -21,7 +21,7 @@ module). The SentencePiece model and `albert_config.json` are saved as assets, a
 `assets.extra/albert_export.json` (`albert_tf.export.metadata`) says what the export is: its model kind, lengths,
 casing and signatures, which the pipelines read.
 
-What differs between model classes lives in one `ServingSpec` per class (`albert_tf.export.serving`), declared by its
+What differs between model classes lives in one `ServingSpec` per class (`albert_tf.serving_spec`), declared by its
 model kind next to the model class (`albert_tf.registry`; `SERVING_SPECS` is the view by class): its token
 inputs, how it is called, its named outputs, its `tf.Example` features (from `albert_tf.data.features`), its
 raw-text inputs and packing, and its argument checks. Everything else is shared.
@@ -57,7 +57,7 @@ from albert_tf.checkpoints import load_pretrained, resolve_source
 from albert_tf.config import check_max_seq_length
 from albert_tf.errors import InputError
 from albert_tf.models.albert_model import as_config
-from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs  # noqa: F401
+from albert_tf.serving_spec import string_specs
 
 SERVING_DEFAULT = "serving_default"
 SERVE_EXAMPLES = "serve_examples"

@@ -3,16 +3,13 @@
 import keras
 import tensorflow as tf
 
-from albert_tf import registry
 from albert_tf.checkpoints import load_pretrained
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError
 from albert_tf.layers.attention import attention_bias
 from albert_tf.layers.embeddings import AlbertEmbeddings, truncated_normal
 from albert_tf.layers.transformer import AlbertTransformerBlock
-from albert_tf.export.serving import ServingSpec
 
-INPUT_NAMES = ("input_ids", "input_mask", "segment_ids")
 
 
 def as_config(config):
@@ -342,19 +339,3 @@ def compile_forward(model, jit_compile=None, training=False):
         return model(inputs, training=training)
 
     return forward
-
-
-# === Model kind (`albert_tf.registry`): the encoder's checkpoint rows are `checkpoints.table.ENCODER_ROWS` ===
-
-
-class EncoderSpec(ServingSpec):
-    """`AlbertModel`: the encoder's sequence and pooled outputs."""
-
-    pipeline_tasks = ("feature-extraction",)
-
-    def outputs(self, out, threshold):
-        return {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"]}
-
-
-KIND = registry.register(registry.ModelKind(
-    name="encoder", model_class=AlbertModel, serving_spec=EncoderSpec(), hf_architecture="AlbertModel", order=0))

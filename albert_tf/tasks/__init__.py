@@ -3,7 +3,7 @@ its data reader and features, its head (the Keras model, which registers its mod
 its `Task` and options, its pipeline and its serving spec.
 
 Nothing outside `albert_tf/tasks/<task>/` (and its `run_<task>.py`) names a task: the shared machinery finds the
-tasks through the registry, which imports the `model` module of every package here (`albert_tf.registry.load`).
+tasks through the registry, which imports the `kind` module of every package here (`albert_tf.registry.load`).
 A new task is a new package here and its runner script.
 """
 

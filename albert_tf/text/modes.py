@@ -2,7 +2,7 @@
 
 A mode is a `TextMode`. The `text` mode (single sentences and sentence pairs, GLUE `convert_single_example`) is
 declared here, for every model that takes sentences; a task whose model takes other text declares its mode in its
-own folder (`albert_tf.tasks.<task>.text_mode`) and names it in its model kind (`registry.ModelKind.text_mode`),
+own folder (`albert_tf.tasks.<task>.kind`) and names it in its model kind (`registry.ModelKind.text_mode`),
 so that the preprocessor finds it through the registry (`registry.text_modes()`) and names no task. A mode
 registered on its own (`registry.register_text_mode`) is found the same way.
 

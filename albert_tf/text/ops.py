@@ -339,7 +339,7 @@ class TextPipeline(tf.Module):
     `pack_texts` and `pack_masked_texts` take string tensors and return the features of sentences and pairs,
     packed as the original's `classifier_utils.py` (with literal `[MASK]`s for the `run_pretraining` inputs); a
     task with other inputs packs them in its own folder from the primitives here (`tokenize`, `keep_first`,
-    `keep_last`, `pack_segments`), e.g. `albert_tf.tasks.squad.text_mode.pack_squad_texts(pipeline, ...)`.
+    `keep_last`, `pack_segments`), e.g. `albert_tf.tasks.squad.kind.pack_squad_texts(pipeline, ...)`.
 
     Args:
         spm_model_proto: bytes of the SentencePiece model.

@@ -2,7 +2,7 @@
 `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, the longer side cut one piece at a time, padded with zeros.
 
 What the sentence pipelines (`albert_tf.pipelines`) and the default LiteRT calibration of a serving spec
-(`albert_tf.export.serving.ServingSpec.calibration_rows`) pack; the in-graph twin is
+(`albert_tf.serving_spec.ServingSpec.calibration_rows`) pack; the in-graph twin is
 `albert_tf.text.ops.TextPipeline.pack_texts`.
 """
 

@@ -74,7 +74,7 @@ class AlbertPreprocessor(keras.layers.Layer):
         the first `max_seq_length - 2` tokens);
       * a tuple `(text_a, text_b)` of two `[batch]` string tensors or lists: sentence pairs, truncated by
         `_truncate_seq_pair` (a row with an empty `text_b` is a single sentence); also a dict `text_a`, `text_b`;
-    or on a dict of the keys of a task's text mode (`albert_tf.tasks.<task>.text_mode`), e.g. `question`,
+    or on a dict of the keys of a task's text mode (`albert_tf.tasks.<task>.kind`), e.g. `question`,
     `context` (SQuAD: `[CLS] question [SEP] context [SEP]` of the first document span, plus `p_mask`) or
     `article`, `question`, `options [batch, 4]` (RACE, features `[batch, 4, max_seq_length]`). A mode asked for by
     name that packs sentences (`mode="masked"`: each literal `[MASK]` becomes the mask id, plus

@@ -1,7 +1,8 @@
 """GLUE (sentence and sentence-pair classification and regression), as the original `run_classifier.py`.
 
 - `data`: the processors of every GLUE task (TSV layouts), features and cached TFRecords.
-- `model`: `AlbertClassifier` and its loss (the `classifier` model kind).
+- `model`: `AlbertClassifier` and its loss.
+- `kind`: the `classifier` model kind: serving spec, checkpoint names, registration.
 - `task`: the `GlueTask` and `run_classifier`.
 """
 

@@ -3,10 +3,7 @@
 import keras
 import tensorflow as tf
 
-from albert_tf import registry
-from albert_tf.checkpoints import table
 from albert_tf.models.base import PretrainedMixin, build_encoder, check_dropout_rate, check_positive_int
-from albert_tf.export.serving import ServingSpec
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -99,34 +96,3 @@ def classifier_loss(outputs, label_ids, num_labels):
     log_probs = tf.nn.log_softmax(tf.cast(outputs["logits"], tf.float32), axis=-1)
     one_hot = tf.one_hot(tf.cast(label_ids, tf.int32), depth=num_labels, dtype=tf.float32)
     return -tf.reduce_sum(one_hot * log_probs, axis=-1)
-
-
-# === Model kind (`albert_tf.registry`) ===
-
-
-class ClassifierSpec(ServingSpec):
-    """`AlbertClassifier`: probabilities and predictions, and an optional constant `threshold` output."""
-
-    pipeline_tasks = ("text-classification",)
-
-    def outputs(self, out, threshold):
-        outputs = {"probabilities": out["probabilities"], "predictions": out["predictions"]}
-        if threshold is not None:
-            # A constant shipped with the model (e.g. a tuned decision threshold), one value per example so
-            # that TF Serving's row format can split it like the other outputs.
-            outputs["threshold"] = tf.fill(tf.shape(out["predictions"])[:1], tf.constant(threshold, tf.float32))
-        return outputs
-
-    def check_arguments(self, model, max_seq_length, threshold):
-        pass  # Every argument applies.
-
-    def export_facts(self, model):
-        return {"num_labels": int(model.num_labels)}
-
-
-# `classifier_utils.create_model`: root-scope `output_weights [num_labels, H]`, `output_bias`; transformers'
-# `AlbertForSequenceClassification` names.
-HEAD = table.output_projection_head("classifier", "", "classifier_head", hf_module="classifier")
-KIND = registry.register(registry.ModelKind(
-    name="classifier", model_class=AlbertClassifier, heads=(HEAD,), serving_spec=ClassifierSpec(),
-    hf_architecture="AlbertForSequenceClassification", labels_variable="output_weights", order=2))

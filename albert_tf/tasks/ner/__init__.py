@@ -1,7 +1,8 @@
 """Token classification (named entities), with CoNLL-2003 data.
 
 - `data`: the CoNLL reader, word-to-piece alignment and TFRecords.
-- `model`: `AlbertTokenClassifier` and its loss (the `token_classifier` model kind).
+- `model`: `AlbertTokenClassifier` and its loss.
+- `kind`: the `token_classifier` model kind: serving spec, checkpoint names, registration, in-graph word packing.
 - `conlleval`: entity-level precision, recall and F1 (as `conlleval.pl` and seqeval).
 - `task`: the NER task and `run_ner`.
 - `pipeline`: the `token-classification` pipeline.

@@ -22,6 +22,7 @@ import re
 
 import numpy as np
 
+from albert_tf.config import TOKEN_INPUTS
 from albert_tf import pipelines, registry
 from albert_tf.checkpoints import hf, open_reader, resolve_source, restore_source
 from albert_tf.checkpoints.convert import detect_model
@@ -81,7 +82,7 @@ class TokenClassificationPipeline(pipelines.Pipeline):
                                                   self.do_lower_case) if words else [])
         arrays = conll.window_arrays(windows, self.max_seq_length)
         for i in range(len(windows)):
-            rows.append({name: arrays[name][i] for name in ("input_ids", "input_mask", "segment_ids")})
+            rows.append({name: arrays[name][i] for name in TOKEN_INPUTS})
         return rows, windows
 
     def _decode(self, items, windows, outputs):

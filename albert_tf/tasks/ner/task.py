@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.config import TOKEN_INPUTS
 from albert_tf.export import saved_model as export_lib
 from albert_tf.tasks.ner import data as conll
 from albert_tf.errors import InputError
@@ -72,7 +73,7 @@ def make_logits_fn(model, strategy, jit_compile=False):
 
     @tf.function(jit_compile=jit_compile)
     def replica_step(batch):
-        inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+        inputs = {k: batch[k] for k in TOKEN_INPUTS}
         return {"logits": model(inputs, training=False)["logits"]}
 
     def run(dataset):

@@ -3,7 +3,8 @@ local or Apache Beam), its reader, the pretrainer head (MLM + SOP) and the `run_
 
 - `writer/`: the TFRecord writer (`albert-create-pretraining-data`), local or Apache Beam.
 - `inputs`: the pretraining TFRecords as a `tf.data` pipeline.
-- `model`: `AlbertPretrainer` and its loss (the `pretrainer` model kind).
+- `model`: `AlbertPretrainer` and its loss.
+- `kind`: the `pretrainer` model kind: serving spec, checkpoint names, registration, the `masked` text mode.
 - `task`: `run_pretraining`.
 """
 

@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from albert_tf.config import TOKEN_INPUTS
 from albert_tf import registry
 from albert_tf.errors import InputError
 from albert_tf.pipelines import Pipeline
@@ -87,7 +88,7 @@ class FillMaskPipeline(Pipeline):
     def _stack(self, batch):
         width = max(1, max(len(row["masked_lm_positions"]) for row in batch))
         features = {name: np.asarray([row[name] for row in batch], np.int32)
-                    for name in ("input_ids", "input_mask", "segment_ids")}
+                    for name in TOKEN_INPUTS}
         # Padded with position 0, as `serve_text`; the padded predictions are dropped in `_decode`.
         features["masked_lm_positions"] = np.asarray(
             [row["masked_lm_positions"] + [0] * (width - len(row["masked_lm_positions"])) for row in batch],

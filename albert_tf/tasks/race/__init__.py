@@ -1,7 +1,8 @@
 """RACE multiple-choice reading comprehension, as the original `run_race.py`.
 
 - `data`: the RACE JSON reader, features (four choices) and TFRecords.
-- `model`: `AlbertRace` and its loss (the `race` model kind).
+- `model`: `AlbertRace` and its loss.
+- `kind`: the `race` model kind: serving spec, checkpoint names, registration, the `race` text mode.
 - `task`: the RACE task and `run_race`.
 """
 

@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.config import TOKEN_INPUTS
 from albert_tf import fileio
 from albert_tf.text import tokenization
 from albert_tf.data import features as features_lib
@@ -326,7 +327,7 @@ def decode_race_record(record, max_seq_length):
     """Parses one serialized record: int32 `input_ids`/`input_mask`/`segment_ids` `[4, seq]`, scalars."""
     spec = features_lib.parse_spec(RACE, choices_seq=RACE_NUM_CHOICES * max_seq_length)
     example = features_lib.cast_int64_to_int32(tf.io.parse_single_example(record, spec))
-    for name in ("input_ids", "input_mask", "segment_ids"):
+    for name in TOKEN_INPUTS:
         example[name] = tf.reshape(example[name], [RACE_NUM_CHOICES, max_seq_length])   # [4, seq]
     return example
 

@@ -3,15 +3,10 @@
 import keras
 import tensorflow as tf
 
-from albert_tf import registry
-from albert_tf.checkpoints import table
-from albert_tf.data import features
+from albert_tf.config import TOKEN_INPUTS
 from albert_tf.errors import InputError
 from albert_tf.models.base import PretrainedMixin, build_encoder
-from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs
-from albert_tf.tasks.race import text_mode
-from albert_tf.tasks.race.data import RACE, RACE_NUM_CHOICES
-from albert_tf.text import packing
+from albert_tf.tasks.race.data import RACE_NUM_CHOICES
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -72,7 +67,7 @@ class AlbertRace(PretrainedMixin, keras.Model):
                              f"Received shape: {input_ids.shape}.")
         seq_length = tf.shape(input_ids)[-1]
         flat = {}
-        for name in ("input_ids", "input_mask", "segment_ids"):
+        for name in TOKEN_INPUTS:
             if inputs.get(name) is not None:
                 flat[name] = tf.reshape(tf.cast(inputs[name], tf.int32), [-1, seq_length])   # [batch*4, seq]
         pooled = self.encoder(flat, training=training)["pooled_output"]                     # [batch*4, H]
@@ -112,62 +107,3 @@ def race_loss(logits, label_ids):
     one_hot = tf.one_hot(labels, depth=RACE_NUM_CHOICES, dtype=tf.float32)
     per_example_loss = -tf.reduce_sum(one_hot * log_probs, axis=-1)                            # [batch]
     return tf.reduce_mean(per_example_loss), per_example_loss
-
-
-# === Model kind (`albert_tf.registry`) ===
-
-
-class RaceSpec(ServingSpec):
-    """`AlbertRace`: four choices per example, `[batch, 4, seq]` inputs; `serve_text` takes the article, the
-    question and the four options."""
-
-    pipeline_tasks = ("multiple-choice",)
-
-    def token_specs(self):
-        return {name: tf.TensorSpec([None, RACE_NUM_CHOICES, None], tf.int32, name=name) for name in TOKEN_INPUTS}
-
-    def outputs(self, out, threshold):
-        return {"logits": out["logits"], "probabilities": out["probabilities"], "predictions": out["predictions"]}
-
-    def example_spec(self, max_seq_length, lengths):
-        return features.parse_spec(features.select(RACE, TOKEN_INPUTS),
-                                   choices_seq=max_seq_length * RACE_NUM_CHOICES)
-
-    def example_features(self, parsed, max_seq_length):
-        return {name: tf.reshape(tf.cast(parsed[name], tf.int32), [-1, RACE_NUM_CHOICES, max_seq_length])
-                for name in TOKEN_INPUTS}, {}                                             # [batch, 4, seq]
-
-    def text_specs(self):
-        specs = string_specs(("article", "question"))
-        specs["options"] = tf.TensorSpec([None, RACE_NUM_CHOICES], tf.string, name="options")
-        return specs
-
-    def text_features(self, pipeline, texts):
-        return text_mode.pack_race_texts(pipeline, texts["article"], texts["question"], texts["options"],
-                                         RACE_NUM_CHOICES)                               # [batch, 4, L]
-
-    def calibration_rows(self, fields, path, number, tokenizer, do_lower_case, shapes):
-        """`article<TAB>question<TAB>option 1<TAB>...<TAB>option 4`, packed as `race.encode_example`."""
-        from albert_tf.tasks.race import data as race  # Only for text calibration.
-
-        if len(fields) != 2 + RACE_NUM_CHOICES:
-            raise InputError(f"`{path}` line {number}: expected `article<TAB>question<TAB>` and "
-                             f"{RACE_NUM_CHOICES} options for RACE calibration.")
-        seq = shapes["input_ids"][-1]
-        obj = {"article": fields[0], "questions": [fields[1]], "options": [fields[2:]]}
-
-        def process(text):
-            return packing.process_text(text, do_lower_case=do_lower_case)
-
-        (example,) = race.examples_from_object(obj, f"line {number}", "middle", process, require_answers=False)
-        ids, mask, segments, _ = race.encode_example(example, tokenizer, seq, min(128, seq - 3))
-        return [{"input_ids": ids, "input_mask": mask, "segment_ids": segments}]
-
-
-# `race_utils.create_model`: root-scope `output_weights [1, H]`, `output_bias [1]` (the names of the classifier
-# head: a TF1 checkpoint with them reads as `classifier`, the lower `order`); transformers'
-# `AlbertForMultipleChoice`.
-HEAD = table.output_projection_head("race", "", "race_head", hf_module="classifier")
-KIND = registry.register(registry.ModelKind(
-    name="race", model_class=AlbertRace, heads=(HEAD,), serving_spec=RaceSpec(),
-    hf_architecture="AlbertForMultipleChoice", order=5, text_mode=text_mode.RACE))

@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.config import TOKEN_INPUTS
 from albert_tf.export import saved_model as export_lib
 from albert_tf.tasks.race import data as race_data
 from albert_tf.tasks.race.data import RACE_NUM_CHOICES
@@ -26,7 +27,7 @@ from albert_tf.fileio import write_text_atomic
 from albert_tf.tasks.race.model import AlbertRace, race_loss
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training import driver
-from albert_tf.tasks.race import text_mode
+from albert_tf.tasks.race import kind
 from albert_tf.training import options as options_lib
 from albert_tf.training.options import option
 
@@ -71,7 +72,7 @@ def make_logits_fn(model, strategy=None, jit_compile=False):
 
     @tf.function(jit_compile=jit_compile)
     def replica_step(batch):
-        inputs = {k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}
+        inputs = {k: batch[k] for k in TOKEN_INPUTS}
         return {"logits": model(inputs, training=False)["logits"], "label_ids": batch["label_ids"],
                 "is_real_example": batch["is_real_example"]}
 
@@ -145,7 +146,7 @@ class RaceOptions(options_lib.StepsOptions):
     predict_file: Optional[str] = option(None, "path to preprocessed tfrecord file. The file will be generated if "
                                          "not exst. Default: <output_dir>/predict.tf_record.")
     dropout_prob: float = option(0.1, "dropout probability.")
-    max_qa_length: int = options_lib.length_option(text_mode.MAX_QA_LENGTH)
+    max_qa_length: int = options_lib.length_option(kind.MAX_QA_LENGTH)
     num_keep_checkpoint: int = option(5, "maximum number of keep checkpoints (unused, as in the original).")
     high_only: bool = option(False, "Whether to only run the model on the high school set.")
     middle_only: bool = option(False, "Whether to only run the model on the middle school set.")

@@ -2,7 +2,8 @@
 
 - `data`: the SQuAD JSON reader, features (doc stride) and TFRecords.
 - `postprocess`: n-best answers, null odds and the official evaluation.
-- `model`: `AlbertSquadV1`, `AlbertSquadV2` and their losses (the `squad_v1`, `squad_v2` model kinds).
+- `model`: `AlbertSquadV1`, `AlbertSquadV2` and their losses.
+- `kind`: the `squad_v1`, `squad_v2` model kinds: serving spec, checkpoint names, registration, the `squad` text mode.
 - `task`: the SQuAD task and `run_squad`.
 """
 

@@ -2,19 +2,12 @@
 and `create_v2_model`)."""
 
 import keras
-import numpy as np
 import tensorflow as tf
 
-from albert_tf import registry
-from albert_tf.checkpoints import table
-from albert_tf.data import features
 from albert_tf.errors import InputError
 from albert_tf.layers.embeddings import truncated_normal
 from albert_tf.models.albert_model import AlbertModel
 from albert_tf.models.base import PretrainedMixin, build_encoder, check_dropout_rate, check_positive_int
-from albert_tf.export.serving import TOKEN_INPUTS, ServingSpec, string_specs
-from albert_tf.tasks.squad import text_mode
-from albert_tf.tasks.squad.data import SQUAD
 
 
 def _encoder(config, encoder, dtype, recompute):
@@ -268,98 +261,3 @@ def squad_v2_loss(outputs, features):
                                                                       logits=outputs["cls_logits"]))
     total = (start_loss + end_loss) * 0.5 + cls_loss * 0.5
     return total, {"start_loss": start_loss, "end_loss": end_loss, "cls_loss": cls_loss}
-
-
-# === Model kinds (`albert_tf.registry`) ===
-
-
-class SquadV1Spec(ServingSpec):
-    """`AlbertSquadV1`: start/end logits; `serve_text` packs the first document span of (question, context)."""
-
-    pipeline_tasks = ("question-answering",)
-
-    def outputs(self, out, threshold):
-        return {"start_logits": out["start_logits"], "end_logits": out["end_logits"]}
-
-    # `unique_ids` is passed through so that a client can match the outputs with its features, as the original
-    # predict; a client may leave it out.
-    example_names = TOKEN_INPUTS + ("unique_ids",)
-
-    def example_spec(self, max_seq_length, lengths):
-        return features.parse_spec(features.select(SQUAD, self.example_names), defaults={"unique_ids": 0},
-                                   seq=max_seq_length)
-
-    def example_features(self, parsed, max_seq_length):
-        features, _ = super().example_features(parsed, max_seq_length)
-        return features, {"unique_ids": parsed["unique_ids"]}
-
-    def text_specs(self):
-        return string_specs(("question", "context"))
-
-    def text_features(self, pipeline, texts):
-        features = text_mode.pack_squad_texts(pipeline, texts["question"], texts["context"])
-        features.pop("p_mask")
-        return features
-
-    def calibration_rows(self, fields, path, number, tokenizer, do_lower_case, shapes):
-        """`question<TAB>context`, in `run_squad.py`'s doc-stride windows (stride 128, questions of 64 pieces)."""
-        from albert_tf.tasks.squad import data as squad  # Only for text calibration.
-
-        if len(fields) != 2:
-            raise InputError(f"`{path}` line {number}: expected `question<TAB>context` for {self.kind} calibration.")
-        features = []
-        squad.convert_examples_to_features(
-            [squad.SquadExample(qas_id=str(number), question_text=fields[0], paragraph_text=fields[1])],
-            tokenizer, shapes["input_ids"][-1], 128, 64, False, features.append, do_lower_case)
-        return [{name: np.asarray(getattr(feature, name), np.int32) for name in shapes} for feature in features]
-
-
-class SquadV2Spec(SquadV1Spec):
-    """`AlbertSquadV2` (XLNet-style head): top-k start/end log-probs and indices and the answerability logit.
-
-    `p_mask` comes with `tf.Example`s and `serve_text`; `serving_default` lets the model derive it from
-    `input_mask` and `segment_ids`.
-    """
-
-    def model_inputs(self, features):
-        inputs = super().model_inputs(features)
-        if "p_mask" in features:
-            inputs["p_mask"] = features["p_mask"]
-        return inputs
-
-    def outputs(self, out, threshold):
-        return {name: out[name] for name in ("start_top_log_probs", "start_top_index", "end_top_log_probs",
-                                             "end_top_index", "cls_logits")}
-
-    example_names = SquadV1Spec.example_names + ("p_mask",)
-
-    def example_features(self, parsed, max_seq_length):
-        features, passthrough = super().example_features(parsed, max_seq_length)
-        features["p_mask"] = tf.cast(parsed["p_mask"], tf.int32)
-        return features, passthrough
-
-    def text_features(self, pipeline, texts):
-        return text_mode.pack_squad_texts(pipeline, texts["question"], texts["context"])
-
-    def export_facts(self, model):
-        facts = super().export_facts(model)
-        facts.update(start_n_top=int(model.start_n_top), end_n_top=int(model.end_n_top))
-        return facts
-
-
-# `squad_utils.create_v1_model`: `cls/squad/output_weights [2, H]`; transformers' `AlbertForQuestionAnswering`.
-V1_HEAD = table.output_projection_head("squad_v1", "cls/squad", "squad_head", hf_module="qa_outputs")
-V1_KIND = registry.register(registry.ModelKind(
-    name="squad_v1", model_class=AlbertSquadV1, heads=(V1_HEAD,), serving_spec=SquadV1Spec(),
-    hf_architecture="AlbertForQuestionAnswering", order=3, text_mode=text_mode.SQUAD))
-# `squad_utils.create_v2_model` (XLNet-style); transformers has no such head.
-V2_HEAD = registry.Head("squad_v2", rows=tuple(
-    table.dense_rows("squad_v2", "start_logits/dense", "start_dense")
-    + table.dense_rows("squad_v2", "end_logits/dense_0", "end_dense_0")
-    + table.layer_norm_rows("squad_v2", "end_logits/LayerNorm", "end_layer_norm")
-    + table.dense_rows("squad_v2", "end_logits/dense_1", "end_dense_1")
-    + table.dense_rows("squad_v2", "answer_class/dense_0", "answer_class_dense_0")
-    + table.dense_rows("squad_v2", "answer_class/dense_1", "answer_class_dense_1", bias=False)))
-V2_KIND = registry.register(registry.ModelKind(
-    name="squad_v2", model_class=AlbertSquadV2, heads=(V2_HEAD,), serving_spec=SquadV2Spec(), order=4,
-    text_mode=text_mode.SQUAD))

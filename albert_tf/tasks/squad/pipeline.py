@@ -11,6 +11,7 @@ import math
 
 from absl import logging
 
+from albert_tf.config import TOKEN_INPUTS
 from albert_tf import registry
 from albert_tf.checkpoints import open_reader
 from albert_tf.checkpoints.convert import detect_model
@@ -94,7 +95,7 @@ class QuestionAnsweringPipeline(Pipeline):
         features = []
         squad.convert_examples_to_features(examples, self.tokenizer, self.max_seq_length, self.doc_stride,
                                            self.max_query_length, False, features.append, self.do_lower_case)
-        names = ("input_ids", "input_mask", "segment_ids") + (("p_mask",) if self.v2 else ())
+        names = TOKEN_INPUTS + (("p_mask",) if self.v2 else ())
         return [{name: getattr(f, name) for name in names} for f in features], features
 
     def _decode(self, examples, features, outputs):

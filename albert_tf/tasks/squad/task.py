@@ -35,7 +35,7 @@ from albert_tf.fileio import write_bytes_atomic, write_text_atomic
 from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2, squad_v1_loss, squad_v2_loss
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training import driver, loop
-from albert_tf.tasks.squad import text_mode
+from albert_tf.tasks.squad import kind
 from albert_tf.training import options as options_lib
 from albert_tf.training.options import constant, option
 
@@ -342,7 +342,7 @@ class SquadOptions(options_lib.FineTuningOptions):
                                                       "loaded; default <output_dir>/predict_left_file.json).")
     doc_stride: int = option(128, "When splitting up a long document into chunks, how much stride to take between "
                              "chunks.")
-    max_query_length: int = options_lib.length_option(text_mode.MAX_QUERY_LENGTH)
+    max_query_length: int = options_lib.length_option(kind.MAX_QUERY_LENGTH)
     num_train_epochs: float = option(3.0, "Total number of training epochs to perform.")
     warmup_proportion: float = option(0.1, "Proportion of training to perform linear learning rate warmup for. "
                                       "E.g., 0.1 = 10% of training.")

@@ -13,11 +13,11 @@ import abc
 
 import tensorflow as tf
 
+from albert_tf.config import TOKEN_INPUTS
 from albert_tf.data import features
 from albert_tf.errors import InputError
 from albert_tf.text import packing
 
-TOKEN_INPUTS = ("input_ids", "input_mask", "segment_ids")
 
 
 def string_specs(names):
