@@ -1,96 +1,107 @@
-"""`albert-reproduce`: the original release's fine-tuning recipes in one command, and the dev scores beside the
-published ones.
+"""The original release's fine-tuning recipes in one run, and the dev scores beside the published ones (the
+library of `albert-reproduce`).
 
-Given the data directories (GLUE, SQuAD 1.1/2.0, RACE) and the weights (a release name such as `albert_base_v2`,
-a release directory or tarball, a TF-Hub module, a checkpoint), `reproduce(...)` runs each task through its
-runner's library call (`run_classifier`, `run_squad`, `run_race`) with the original release's hyper-parameters
-(`RECIPES`): `run_glue.sh`'s per-task values for GLUE, the original README's commands for SQuAD and RACE. Where
-the paper's fine-tuning table (Appendix A.4) differs, the recipe says so, and `recipe="paper"` takes the
-paper's values instead. Each task runs in `<output_dir>/<task>/`; a task whose `reproduce_result.json` exists is
-not run again (a stopped job is started again with the same command: finished tasks are skipped, an interrupted
-one resumes from its latest checkpoint). `results.md` lists each task's best dev score (the original's
-selection: every checkpoint scored, the best kept) beside the published score of that model and version
-(`PUBLISHED`), with the difference.
+Given the data directories and the weights (a release name such as `albert_base_v2`, a release directory or
+tarball, a TF-Hub module, a checkpoint), `reproduce(...)` runs each task's `Recipe` through its runner's library
+call with the original release's hyper-parameters: `run_glue.sh`'s per-task values for GLUE, the original
+README's commands for SQuAD and RACE. Where the paper's fine-tuning table (Appendix A.4) differs, the recipe says
+so, and `recipe="paper"` takes the paper's values instead. The recipes live in their task folders
+(`albert_tf/tasks/<task>/recipes.py`, `RECIPES`), each with the data directory it reads (`DataDir`) and the
+published scores of every model; this module names no task. Each task runs in `<output_dir>/<task>/`; a task whose
+`reproduce_result.json` exists is not run again (a stopped job is started again with the same command: finished
+tasks are skipped, an interrupted one resumes from its latest checkpoint). `results.md` lists each task's best
+dev score (the original's selection: every checkpoint scored, the best kept) beside the published score of that
+model and version, with the difference.
 """
 
 import dataclasses
+import importlib
+import importlib.util
 import json
 import os
 import re
-import sys
-from typing import Optional
+from typing import Callable
 
 import tensorflow as tf
-from absl import flags
 from absl import logging
 
-from albert_tf import cli
+from albert_tf import options as options_lib
 from albert_tf.errors import InputError
 from albert_tf.fileio import write_text_atomic
-from albert_tf.tasks.glue.task import ClassifierOptions, hparams_preset, run_classifier
-from albert_tf.tasks.race.task import RaceOptions, run_race
-from albert_tf.tasks.squad.task import SquadOptions, run_squad
-from albert_tf.training import options as options_lib
 
 RESULTS_FILE = "results.md"
 TASK_RESULT_FILE = "reproduce_result.json"
+TASKS_PACKAGE = "albert_tf.tasks"
+RECIPES_MODULE = "recipes"   # the module of a task package that declares its `RECIPES`
 
 PUBLISHED_SOURCE = ("google-research/ALBERT README.md: the results table of the v1 and v2 models (dev sets; SQuAD "
                     "F1/EM) and the GLUE dev scores of ALBERT-xxlarge v1 (1.5M steps)")
-# Published dev scores (percent) by model; source: `PUBLISHED_SOURCE`. The README gives the other GLUE tasks
-# for xxlarge v1 only.
-PUBLISHED = {
-    "base_v2": {"squad1.1": (90.2, 83.2), "squad2.0": (82.1, 79.3), "mnli": 84.6, "sst-2": 92.9, "race": 66.8},
-    "large_v2": {"squad1.1": (91.8, 85.2), "squad2.0": (84.9, 81.8), "mnli": 86.5, "sst-2": 94.9, "race": 75.2},
-    "xlarge_v2": {"squad1.1": (92.9, 86.4), "squad2.0": (87.9, 84.1), "mnli": 87.9, "sst-2": 95.4, "race": 80.7},
-    "xxlarge_v2": {"squad1.1": (94.6, 89.1), "squad2.0": (89.8, 86.9), "mnli": 90.6, "sst-2": 96.8, "race": 86.8},
-    "base_v1": {"squad1.1": (89.3, 82.3), "squad2.0": (80.0, 77.1), "mnli": 81.6, "sst-2": 90.3, "race": 64.0},
-    "large_v1": {"squad1.1": (90.6, 83.9), "squad2.0": (82.3, 79.4), "mnli": 83.5, "sst-2": 91.7, "race": 68.5},
-    "xlarge_v1": {"squad1.1": (92.5, 86.1), "squad2.0": (86.1, 83.1), "mnli": 86.4, "sst-2": 92.4, "race": 74.8},
-    "xxlarge_v1": {"squad1.1": (94.8, 89.3), "squad2.0": (90.2, 87.4), "mnli": 90.8, "sst-2": 96.9, "race": 86.5,
-                   "qnli": 95.3, "qqp": 92.2, "rte": 89.2, "mrpc": 90.9, "cola": 71.4, "sts-b": 93.0},
-}
+# The released models whose published scores the recipes give.
+MODEL_NAMES = tuple(f"{size}_v{version}" for version in (2, 1) for size in ("base", "large", "xlarge", "xxlarge"))
 
-GLUE_TASKS = ("cola", "sts-b", "sst-2", "mnli", "qnli", "qqp", "rte", "mrpc")
-TASKS = GLUE_TASKS + ("squad1.1", "squad2.0", "race")
-_GLUE_NAMES = {"cola": "CoLA", "sts-b": "STS-B", "sst-2": "SST-2", "mnli": "MNLI-m", "qnli": "QNLI", "qqp": "QQP",
-               "rte": "RTE", "mrpc": "MRPC"}
-# GLUE: the metric that picks `model.ckpt-best` in `run_classifier` (a fraction, shown in percent).
-_GLUE_METRICS = {"cola": ("matthew_corr", "MCC"), "sts-b": ("pearson", "Pearson")}
 
-# The original README's SQuAD command (both versions) and RACE command.
-_SQUAD_README = dict(max_seq_length=384, doc_stride=128, max_query_length=64, train_batch_size=48,
-                     learning_rate=5e-5, num_train_epochs=2.0, warmup_proportion=0.1, n_best_size=20,
-                     max_answer_length=30)
-_RACE_README = dict(max_seq_length=512, max_qa_length=128, train_batch_size=32, learning_rate=1e-5, train_step=12000,
-                    warmup_step=1000)
+@dataclasses.dataclass(frozen=True)
+class DataDir:
+    """A data directory that recipes read: its option of `albert-reproduce` (`glue_dir`, ...) and help text."""
+
+    name: str
+    help: str
 
 
 @dataclasses.dataclass(frozen=True)
 class Recipe:
-    """One task's run: the runner's keyword arguments (`release`), where they come from, and the paper's
-    values where they differ (`paper`, applied with `recipe="paper"`)."""
+    """One task's run.
+
+    Attributes:
+        task: the task's name in `tasks` and `results.md` (`mnli`, `squad1.1`, ...).
+        display: its name in `results.md` (`MNLI-m`, `SQuAD 1.1`).
+        data: the `DataDir` it reads.
+        options_class: the options dataclass of its runner (the keywords it takes, with `RuntimeOptions`').
+        run: `run(task_dir, init_checkpoint, data_dir, arguments, runtime) -> (rows, best_step)`: the runner
+            called with the recipe's `arguments` and the `runtime` keywords; `rows` are `(metric, dev score)`.
+        release: the runner's keyword arguments of the original release.
+        source: where `release` comes from, and how the paper differs.
+        published: `{model name: score}` (a tuple for several metrics, in the order of `rows`), from
+            `PUBLISHED_SOURCE`.
+        paper: the paper's values where they differ (applied with `recipe="paper"`); paper_v1: for v1 models.
+        order: the recipe's place in `results.md` and in the default task list.
+    """
 
     task: str
+    display: str
+    data: DataDir
+    options_class: type
+    run: Callable
     release: dict
     source: str
+    published: dict = dataclasses.field(default_factory=dict)
     paper: dict = dataclasses.field(default_factory=dict)
-    paper_v1: dict = dataclasses.field(default_factory=dict)   # the paper's values for v1 models only
+    paper_v1: dict = dataclasses.field(default_factory=dict)
+    order: int = 100
 
 
-def _glue_recipe(task):
-    return Recipe(task, hparams_preset("albert", task), "run_glue.sh (the paper's Appendix A.4 has the same values)")
+def recipes():
+    """`{task: Recipe}` of every task package's `recipes` module, by `order`."""
+    package = importlib.import_module(TASKS_PACKAGE)
+    found = []
+    for task in package.names():
+        name = f"{TASKS_PACKAGE}.{task}.{RECIPES_MODULE}"
+        if importlib.util.find_spec(name) is not None:
+            found.extend(importlib.import_module(name).RECIPES)
+    return {recipe.task: recipe for recipe in sorted(found, key=lambda recipe: recipe.order)}
 
 
-RECIPES = {task: _glue_recipe(task) for task in GLUE_TASKS}
-RECIPES["squad1.1"] = Recipe("squad1.1", dict(_SQUAD_README, version_2_with_negative=False),
-                             "README's run_squad_v1 command (the paper: the same values, 3649 steps = 2 epochs)")
-RECIPES["squad2.0"] = Recipe("squad2.0", dict(_SQUAD_README, version_2_with_negative=True),
-                             "README's run_squad_v2 command; the paper: learning rate 3e-5, max_seq_length 512, "
-                             "3 epochs (8144 steps)",
-                             paper=dict(learning_rate=3e-5, max_seq_length=512, num_train_epochs=3.0))
-RECIPES["race"] = Recipe("race", dict(_RACE_README), "README's run_race command (v2 models); the paper for v1 "
-                         "models: learning rate 2e-5", paper_v1=dict(learning_rate=2e-5))
+def tasks():
+    """The names of the recipes' tasks, in order."""
+    return tuple(recipes())
+
+
+def data_dirs():
+    """`{option name: DataDir}` of the data directories the recipes read, in the recipes' order."""
+    found = {}
+    for recipe in recipes().values():
+        found.setdefault(recipe.data.name, recipe.data)
+    return found
 
 
 def model_name_of(init_checkpoint):
@@ -105,7 +116,7 @@ def task_arguments(task, recipe="release", model_name=None, overrides=None):
     (`{"*": {...}, task: {...}}`, the keys a runner does not take ignored) applied last."""
     if recipe not in ("release", "paper"):
         raise InputError(f"`recipe` must be 'release' or 'paper'. Received: {recipe!r}.")
-    entry = RECIPES[task]
+    entry = recipes()[task]
     values = dict(entry.release)
     if recipe == "paper":
         values.update(entry.paper)
@@ -114,73 +125,35 @@ def task_arguments(task, recipe="release", model_name=None, overrides=None):
     overrides = overrides or {}
     values.update(overrides.get("*", {}))
     values.update(overrides.get(task, {}))
-    accepted = {field.name for cls in (_options_class(task), options_lib.RuntimeOptions)
+    accepted = {field.name for cls in (entry.options_class, options_lib.RuntimeOptions)
                 for field in options_lib.option_fields(cls)}
     return {key: value for key, value in values.items() if key in accepted}
 
 
-def _options_class(task):
-    """The options dataclass of `task`'s runner (the keywords it takes, with `RuntimeOptions`')."""
-    if task in GLUE_TASKS:
-        return ClassifierOptions
-    return SquadOptions if task.startswith("squad") else RaceOptions
-
-
-def _squad_files(squad_dir, task):
-    version = task[len("squad"):]
-    files = {"train_file": os.path.join(squad_dir, f"train-v{version}.json"),
-             "predict_file": os.path.join(squad_dir, f"dev-v{version}.json")}
-    for name, path in files.items():
-        if not tf.io.gfile.exists(path):
-            raise InputError(f"SQuAD {version}: `{name}` {path!r} not found (the data directory holds "
-                             f"train-v{version}.json and dev-v{version}.json).")
-    return files
-
-
-def _run_task(task, output_dir, init_checkpoint, data_dirs, arguments, runtime):
-    """Runs one task's stages (train, then score every checkpoint on dev); returns its rows' scores."""
-    # The recipe's arguments (and the caller's overrides) win over the runtime's defaults.
-    common = dict(runtime, output_dir=output_dir, init_checkpoint=init_checkpoint, **arguments)
-    if task in GLUE_TASKS:
-        result = run_classifier(task_name=task, data_dir=data_dirs["glue"], do_train=True, do_eval=True, **common)
-        key, label = _GLUE_METRICS.get(task, ("eval_accuracy", "Accuracy"))
-        return [(label, 100.0 * float(result["eval"][key]))], result["eval"].get("best_step")
-    if task.startswith("squad"):
-        result = run_squad(do_train=True, do_predict=True, **_squad_files(data_dirs["squad"], task), **common)
-        metrics = result["eval"]
-        exact = metrics["exact_match"] if "exact_match" in metrics else metrics["exact"]
-        return [("F1", float(metrics["f1"])), ("EM", float(exact))], metrics.get("best_step")
-    result = run_race(data_dir=data_dirs["race"], do_train=True, do_eval=True, **common)
-    return [("Accuracy", 100.0 * float(result["eval"]["eval_accuracy"]))], result["eval"].get("best_step")
-
-
-def _selected_tasks(tasks, data_dirs):
-    if tasks:
-        unknown = sorted(set(tasks) - set(TASKS))
+def _selected_tasks(selected, dirs):
+    known = recipes()
+    if selected:
+        unknown = sorted(set(selected) - set(known))
         if unknown:
-            raise InputError(f"Unknown task(s) {', '.join(unknown)}: `tasks` are among {', '.join(TASKS)}.")
+            raise InputError(f"Unknown task(s) {', '.join(unknown)}: `tasks` are among {', '.join(known)}.")
     else:
-        tasks = [t for t in TASKS if data_dirs[_data_key(t)]]
-    missing = sorted({_data_key(t) for t in tasks if not data_dirs[_data_key(t)]})
+        selected = [task for task, entry in known.items() if dirs.get(entry.data.name)]
+    missing = sorted({known[task].data.name for task in selected if not dirs.get(known[task].data.name)})
     if missing:
-        raise InputError(f"No data directory for {', '.join(missing)}: pass `{missing[0]}_dir` (or leave its tasks "
-                         "out of `tasks`).")
-    if not tasks:
-        raise InputError("No task to run: pass at least one of `glue_dir`, `squad_dir`, `race_dir`.")
-    for task in tasks:
-        path = data_dirs[_data_key(task)]
-        if not tf.io.gfile.isdir(path):
-            raise InputError(f"`{_data_key(task)}_dir` {path!r} is not a directory.")
-    return [t for t in TASKS if t in tasks]
+        raise InputError(f"No data directory for {', '.join(name[:-len('_dir')] for name in missing)}: pass "
+                         f"`{missing[0]}` (or leave its tasks out of `tasks`).")
+    if not selected:
+        raise InputError(f"No task to run: pass at least one of {', '.join(f'`{name}`' for name in data_dirs())}.")
+    for task in selected:
+        name = known[task].data.name
+        if not tf.io.gfile.isdir(dirs[name]):
+            raise InputError(f"`{name}` {dirs[name]!r} is not a directory.")
+    return [task for task in known if task in selected]
 
 
-def _data_key(task):
-    return "glue" if task in GLUE_TASKS else ("squad" if task.startswith("squad") else "race")
-
-
-def reproduce(output_dir, init_checkpoint, glue_dir=None, squad_dir=None, race_dir=None, tasks=None, model_name=None,
-              recipe="release", overrides=None, strategy=None, use_tpu=False, tpu_name=None, mixed_precision=None,
-              jit_compile=False, random_seed=None):
+def reproduce(output_dir, init_checkpoint, tasks=None, model_name=None, recipe="release", overrides=None,
+              strategy=None, use_tpu=False, tpu_name=None, mixed_precision=None, jit_compile=False,
+              random_seed=None, **dirs):
     """Runs the original release's fine-tuning recipes and writes `<output_dir>/results.md`.
 
     Args:
@@ -188,9 +161,7 @@ def reproduce(output_dir, init_checkpoint, glue_dir=None, squad_dir=None, race_d
         init_checkpoint: str, the weights: a release name (`albert_base_v2`), a release directory or tarball, a
             TF-Hub module, a checkpoint (its config and SentencePiece model are taken from it, unless
             `overrides` give `albert_config_file` / `spm_model_file`).
-        glue_dir: str, the GLUE root (`CoLA/`, `MNLI/`, ...); squad_dir: str, holding `train-v1.1.json`,
-            `dev-v1.1.json`, `train-v2.0.json`, `dev-v2.0.json`; race_dir: str, holding `RACE/`.
-        tasks: list of task names among `TASKS`, or None: every task whose data directory is given.
+        tasks: list of task names among `tasks()`, or None: every task whose data directory is given.
         model_name: str, the model whose published scores are compared (`base_v2`, ..., `xxlarge_v1`); None:
             read from the weights' name; unknown: no published column.
         recipe: `release` (run_glue.sh, the README's commands) or `paper` (the paper's table where it differs).
@@ -198,29 +169,35 @@ def reproduce(output_dir, init_checkpoint, glue_dir=None, squad_dir=None, race_d
         strategy: None picks what the machine has (a TPU with `use_tpu`/`tpu_name`, every GPU with `mirrored`
             when there are several, else one device); or a `--strategy` value.
         use_tpu, tpu_name, mixed_precision, jit_compile, random_seed: the runners' runtime options.
+        **dirs: the data directories by their `DataDir` names (`glue_dir`: the GLUE root with `CoLA/`,
+            `MNLI/`, ...; `squad_dir`: holding `train-v1.1.json`, `dev-v1.1.json`, `train-v2.0.json`,
+            `dev-v2.0.json`; `race_dir`: holding `RACE/`).
 
     Returns:
         dict: task -> its result (`rows`: [(metric, dev score)], `best_step`, `arguments`).
     """
-    data_dirs = {"glue": glue_dir, "squad": squad_dir, "race": race_dir}
-    tasks = _selected_tasks(tasks, data_dirs)
+    unknown = sorted(set(dirs) - set(data_dirs()))
+    if unknown:
+        raise InputError(f"Unknown data directories {', '.join(unknown)}: the recipes read "
+                         f"{', '.join(data_dirs())}.")
+    selected = _selected_tasks(tasks, dirs)
     model_name = model_name or model_name_of(init_checkpoint)
-    if model_name is not None and model_name not in PUBLISHED:
-        raise InputError(f"`model_name` must be one of {', '.join(PUBLISHED)}. Received: {model_name!r}.")
+    if model_name is not None and model_name not in MODEL_NAMES:
+        raise InputError(f"`model_name` must be one of {', '.join(MODEL_NAMES)}. Received: {model_name!r}.")
     runtime = dict(strategy=strategy or default_strategy(use_tpu, tpu_name), use_tpu=use_tpu, tpu_name=tpu_name,
                    mixed_precision=mixed_precision, jit_compile=jit_compile, random_seed=random_seed)
     tf.io.gfile.makedirs(output_dir)
     results = {}
-    for task in tasks:
+    for task in selected:
         arguments = task_arguments(task, recipe, model_name, overrides)
-        results[task] = _task_result(task, os.path.join(output_dir, task), init_checkpoint, data_dirs, arguments,
+        results[task] = _task_result(task, os.path.join(output_dir, task), init_checkpoint, dirs, arguments,
                                      runtime)
         write_text_atomic(os.path.join(output_dir, RESULTS_FILE),
                           format_results(results, model_name, recipe, init_checkpoint, runtime["strategy"]))
     return results
 
 
-def _task_result(task, task_dir, init_checkpoint, data_dirs, arguments, runtime):
+def _task_result(task, task_dir, init_checkpoint, dirs, arguments, runtime):
     """The task's saved result when it has one (a finished task is not run again), else runs it and saves it."""
     path = os.path.join(task_dir, TASK_RESULT_FILE)
     if tf.io.gfile.exists(path):
@@ -229,7 +206,8 @@ def _task_result(task, task_dir, init_checkpoint, data_dirs, arguments, runtime)
         logging.info("%s: results found in %s, not run again.", task, path)
         return dict(saved, rows=[tuple(row) for row in saved["rows"]])
     logging.info("***** albert-reproduce: %s with %s *****", task, arguments)
-    rows, best_step = _run_task(task, task_dir, init_checkpoint, data_dirs, arguments, runtime)
+    entry = recipes()[task]
+    rows, best_step = entry.run(task_dir, init_checkpoint, dirs[entry.data.name], arguments, runtime)
     result = {"rows": rows, "best_step": best_step, "arguments": arguments}
     write_text_atomic(path, json.dumps(result, indent=1, sort_keys=True) + "\n")
     return result
@@ -243,14 +221,11 @@ def default_strategy(use_tpu=False, tpu_name=None):
     return "mirrored" if len(tf.config.list_logical_devices("GPU")) > 1 else "one_device"
 
 
-def _display_name(task):
-    return {"squad1.1": "SQuAD 1.1", "squad2.0": "SQuAD 2.0", "race": "RACE"}.get(task) or _GLUE_NAMES[task]
-
-
-def _published(model_name, task, metric):
-    value = PUBLISHED.get(model_name, {}).get(task)
+def published(model_name, task, index=0):
+    """The published score of `model_name` on `task` (`index`: which of a tuple of metrics), or None."""
+    value = recipes()[task].published.get(model_name)
     if isinstance(value, tuple):
-        return value[0] if metric == "F1" else value[1]
+        return value[index]
     return value
 
 
@@ -263,6 +238,7 @@ def _recipe_text(arguments):
 def format_results(results, model_name, recipe, init_checkpoint, strategy):
     """`results.md`: one row per task and metric, the dev score beside the published one and the difference."""
     published_name = model_name or "unknown (pass `--model_name`)"
+    known = recipes()
     lines = ["# ALBERT fine-tuning: dev scores against the published ones", "",
              f"Weights: `{init_checkpoint}`; published scores of: {published_name}; recipe: {recipe}; "
              f"strategy: {strategy}.", "",
@@ -270,90 +246,12 @@ def format_results(results, model_name, recipe, init_checkpoint, strategy):
              "|---|---|---|---|---|---|---|---|"]
     for task, result in results.items():
         best_step = "—" if result.get("best_step") is None else result["best_step"]
-        for metric, value in result["rows"]:
-            published = _published(model_name, task, metric)
-            difference = "—" if published is None else f"{value - published:+.2f}"
-            lines.append(f"| {_display_name(task)} | {metric} | {value:.2f} | "
-                         f"{'—' if published is None else f'{published:.1f}'} | {difference} | {best_step} | "
-                         f"{_recipe_text(result['arguments'])} | {RECIPES[task].source} |")
+        for index, (metric, value) in enumerate(result["rows"]):
+            score = published(model_name, task, index)
+            difference = "—" if score is None else f"{value - score:+.2f}"
+            lines.append(f"| {known[task].display} | {metric} | {value:.2f} | "
+                         f"{'—' if score is None else f'{score:.1f}'} | {difference} | {best_step} | "
+                         f"{_recipe_text(result['arguments'])} | {known[task].source} |")
     lines += ["", f"Published scores: {PUBLISHED_SOURCE}. Dev scores are the best checkpoint's, chosen on the dev "
               "set as the original scripts do (MNLI: the matched dev set)."]
     return "\n".join(lines) + "\n"
-
-
-CLI_HELP = """albert-reproduce: the original release's fine-tuning recipes on GLUE, SQuAD 1.1/2.0 and RACE, then
-results.md with each task's dev score beside the published one. Example:
-  albert-reproduce --init_checkpoint=albert_base_v2 --glue_dir=glue --squad_dir=squad --race_dir=race
-      --output_dir=reproduce
-Started again with the same command, it skips the finished tasks and resumes the interrupted one."""
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class ReproduceOptions(options_lib.ModelOptions, options_lib.TokenizerOptions):
-    """`albert-reproduce`'s options: the runs, and the weights' files shared with the runners (`albert_config_file`
-    and `spm_model_file` replace the weights' own, for every task)."""
-
-    # The directory of the task runs and results.md, not of one run's checkpoints (the runners' `output_dir`).
-    output_dir: Optional[str] = options_lib.option(None, "Directory of the task runs and results.md.")
-    glue_dir: Optional[str] = options_lib.option(None, "GLUE root (CoLA/, MNLI/, ...).")
-    squad_dir: Optional[str] = options_lib.option(None, "Directory of train-v1.1.json, dev-v1.1.json, "
-                                                  "train-v2.0.json, dev-v2.0.json.")
-    race_dir: Optional[str] = options_lib.option(None, "Directory holding RACE/.")
-    tasks: Optional[list] = options_lib.option(None, f"Tasks among {','.join(TASKS)} (default: every task whose "
-                                               "data is given).")
-    model_name: Optional[str] = options_lib.option(None, "Published scores to compare with: base_v2 ... xxlarge_v1 "
-                                                   "(default: read from the weights' name).")
-    recipe: str = options_lib.option("release", "release: run_glue.sh and the README's commands; paper: the "
-                                     "paper's fine-tuning table where it differs.", enum_values=("release", "paper"))
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class ReproduceRuntime(options_lib.RuntimeOptions):
-    """The runners' runtime options that `albert-reproduce` passes to every task."""
-
-    # `auto` (the default) picks the machine's strategy (`default_strategy`) where the runners default to one device.
-    strategy: str = options_lib.option("auto", "auto: a TPU with --use_tpu/--tpu_name, all GPUs when there are "
-                                       "several, else one device.",
-                                       enum_values=("auto",) + options_lib.STRATEGIES)
-
-
-# The fields of `ReproduceOptions` and `ReproduceRuntime` that have a flag.
-FLAG_OPTIONS = {ReproduceOptions: ("output_dir", "init_checkpoint", "glue_dir", "squad_dir", "race_dir", "tasks",
-                                   "model_name", "recipe", "albert_config_file", "spm_model_file"),
-                ReproduceRuntime: ("strategy", "use_tpu", "tpu_name", "mixed_precision", "jit_compile",
-                                   "random_seed")}
-
-
-def define_flags(flag_values=flags.FLAGS):
-    """The flags of `albert-reproduce`."""
-    options_lib.define_flags(tuple(FLAG_OPTIONS), flag_values=flag_values, only=FLAG_OPTIONS)
-
-
-def reproduce_from_options(run, runtime):
-    """`reproduce(...)` with the options of `ReproduceOptions` `run` and `ReproduceRuntime` `runtime`."""
-    for name in ("output_dir", "init_checkpoint"):
-        if not getattr(run, name):
-            raise InputError(f"`--{name}` is required.")
-    assets = {key: getattr(run, key) for key in ("albert_config_file", "spm_model_file") if getattr(run, key)}
-    return reproduce(run.output_dir, run.init_checkpoint, glue_dir=run.glue_dir, squad_dir=run.squad_dir,
-                     race_dir=run.race_dir, tasks=run.tasks, model_name=run.model_name, recipe=run.recipe,
-                     overrides={"*": assets}, strategy=None if runtime.strategy == "auto" else runtime.strategy,
-                     use_tpu=runtime.use_tpu, tpu_name=runtime.tpu_name, mixed_precision=runtime.mixed_precision,
-                     jit_compile=runtime.jit_compile, random_seed=runtime.random_seed)
-
-
-def _main(argv):
-    if len(argv) > 1:
-        raise InputError(f"Unexpected arguments: {' '.join(argv[1:])}.")
-    run, runtime = options_lib.from_flags(flags.FLAGS, *FLAG_OPTIONS)
-    results = reproduce_from_options(run, runtime)
-    path = os.path.join(run.output_dir, RESULTS_FILE)
-    with tf.io.gfile.GFile(path) as f:
-        sys.stdout.write(f.read())
-    logging.info("Wrote %s (%d task(s)).", path, len(results))
-
-
-def main():
-    """Console script `albert-reproduce` (through `albert_tf.cli.reproduce`)."""
-    define_flags()
-    cli.run_app(_main, CLI_HELP, [__name__])

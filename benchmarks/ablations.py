@@ -36,7 +36,7 @@ import time
 
 from absl import flags, logging
 
-from albert_tf import cli
+from albert_tf.commands import app as cli
 
 # TensorFlow reads its log level once, when it loads: set it before the imports below load it.
 cli.quiet_tensorflow_start()

@@ -39,7 +39,7 @@ def run_measurement(module, function, *args, env=None, timeout=600):
 def same_cpu_backend():
     """`{"TF_ENABLE_ONEDNN_OPTS": "0" or "1"}`: the oneDNN setting this process's TensorFlow runs with.
 
-    The commands pick oneDNN on x86-64 CPUs with AVX2 when the variable is unset (`albert_tf.cli.pick_cpu_backend`)
+    The commands pick oneDNN on x86-64 CPUs with AVX2 when the variable is unset (`albert_tf.commands.app.pick_cpu_backend`)
     while this process keeps TensorFlow's own default (off on AMD CPUs): a test that compares a command's numbers
     with this process's to a tight tolerance gives the command this environment, so both run the same kernels.
     """

@@ -1,4 +1,4 @@
-"""The commands pick TensorFlow's CPU backend (`albert_tf.cli.pick_cpu_backend`) only when the user has not.
+"""The commands pick TensorFlow's CPU backend (`albert_tf.commands.app.pick_cpu_backend`) only when the user has not.
 
 The decision rule on CPU descriptions written here (AMD and Intel x86-64 with AVX2, x86-64 without it, ARM);
 then fresh processes, started without `TF_ENABLE_ONEDNN_OPTS`: the commands' start-up sets it to what the rule
@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from albert_tf import cli
+from albert_tf.commands import app as cli
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BIN = pathlib.Path(sys.executable).parent
@@ -92,7 +92,7 @@ def _python(code, **env):
 
 
 # Start-up as the commands do it, then what TensorFlow runs with: the variable and TensorFlow's own flag.
-_START = ("import os; from albert_tf import cli; cli.quiet_tensorflow_start(); import tensorflow; "
+_START = ("import os; from albert_tf.commands import app as cli; cli.quiet_tensorflow_start(); import tensorflow; "
           "from tensorflow.python.util import _pywrap_util_port as port; "
           "print(repr(os.environ.get('TF_ENABLE_ONEDNN_OPTS')), port.IsMklEnabled())")
 
@@ -112,7 +112,7 @@ def test_start_up_keeps_the_users_value():
 
 
 def test_nothing_changes_once_tensorflow_is_loaded():
-    code = ("import os, tensorflow; from albert_tf import cli; choice = cli.pick_cpu_backend(); "
+    code = ("import os, tensorflow; from albert_tf.commands import app as cli; choice = cli.pick_cpu_backend(); "
             "cli.quiet_tensorflow_start(); print(repr(os.environ.get('TF_ENABLE_ONEDNN_OPTS')), choice.setting); "
             "print(cli.cpu_backend_line())")
     proc = _python(code, TF_CPP_MIN_LOG_LEVEL="2")
@@ -122,7 +122,7 @@ def test_nothing_changes_once_tensorflow_is_loaded():
 
 
 def test_the_library_leaves_the_environment_alone():
-    code = ("import os, albert_tf, albert_tf.cli; albert_tf.AlbertConfig; import albert_tf.models; "
+    code = ("import os, albert_tf, albert_tf.commands.app; albert_tf.AlbertConfig; import albert_tf.models; "
             "print(repr(os.environ.get('TF_ENABLE_ONEDNN_OPTS')))")
     assert _python(code, TF_CPP_MIN_LOG_LEVEL="2").stdout.strip() == "None"
 

@@ -76,7 +76,7 @@ def test_a_command_starts_without_tensorflow_chatter(tmp_path):
 
 def test_user_log_level_is_respected():
     """`TF_CPP_MIN_LOG_LEVEL` set by the user is left as it is."""
-    code = ("import os; from albert_tf import cli; cli.quiet_tensorflow_start(); "
+    code = ("import os; from albert_tf.commands import app as cli; cli.quiet_tensorflow_start(); "
             "print(os.environ['TF_CPP_MIN_LOG_LEVEL'])")
     env = _env()
     env["TF_CPP_MIN_LOG_LEVEL"] = "0"

@@ -268,8 +268,8 @@ def test_release_name_downloads_checks_caches_and_loads_offline(model_files, cac
     # `albert-convert --input=<name>` reads the same cache, in a fresh process, offline.
     out = caches / "converted"
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from albert_tf import cli; sys.argv = ['albert-convert'] + sys.argv[1:]; "
-         "cli.convert()", "--input=albert_base_v2", f"--output_dir={out}", "--format=hf"],
+        [sys.executable, "-c", "import sys; from albert_tf import commands; sys.argv = ['albert-convert'] + sys.argv[1:]; "
+         "commands.run('albert-convert')", "--input=albert_base_v2", f"--output_dir={out}", "--format=hf"],
         capture_output=True, text=True, timeout=240, cwd=caches, env=_env())
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(out / "config.json") as f:
@@ -367,7 +367,7 @@ def test_two_processes_fetching_one_name_end_with_one_copy(model_files, caches, 
     # The answer waits 4 s, so the second process asks while the first one holds the lock.
     with serving(files_app({path: tarball}, **{path: {"stall": 4.0}})) as server:
         env = _env(ALBERT_TF_RELEASES_URL=server.url + "/albert_models")
-        code = "import sys; from albert_tf import cli; sys.argv = ['albert-download'] + sys.argv[1:]; cli.download()"
+        code = "import sys; from albert_tf import commands; sys.argv = ['albert-download'] + sys.argv[1:]; commands.run('albert-download')"
         procs = [subprocess.Popen([sys.executable, "-c", code, name], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, env=env, cwd=caches)
                  for name in ("albert_base_zh", "albert_base_zh", "albert_nonexistent_v7")]
@@ -406,7 +406,7 @@ def test_a_damaged_cache_entry_is_named_with_the_command_that_refreshes_it(model
         with pytest.raises(InputError, match=expected):
             AlbertModel.from_pretrained("albert_large_zh")
         env = _env(ALBERT_TF_RELEASES_URL=server.url + "/albert_models")
-        code = "import sys; from albert_tf import cli; sys.argv = ['albert-download'] + sys.argv[1:]; cli.download()"
+        code = "import sys; from albert_tf import commands; sys.argv = ['albert-download'] + sys.argv[1:]; commands.run('albert-download')"
         proc = subprocess.run([sys.executable, "-c", code, "albert_large_zh"], capture_output=True, text=True,
                               env=env, cwd=caches, timeout=240)
         assert proc.returncode == 2 and proc.stdout == "", proc.stderr[-2000:]

@@ -98,7 +98,7 @@ def test_traceback_of_a_user_error_on_request(tmp_path):
 
 
 def test_a_bug_keeps_its_traceback(tmp_path):
-    code = ("import sys; sys.argv = ['albert-demo']; from albert_tf import cli\n"
+    code = ("import sys; sys.argv = ['albert-demo']; from albert_tf.commands import app as cli\n"
             "def main(argv):\n    return {}['missing key']\n"
             "cli.run_app(main, 'A demo command that fails with a bug in its own code, not in what the user gave.')")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(), cwd=tmp_path,

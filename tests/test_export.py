@@ -384,7 +384,7 @@ def exported(tmp_path_factory):
     shutil.copy(spm_file, release / "30k-clean.model")
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     proc = subprocess.run(
-        [sys.executable, "-m", "albert_tf.export.cli", f"--input={release}", "--model=classifier", "--num_labels=3",
+        [sys.executable, "-m", "albert_tf.commands", "albert-export", f"--input={release}", "--model=classifier", "--num_labels=3",
          f"--export_dir={root / 'cli'}", f"--max_seq_length={MAX_SEQ}", "--noserve_text", "--threshold=0.25"],
         capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -577,14 +577,15 @@ def test_serving_specs_are_looked_up_by_class():
     classes = {AlbertModel: "encoder", AlbertPretrainer: "pretrainer", AlbertClassifier: "classifier",
                AlbertSquadV1: "squad_v1", AlbertSquadV2: "squad_v2", AlbertRace: "race",
                AlbertTokenClassifier: "token_classifier"}
-    assert {cls: spec.kind for cls, spec in export.SERVING_SPECS.items()} == classes
-    assert export.MODEL_KINDS == KINDS + ("token_classifier",)
+    assert {cls: export.serving_spec(object.__new__(cls)).kind for cls in classes} == classes
+    assert export.model_kinds() == KINDS + ("token_classifier",)
 
     class TunedClassifier(AlbertClassifier):
         pass
 
     # A subclass is served like its base class (looked up along the MRO); instances are not built here.
-    assert export.serving_spec(object.__new__(TunedClassifier)) is export.SERVING_SPECS[AlbertClassifier]
+    assert export.serving_spec(object.__new__(TunedClassifier)) is \
+        export.serving_spec(object.__new__(AlbertClassifier))
     assert export.model_kind(object.__new__(AlbertSquadV2)) == "squad_v2"
     with pytest.raises(TypeError, match="Received: str"):
         export.serving_spec("encoder")

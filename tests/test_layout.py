@@ -4,8 +4,8 @@
 tagger of tests/test_registry.py with its own head, TF1 names, serving spec, text pipeline and option
 dataclass) and, in a fresh process
 that imports the copy, asks the shared machinery for it: the registry, `albert_tf.<Class>`, Keras's table of
-names, the converter's and the export's model lists, a SavedModel export that records its kind, and
-`albert_tf.pipeline(task, export)`. No file of the copy outside `tasks/toytag/` differs from the package.
+names, the converter's and the export's model lists, its command line (`albert_tf.commands`), its recipe of
+`albert-reproduce`, a SavedModel export that records its kind, and `albert_tf.pipeline(task, export)`. No file of the copy outside `tasks/toytag/` differs from the package.
 
 `test_no_module_outside_the_tasks_names_a_task` reads the code (imports, names and strings; docstrings and
 comments are prose) of every module outside `tasks/` for a task package or a task's model kind.
@@ -30,13 +30,36 @@ from test_glue import model_files  # noqa: F401  (a fixture)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(REPO, "albert_tf")
-# The consumers that put the tasks together on purpose: the quickstart (pretraining then GLUE) and the
-# reproduction of the published scores (GLUE, SQuAD, RACE) name their tasks.
-CONSUMERS = ("quickstart", "reproduce.py")
+# The consumer that puts the tasks together on purpose: the quickstart (pretraining then GLUE) names its tasks.
+CONSUMERS = ("quickstart",)
 
 TOY_INIT = '''"""A toy token tagger: the folder a new task adds, and nothing else."""
 
 KERAS_CLASSES = ("AlbertToyTagger",)
+COMMANDS = {"run_toytag": "albert_tf.tasks.toytag.task:RUN_TOYTAG"}
+'''
+
+# Its command line (a runner's `Command`) and its recipe of `albert-reproduce`.
+TOY_TASK = '''"""The toy tagger's runner."""
+from albert_tf import options as options_lib
+from albert_tf.tasks.toytag.model import ToyTagOptions
+
+
+def run_toytag(data_dir, output_dir, **kwargs):
+    return {"data_dir": data_dir, "output_dir": output_dir, **kwargs}
+
+
+RUN_TOYTAG = options_lib.Command(name="run_toytag", help_text="Tags toys.",
+                                 options=(ToyTagOptions, options_lib.RuntimeOptions),
+                                 call=lambda options, runtime: run_toytag(options.data_dir, options.output_dir))
+'''
+TOY_RECIPES = '''"""The toy tagger's recipe."""
+from albert_tf.reproduce import DataDir, Recipe
+from albert_tf.tasks.toytag.model import ToyTagOptions
+from albert_tf.tasks.toytag.task import run_toytag
+
+RECIPES = (Recipe("toytag", "Toy tagging", DataDir("toy_dir", "Directory holding the toy data."), ToyTagOptions,
+                  lambda *args: ([("F1", 1.0)], None), dict(learning_rate=1e-4), "none", order=900),)
 '''
 
 # The toy tagger of tests/test_registry.py, as the new folder's model module (its Keras class and an option
@@ -48,7 +71,7 @@ TOY_MODEL = "\n".join([
     "from albert_tf.layers.heads import AlbertOutputProjection",
     "from albert_tf.models.albert_model import AlbertModel, as_config",
     "from albert_tf.models.base import PretrainedMixin",
-    "from albert_tf.training import options as options_lib",
+    "from albert_tf import options as options_lib",
     "",
     '@keras.saving.register_keras_serializable(package="albert_tf")',
     inspect.getsource(test_registry.AlbertToyTagger),
@@ -115,17 +138,19 @@ found = {"keras_name": "AlbertToyTagger" in keras_names.names()}
 import keras
 import numpy as np
 import tensorflow as tf
-from albert_tf.checkpoints.convert import MODELS
+from albert_tf import commands, options, reproduce
+from albert_tf.checkpoints.convert import models
 from albert_tf.export import metadata, saved_model
 from albert_tf.tasks.toytag.model import AlbertToyTagger, ToyTagOptions
-from albert_tf.training import options
 
 kind = registry.get("toy_tagger")
 found["registry"] = kind.model_class is AlbertToyTagger and "toy_tagger" in [head.name for head in registry.heads()]
 found["package_name"] = albert_tf.AlbertToyTagger is AlbertToyTagger
 found["keras_table"] = keras.saving.get_custom_objects().get("albert_tf>AlbertToyTagger") is AlbertToyTagger
-found["convert_models"] = "toy_tagger" in MODELS
-found["export_models"] = "toy_tagger" in saved_model.MODEL_KINDS
+found["convert_models"] = "toy_tagger" in models()
+found["export_models"] = "toy_tagger" in saved_model.model_kinds()
+found["command"] = commands.find("run_toytag").options[0] is ToyTagOptions
+found["recipe"] = "toytag" in reproduce.tasks() and "toy_dir" in reproduce.data_dirs()
 found["option_flag"] = "toy_window" in [field.name for field in options.flag_fields(ToyTagOptions)]
 found["pipeline_task"] = "toy-tagging" in registry.pipelines()
 found["serving_kinds"] = "toy_tagger" in registry.serving_kinds("toy-tagging")
@@ -171,7 +196,8 @@ def test_a_new_task_folder_is_known_everywhere(model_files, tmp_path):  # noqa: 
     toy = copy / "tasks" / "toytag"
     toy.mkdir()
     for name, text in (("__init__.py", TOY_INIT), ("model.py", TOY_MODEL), ("kind.py", TOY_KIND),
-                       ("pipeline.py", TOY_PIPELINE)):
+                       ("pipeline.py", TOY_PIPELINE),
+                       ("task.py", TOY_TASK), ("recipes.py", TOY_RECIPES)):
         (toy / name).write_text(text, encoding="utf-8")
     assert _differing(PACKAGE, str(copy), skip="toytag") == []
 
@@ -182,7 +208,7 @@ def test_a_new_task_folder_is_known_everywhere(model_files, tmp_path):  # noqa: 
                            str(tmp_path)], capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     found = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert found == dict.fromkeys(found, True) and len(found) == 12, found
+    assert found == dict.fromkeys(found, True) and len(found) == 14, found
 
 
 def _task_words():

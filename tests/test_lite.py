@@ -402,7 +402,7 @@ def test_albert_export_cli_writes_a_tflite_model(tmp_path):
     save_tf1_checkpoint(model, str(tmp_path / "model.ckpt-1"))
     config.to_json_file(str(tmp_path / "albert_config.json"))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    cmd = [sys.executable, "-m", "albert_tf.export.cli", f"--input={tmp_path / 'model.ckpt-1'}", f"--albert_config_file={tmp_path / 'albert_config.json'}",
+    cmd = [sys.executable, "-m", "albert_tf.commands", "albert-export", f"--input={tmp_path / 'model.ckpt-1'}", f"--albert_config_file={tmp_path / 'albert_config.json'}",
            "--model=squad_v1", f"--export_dir={tmp_path / 'lite'}", "--format=tflite", "--quantize=dynamic",
            f"--max_seq_length={T}"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
@@ -416,7 +416,7 @@ def test_albert_export_cli_writes_a_tflite_model(tmp_path):
     proc = subprocess.run(cmd[:-2] + ["--quantize=int8", f"--max_seq_length={T}"], capture_output=True, text=True,
                           env=env, timeout=600)
     assert proc.returncode != 0 and "calibration_file" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "albert_tf.export.cli", "--input=x", "--export_dir=y", "--quantize=dynamic"],
+    proc = subprocess.run([sys.executable, "-m", "albert_tf.commands", "albert-export", "--input=x", "--export_dir=y", "--quantize=dynamic"],
                           capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode != 0 and "--quantize applies to --format=tflite only" in proc.stderr
 

@@ -345,13 +345,14 @@ def test_pipeline_tags_words_from_the_export_and_the_checkpoint(trained, workdir
 
 _FLAG_PROBE = r"""
 import json, sys
-sys.argv = ["run_ner.py"]
-import run_ner
 from absl import flags
-from albert_tf.training import options
+from albert_tf import commands
+from albert_tf.commands import flags as flag_lib
+command = commands.find("run_ner")
 FLAGS = flags.FLAGS
-names = sorted(options.runner_flag_names(FLAGS, "run_ner"))
-argv, given = ["run_ner.py"], {}
+flag_lib.define_flags(command.options, no_flag=command.no_flag, only=command.only, module_name="run_ner")
+names = sorted(field.name for _, field in flag_lib.declared_fields(command.options, command.no_flag, command.only))
+argv, given = ["run_ner"], {}
 for name in names:
     flag = FLAGS[name]
     if flag.flag_type() == "bool":
@@ -368,9 +369,9 @@ for name in names:
         given[name] = "value_of_" + name
     argv.append(f"--{name}={given[name]}")
 FLAGS(argv)
-task, runtime = options.from_flags(FLAGS, *run_ner.OPTIONS)
-set_to = {name: getattr(runtime if hasattr(runtime, name) else task, name) for name in names}
-print(json.dumps({"given": given, "set_to": set_to, "task": type(task).__name__}))
+built = flag_lib.from_flags(FLAGS, *command.options)
+set_to = {name: next(getattr(b, name) for b in built if hasattr(b, name)) for name in names}
+print(json.dumps({"given": given, "set_to": set_to, "task": type(built[0]).__name__}))
 """
 
 

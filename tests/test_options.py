@@ -5,7 +5,6 @@ Python call with an unknown keyword names it."""
 import ast
 import dataclasses
 import glob
-import json
 import math
 import os
 import subprocess
@@ -14,12 +13,15 @@ import sys
 import pytest
 from absl import flags
 
+from albert_tf import commands
 from albert_tf import config as config_lib
-from albert_tf import reproduce
-from albert_tf.checkpoints import cli as convert_cli
-from albert_tf.checkpoints import download
+from albert_tf import options
+from albert_tf.commands import convert as convert_cli
+from albert_tf.commands import download
+from albert_tf.commands import export as export_cli
+from albert_tf.commands import flags as flag_lib
+from albert_tf.commands import reproduce
 from albert_tf.errors import InputError
-from albert_tf.export import cli as export_cli
 from albert_tf.quickstart import run as quickstart
 from albert_tf.tasks.pretraining.writer import create_data
 from albert_tf.tasks.pretraining.writer import instances
@@ -28,8 +30,7 @@ from albert_tf.tasks.ner import task as ner_task
 from albert_tf.tasks.pretraining import task as pretraining_task
 from albert_tf.tasks.race import task as race_task
 from albert_tf.tasks.squad import task as squad_task
-from albert_tf.text import vocab_cli
-from albert_tf.training import options
+from albert_tf.text import vocab as vocab_lib
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", PYTHONPATH=REPO)
@@ -71,72 +72,67 @@ ORIGINAL_FLAGS["run_ner"] = (["data_dir", "albert_config_file", "spm_model_file"
                               "predict_batch_size", "learning_rate", "save_checkpoints_steps", "iterations_per_loop",
                               "export_dir", "labels", "dropout_prob", "train_step", "warmup_step", "optimizer"]
                              + _TPU + _TF2 + ["gradient_accumulation_steps"])
+ORIGINAL_FLAGS["run_squad_v1"] = ORIGINAL_FLAGS["run_squad_v2"] = ORIGINAL_FLAGS["run_squad"]
 RUNNER_ONLY = {"run_classifier": ["hparams_preset"]}
 # The option fields that a runner gives no flag (they keep their defaults).
 NO_FLAG = {"run_classifier": ["gradient_accumulation_steps"], "run_squad": ["gradient_accumulation_steps"],
+           "run_squad_v1": ["gradient_accumulation_steps"], "run_squad_v2": ["gradient_accumulation_steps"],
            "run_race": ["optimizer", "delete_non_best"], "run_ner": [], "run_pretraining": ["sentence_loss_weight"]}
 _OPTIONS = {"run_classifier": glue_task.ClassifierOptions, "run_squad": squad_task.SquadOptions,
+            "run_squad_v1": squad_task.SquadOptions, "run_squad_v2": squad_task.SquadV2Options,
             "run_race": race_task.RaceOptions, "run_ner": ner_task.NerOptions,
             "run_pretraining": pretraining_task.PretrainingOptions}
 _RUN = {"run_classifier": glue_task.run_classifier, "run_squad": squad_task.run_squad, "run_race": race_task.run_race,
         "run_ner": ner_task.run_ner, "run_pretraining": pretraining_task.run_pretraining}
 
-# In a fresh process (each runner defines its flags on the global FLAGS): the runner's flags, and for each
-# flag a value other than its default, parsed, then the option field it sets.
-_PROBE = r"""
-import dataclasses, json, sys
-sys.argv = ["{runner}.py"]
-import {runner} as runner
-from absl import flags
-from albert_tf.training import options
-FLAGS = flags.FLAGS
-names = sorted(options.runner_flag_names(FLAGS, "{runner}"))
-argv = ["{runner}.py"]
-given = {{}}
-for name in names:
-    flag = FLAGS[name]
-    if flag.flag_type() == "bool":
-        value = not flag.default
-        argv.append(("--" if value else "--no") + name)
-    elif hasattr(flag.parser, "enum_values"):
-        value = [v for v in flag.parser.enum_values if v != flag.default][0]
-        argv.append(f"--{{name}}={{value}}")
-    elif flag.flag_type() == "int":
-        value = (flag.default or 0) + 7
-        argv.append(f"--{{name}}={{value}}")
-    elif flag.flag_type() == "float":
-        value = 0.375
-        argv.append(f"--{{name}}={{value}}")
-    else:
-        value = "value_of_" + name
-        argv.append(f"--{{name}}={{value}}")
-    given[name] = value
-FLAGS(argv)
-classes = []
-for name in names:
-    cls = getattr(FLAGS[name], "option_class", None)
-    if cls is not None and cls not in classes:
-        classes.append(cls)
-built = dict(zip(classes, options.from_flags(FLAGS, *classes)))
-fields = {{}}
-for name in names:
-    cls = getattr(FLAGS[name], "option_class", None)
-    if cls is not None:
-        fields[name] = [cls.__name__, getattr(built[cls], name)]
-all_fields = {{cls.__name__: [f.name for f in options.option_fields(cls)] for cls in classes}}
-print(json.dumps({{"names": names, "given": given, "fields": fields, "all_fields": all_fields,
-                  "runner_options": [cls.__name__ for cls in runner.OPTIONS]}}))
-"""
+def _declare(command):
+    """The flags of `command` (an `albert_tf.options.Command`) declared on fresh `FlagValues`, as the command
+    declares them."""
+    values = flags.FlagValues()
+    flag_lib.define_flags(command.options, flag_values=values, no_flag=command.no_flag, only=command.only,
+                          module_name=command.name)
+    return values
 
 
-@pytest.mark.e2e
+def _probe(runner):
+    """The runner's flags, and for each flag a value other than its default, parsed, then the option field it
+    sets."""
+    command = commands.find(runner)
+    values = _declare(command)
+    names = sorted(flag.name for flag in values.flags_by_module_dict()[runner])
+    argv, given = [runner], {}
+    for name in names:
+        flag = values[name]
+        if flag.flag_type() == "bool":
+            value = not flag.default
+            argv.append(("--" if value else "--no") + name)
+        elif hasattr(flag.parser, "enum_values"):
+            value = [v for v in flag.parser.enum_values if v != flag.default][0]
+            argv.append(f"--{name}={value}")
+        elif flag.flag_type() == "int":
+            value = (flag.default or 0) + 7
+            argv.append(f"--{name}={value}")
+        elif flag.flag_type() == "float":
+            value = 0.375
+            argv.append(f"--{name}={value}")
+        else:
+            value = "value_of_" + name
+            argv.append(f"--{name}={value}")
+        given[name] = value
+    values(argv)
+    built = dict(zip(command.options, flag_lib.from_flags(values, *command.options)))
+    fields = {name: [values[name].option_class.__name__, getattr(built[values[name].option_class], name)]
+              for name in names}
+    all_fields = {cls.__name__: [f.name for f in options.option_fields(cls)] for cls in command.options
+                  if cls is not glue_task.PresetOptions}
+    return {"names": names, "given": given, "fields": fields, "all_fields": all_fields,
+            "runner_options": [cls.__name__ for cls in command.options]}
+
+
 @pytest.mark.parametrize("runner", sorted(ORIGINAL_FLAGS))
 def test_every_runner_flag_is_one_field_and_every_field_has_a_flag(runner):
-    proc = subprocess.run([sys.executable, "-c", _PROBE.format(runner=runner)], cwd=REPO, env=ENV,
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    probe = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert probe["runner_options"] == [_OPTIONS[runner].__name__, "RuntimeOptions"]
+    probe = _probe(runner)
+    assert probe["runner_options"][:2] == [_OPTIONS[runner].__name__, "RuntimeOptions"]
     assert sorted(probe["names"]) == sorted(ORIGINAL_FLAGS[runner] + RUNNER_ONLY.get(runner, []))
     # Flag -> field: every flag of the runner is the field of its name, and the value given arrives there.
     assert sorted(probe["fields"]) == sorted(probe["names"])
@@ -149,6 +145,16 @@ def test_every_runner_flag_is_one_field_and_every_field_has_a_flag(runner):
     assert sorted(set(all_fields) - set(set_by)) == sorted(
         (cls, name) for cls, name in all_fields if name in NO_FLAG[runner])
     assert sorted(name for _, name in set(all_fields) - set(set_by)) == sorted(NO_FLAG[runner])
+
+
+def test_every_runner_is_a_python_module_of_the_package():
+    # `python -m albert_tf.<runner>` runs the command of that name, as the checkout's `run_*.py` do.
+    for runner in ORIGINAL_FLAGS:
+        path = os.path.join(REPO, "albert_tf", f"{runner}.py")
+        assert f'commands.run("{runner}")' in open(path, encoding="utf-8").read(), path
+    for path in glob.glob(os.path.join(REPO, "run_*.py")):
+        runner = os.path.basename(path)[:-3]
+        assert runner in ORIGINAL_FLAGS and f'commands.run("{runner}")' in open(path, encoding="utf-8").read()
 
 
 # Option names that mean a different option in each task or command that has them (the original flags of the
@@ -165,21 +171,16 @@ def test_every_runner_flag_is_one_field_and_every_field_has_a_flag(runner):
 # directory.
 HOMONYMS = {"train_file", "predict_file", "task_name", "dropout_prob", "keep_checkpoint_max", "input_file",
             "random_seed", "output_dir", "input", "model", "format", "labels", "export_dir"}
-# albert-quickstart's options are the keywords of `run_quickstart`: the options of the commands it chains, with
-# its small demo's defaults (a 4-layer model pretrained 600 steps) and help texts that say what they set there.
-QUICKSTART_SHARED = {"output_dir", "vocab_size", "dupe_factor", "train_batch_size", "num_train_steps",
-                     "num_warmup_steps", "learning_rate", "iterations_per_loop", "save_checkpoints_steps",
-                     "num_workers", "random_seed", "jit_compile"}
 _OPTION_MODULES = [options, glue_task, squad_task, race_task, ner_task, pretraining_task, reproduce, create_data,
-                   instances, convert_cli, vocab_cli, download, quickstart, export_cli]
+                   instances, convert_cli, vocab_lib, download, quickstart, export_cli]
 # albert-export's text-mode lengths: a dataclass made from the registered text modes' `Length`s.
 EXPORT_LENGTHS = export_cli._lengths_options()  # pylint: disable=protected-access
 # Every command's options classes: the runners', and those of the other command lines.
 _COMMAND_OPTIONS = {
-    "albert-reproduce": (reproduce.ReproduceOptions, reproduce.ReproduceRuntime),
-    "albert-create-pretraining-data": create_data.OPTIONS,
+    "albert-reproduce": (reproduce.ReproduceOptions, reproduce.DataDirOptions, reproduce.ReproduceRuntime),
+    "create_pretraining_data": (create_data.CreateDataOptions, create_data.PretrainingDataOptions),
     "albert-convert": (convert_cli.ConvertOptions,),
-    "albert-train-vocab": (vocab_cli.TrainVocabOptions,),
+    "albert-train-vocab": (vocab_lib.TrainVocabOptions,),
     "albert-download": (download.DownloadOptions,),
     "albert-quickstart": (quickstart.QuickstartOptions,),
     "albert-export": (export_cli.ExportOptions, EXPORT_LENGTHS),
@@ -193,17 +194,22 @@ def _options_classes():
         for value in vars(module).values():
             if (isinstance(value, type) and dataclasses.is_dataclass(value) and value.__module__ == module.__name__
                     and any(field.metadata for field in dataclasses.fields(value))):
-                classes[value] = set(value.__dict__.get("__annotations__", {})) - {"positional"}
-    classes[EXPORT_LENGTHS] = {field.name for field in dataclasses.fields(EXPORT_LENGTHS)}
+                fields = {field.name for field in dataclasses.fields(value)}
+                classes[value] = set(value.__dict__.get("__annotations__", {})) & fields
+    for generated in (EXPORT_LENGTHS, reproduce.DataDirOptions):
+        classes[generated] = {field.name for field in dataclasses.fields(generated)}
     return classes
 
 
 def _root(cls, name):
-    """The first declaration of field `name` of `cls`: the most basic class of its MRO that has the field, or the
+    """The first declaration of field `name` of `cls`: the most basic class of its MRO that has the field, the
     text mode's `Length` that the field is made from (`options.length_option`: every such field is that one
-    declaration)."""
+    declaration), or the declaration of the option that a `shared_option` field is."""
     root = [klass for klass in cls.__mro__ if name in getattr(klass, "__dataclass_fields__", {})][-1]
-    return root.__dataclass_fields__[name].metadata.get("length", root)
+    metadata = root.__dataclass_fields__[name].metadata
+    if "shared" in metadata:
+        return _root(*metadata["shared"])
+    return metadata.get("length", root)
 
 
 def test_no_option_name_is_declared_in_two_unrelated_classes():
@@ -218,14 +224,18 @@ def test_no_option_name_is_declared_in_two_unrelated_classes():
     for cls, names in classes.items():
         for name in names:
             roots.setdefault(name, set()).add(_root(cls, name))
-    demo = quickstart.QuickstartOptions
-    twice = {name: sorted(getattr(root, "__name__", repr(root)) for root in found - {demo})
-             for name, found in roots.items() if len(found - {demo}) > 1}
+    twice = {name: sorted(getattr(root, "__name__", repr(root)) for root in found)
+             for name, found in roots.items() if len(found) > 1}
     # The text modes' lengths are declared by their modes, and the task options and albert-export take them.
     assert {name for name, found in roots.items() if any(not isinstance(root, type) for root in found)} == {
         "max_query_length", "max_qa_length"}
     assert set(twice) == HOMONYMS, twice
-    assert {name for name, found in roots.items() if demo in found and len(found) > 1} == QUICKSTART_SHARED
+    # The quickstart's options shared with the commands it chains are theirs (`shared_option`), with the demo's
+    # defaults: the demo declares only its own.
+    shared = {field.name for field in dataclasses.fields(quickstart.QuickstartOptions) if "shared" in field.metadata}
+    assert shared == {"vocab_size", "dupe_factor", "train_batch_size", "num_train_steps", "num_warmup_steps",
+                      "learning_rate", "iterations_per_loop", "save_checkpoints_steps", "num_workers",
+                      "random_seed", "jit_compile"}
     # Each command's field is declared with `option` / `constant`: its help text and flag kind come with it.
     for cls in list(_OPTIONS.values()) + [options.RuntimeOptions, glue_task.PresetOptions] + sorted(
             commands, key=lambda klass: klass.__name__):
@@ -258,24 +268,29 @@ def test_no_flag_is_declared_outside_the_options_machinery():
     found = {os.path.relpath(path, REPO): _define_calls(path) for path in paths}
     found = {path: calls for path, calls in found.items() if calls}
     # `define_flags` declares them all (through `getattr(flags, f"DEFINE_{kind}")` for the plain kinds).
-    assert list(found) == [os.path.join("albert_tf", "training", "options.py")], found
-    assert {function for function, _ in found[os.path.join("albert_tf", "training", "options.py")]} == {"define_flags"}
+    assert list(found) == [os.path.join("albert_tf", "commands", "flags.py")], found
+    assert {function for function, _ in found[os.path.join("albert_tf", "commands", "flags.py")]} == {"define_flags"}
     for path in glob.glob(os.path.join(REPO, "run_*.py")):
         tree = ast.parse(open(path, encoding="utf-8").read())
         assert not [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)], path
+
+
+def test_library_code_reads_no_flags():
+    # Only the command layer parses flags; the library takes the options dataclasses.
+    for path in glob.glob(os.path.join(REPO, "albert_tf", "**", "*.py"), recursive=True):
+        if os.sep + "commands" + os.sep in path:
+            continue
+        text = open(path, encoding="utf-8").read()
+        assert "flags.FLAGS" not in text and "from absl import flags" not in text, path
 
 
 @pytest.mark.parametrize("command", sorted(_COMMAND_OPTIONS))
 def test_every_command_declares_the_fields_of_its_options(command):
     """Each command's flags, declared on fresh `FlagValues`, are the fields of its options classes (those it
     gives a flag), with the fields' defaults."""
-    values = flags.FlagValues()
-    define = {"albert-reproduce": reproduce.define_flags, "albert-create-pretraining-data": create_data.define_flags,
-              "albert-convert": convert_cli.define_flags, "albert-train-vocab": vocab_cli.define_flags,
-              "albert-quickstart": quickstart.define_flags, "albert-export": export_cli.define_flags,
-              "albert-download": lambda flag_values: options.define_flags((download.DownloadOptions,),
-                                                                          flag_values=flag_values)}[command]
-    define(flag_values=values)
+    declared = commands.find(command)
+    assert declared.options == _COMMAND_OPTIONS[command]
+    values = _declare(declared)
     fields = {field.name: (cls, field) for cls in _COMMAND_OPTIONS[command] for field in options.flag_fields(cls)}
     assert set(values) <= set(fields)
     for name in values:
@@ -286,7 +301,7 @@ def test_every_command_declares_the_fields_of_its_options(command):
 
 def test_the_options_groups_import_no_tensorflow():
     # A command line declares its flags from the shared groups before (or without) loading TensorFlow.
-    code = ("import sys; import albert_tf.training.options; "
+    code = ("import sys; import albert_tf.options, albert_tf.commands; "
             "print(sorted({'tensorflow', 'keras'} & set(sys.modules)))")
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=ENV, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr[-2000:]
@@ -330,17 +345,17 @@ def test_defaults_and_kinds_come_from_the_fields():
     assert ner_task.NerOptions(data_dir="d", output_dir="o").max_seq_length == 128
     assert math.isnan(glue_task.ClassifierOptions(task_name="rte", data_dir="d", output_dir="o").threshold_to_export)
     values = flags.FlagValues()
-    options.define_flags((race_task.RaceOptions, options.RuntimeOptions), flag_values=values, no_flag=("optimizer",))
+    flag_lib.define_flags((race_task.RaceOptions, options.RuntimeOptions), flag_values=values, no_flag=("optimizer",))
     assert "optimizer" not in values and "delete_non_best" not in values
     assert values["learning_rate"].help == "The initial learning rate for Adam."      # the group's help text
     assert (values["learning_rate"].default, values["do_train"].default) == (1e-5, True)
     assert values["mixed_precision"].parser.enum_values == ["float32", "mixed_bfloat16", "mixed_float16"]
     values(["prog", "--data_dir=d", "--output_dir=o", "--max_qa_length=64", "--strategy=mirrored"])
-    task, runtime = options.from_flags(values, race_task.RaceOptions, options.RuntimeOptions)
+    task, runtime = flag_lib.from_flags(values, race_task.RaceOptions, options.RuntimeOptions)
     assert (task.data_dir, task.max_qa_length, task.optimizer, runtime.strategy) == ("d", 64, "adamw", "mirrored")
-    assert options.required_flags((race_task.RaceOptions, options.RuntimeOptions)) == ["output_dir", "data_dir"]
+    assert flag_lib.required_flags((race_task.RaceOptions, options.RuntimeOptions)) == ["output_dir", "data_dir"]
     with pytest.raises(InputError, match="two of RaceOptions, RaceOptions: albert_config_file, .*, data_dir, "):
-        options.define_flags((race_task.RaceOptions, race_task.RaceOptions), flag_values=flags.FlagValues())
+        flag_lib.define_flags((race_task.RaceOptions, race_task.RaceOptions), flag_values=flags.FlagValues())
 
 
 @pytest.mark.parametrize("max_seq_length,ok", [(64, True), (65, False)])

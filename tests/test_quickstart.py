@@ -189,7 +189,7 @@ def test_an_unknown_init_name_is_one_line_and_exit_2(tmp_path):
 
 
 def test_cli_help_paragraphs_name_inputs_steps_and_outputs():
-    from albert_tf.export import cli as export
+    from albert_tf.commands import export
     from albert_tf.quickstart import run as quickstart  # Deferred: imports TensorFlow (CLI tests use subprocesses).
 
     for word in ("pydoc_data", "SentencePiece", "TFRecords", "pretrains", "held-out", "fine-tunes", "GLUE runner",

@@ -20,7 +20,7 @@ from safetensors.numpy import load_file
 import original_checkpoints as oc
 from albert_tf import registry
 from albert_tf.checkpoints import restore_checkpoint, table
-from albert_tf.checkpoints.convert import MODEL_CLASSES, MODELS, convert, detect_model
+from albert_tf.checkpoints.convert import convert, detect_model, model_class, models
 from albert_tf.checkpoints.foreign import Link
 from albert_tf.checkpoints.reader import CheckpointReader
 from albert_tf.config import AlbertConfig
@@ -109,8 +109,9 @@ def _release(model, directory):
 def test_builtin_kinds_in_order_with_their_classes_and_heads():
     assert registry.names() == ("encoder", "pretrainer", "classifier", "squad_v1", "squad_v2", "race",
                                 "token_classifier")
-    assert MODELS == ("auto",) + registry.names()
-    assert MODEL_CLASSES["race"] == ("albert_tf.tasks.race.model", "AlbertRace")
+    assert models() == ("auto",) + registry.names()
+    assert model_class("race").__module__ == "albert_tf.tasks.race.model"
+    assert model_class("race").__name__ == "AlbertRace"
     heads = {kind.name: [head.name for head in kind.heads] for kind in registry.kinds()}
     assert heads == {"encoder": [], "pretrainer": ["mlm", "sop"], "classifier": ["classifier"],
                      "squad_v1": ["squad_v1"], "squad_v2": ["squad_v2"], "race": ["race"],

@@ -55,9 +55,10 @@ def test_recipes_are_run_glue_sh_and_the_readme_commands():
 
 def test_published_table_and_model_names():
     # The README's results table (dev; SQuAD F1/EM), transcribed.
-    assert reproduce.PUBLISHED["base_v2"]["mnli"] == 84.6 and reproduce.PUBLISHED["base_v2"]["race"] == 66.8
-    assert reproduce.PUBLISHED["large_v1"]["squad2.0"] == (82.3, 79.4)
-    assert reproduce.PUBLISHED["xxlarge_v1"]["rte"] == 89.2
+    assert reproduce.published("base_v2", "mnli") == 84.6 and reproduce.published("base_v2", "race") == 66.8
+    assert (reproduce.published("large_v1", "squad2.0", 0), reproduce.published("large_v1", "squad2.0", 1)) == (
+        82.3, 79.4)
+    assert reproduce.published("xxlarge_v1", "rte") == 89.2 and reproduce.published("base_v2", "rte") is None
     assert reproduce.model_name_of("albert_base_v2") == "base_v2"
     assert reproduce.model_name_of("/x/albert_xxlarge_v1.tar.gz") == "xxlarge_v1"
     assert reproduce.model_name_of("/x/albert_xlarge_v2/") == "xlarge_v2"
@@ -118,7 +119,7 @@ def test_every_task_on_tiny_fixtures_writes_results_md_and_resumes(tmp_path):
     out = tmp_path / "out"
     results = reproduce.reproduce(str(out), release, glue_dir=data["glue"], squad_dir=data["squad"],
                                   race_dir=data["race"], overrides=TINY_OVERRIDES)
-    assert list(results) == list(reproduce.TASKS)
+    assert list(results) == list(reproduce.tasks())
     text = (out / reproduce.RESULTS_FILE).read_text()
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in text.splitlines()
             if line.startswith("| ") and "---" not in line][1:]
@@ -142,15 +143,15 @@ def test_every_task_on_tiny_fixtures_writes_results_md_and_resumes(tmp_path):
         assert row[5] in ("1", "2"), row      # two steps, a checkpoint after each: the better one
     assert "published scores of: base_v2" in text and "run_glue.sh" in text
     # Each task trained its two steps.
-    for task in reproduce.TASKS:
+    for task in reproduce.tasks():
         assert os.path.exists(out / task / reproduce.TASK_RESULT_FILE)
         assert os.path.exists(out / task / "model.ckpt-best.index") or task.startswith("squad")
     # Resumable: the finished tasks are read back, not run again (no new file anywhere), through the command.
     before = {os.path.join(d, f): os.stat(os.path.join(d, f)).st_mtime_ns
               for d, _, files in os.walk(out / "mnli") for f in files}
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    code = ("import sys; from albert_tf import cli; sys.argv = ['albert-reproduce'] + sys.argv[1:]; "
-            "cli.reproduce()")
+    code = ("import sys; from albert_tf import commands; sys.argv = ['albert-reproduce'] + sys.argv[1:]; "
+            "commands.run('albert-reproduce')")
     proc = subprocess.run([sys.executable, "-c", code, f"--output_dir={out}", f"--init_checkpoint={release}",
                            f"--glue_dir={data['glue']}", f"--squad_dir={data['squad']}", f"--race_dir={data['race']}"],
                           capture_output=True, text=True, env=env, timeout=600)

@@ -1,6 +1,7 @@
 """Exact resume under every strategy: the seeded positional input stream, and SIGKILL + restart under
 MirroredStrategy and MultiWorkerMirroredStrategy ending with the weights of an uninterrupted run."""
 
+import contextlib
 import json
 import os
 import struct
@@ -254,17 +255,26 @@ def train_positional(strategy, model_dir, files, path="driver", num_train_steps=
     """Trains the tiny pretrainer on `files` with a seeded positional input; returns (weights, result)."""
     import albert_tf
     from albert_tf.training import driver, loop, optimization
-    from albert_tf.tasks.pretraining.task import PretrainingTask, pretraining_loss_fn
+    from albert_tf.options import RuntimeOptions
+    from albert_tf.tasks.pretraining.task import PretrainingOptions, PretrainingTask, pretraining_loss_fn
 
     tf.keras.utils.set_random_seed(1234)
     config = albert_tf.AlbertConfig.from_dict(TINY)
     if path == "driver":
-        task = PretrainingTask(files, SEQ, PRED, num_train_steps=num_train_steps, num_warmup_steps=1, seed=seed)
+        config_file = model_dir.rstrip("/") + "_config.json"
+        config.to_json_file(config_file)
+        options = PretrainingOptions(albert_config_file=config_file, input_file=",".join(files), output_dir=model_dir,
+                                     max_seq_length=SEQ, max_predictions_per_seq=PRED, optimizer="lamb",
+                                     num_train_steps=num_train_steps, num_warmup_steps=1, learning_rate=1e-2,
+                                     train_batch_size=global_batch, save_checkpoints_steps=save_checkpoints_steps,
+                                     keep_checkpoint_max=5)
+        runtime = driver.Runtime(RuntimeOptions(random_seed=seed, iterations_per_loop=1), options,
+                                 contextlib.ExitStack())
+        runtime.strategy = strategy
+        task = PretrainingTask(options, runtime)
         with strategy.scope():
-            model = task.build_model(config)
-        result = driver.train(task, model, strategy, model_dir, None, 1e-2, global_batch, optimizer="lamb",
-                              save_checkpoints_steps=save_checkpoints_steps, iterations_per_loop=1,
-                              keep_checkpoint_max=5)
+            model = task.build_model()
+        result = driver.train(task, model, runtime, model_dir)
         result.pop("num_train_steps")
     else:
         with strategy.scope():

@@ -14,7 +14,6 @@ import sentencepiece as spm
 
 from albert_tf.text import tokenization
 from albert_tf.text import vocab as vocab_lib
-from albert_tf.text import vocab_cli
 import fixtures_text as ft
 
 # ------------------------------------------------------------------------------------------------
@@ -238,14 +237,14 @@ def test_train_sentencepiece_rejects_symbols_as_a_string(models, tmp_path):
     with pytest.raises(ValueError, match="does not exist"):
         vocab_lib.train_sentencepiece([str(tmp_path / "missing.txt")], str(tmp_path / "x"), vocab_size=100)
     # The command line splits on commas only, so the README's list gives its eight symbols.
-    assert vocab_cli.split_symbols('(,),",-,.,–,£,€') == list(vocab_lib.USER_DEFINED_SYMBOLS)
+    assert vocab_lib.split_symbols('(,),",-,.,–,£,€') == list(vocab_lib.USER_DEFINED_SYMBOLS)
 
 
 @pytest.mark.e2e
 def test_train_vocab_command_line(models, tmp_path):
     prefix = str(tmp_path / "cli")
     result = subprocess.run(
-        [sys.executable, "-m", "albert_tf.text.vocab_cli", f"--input={models['corpus']}", f"--model_prefix={prefix}",
+        [sys.executable, "-m", "albert_tf.commands", "albert-train-vocab", f"--input={models['corpus']}", f"--model_prefix={prefix}",
          "--vocab_size=120"],
         capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert result.returncode == 0, result.stderr[-2000:]

@@ -26,7 +26,7 @@ from albert_tf.tasks.race.model import AlbertRace
 from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
 from albert_tf.text.tokenization import FullTokenizer
-from albert_tf.training import distribution, driver, loop, optimization
+from albert_tf.training import distribution, inference, loop, optimization
 from albert_tf.tasks.glue.task import ClassifierOptions, GlueTask, run_classifier
 from albert_tf.tasks.ner.task import NerTask
 from albert_tf.tasks.pretraining.task import PretrainingTask
@@ -308,4 +308,4 @@ def test_use_tpu_run_stops_before_writing(data, tmp_path):
         run_classifier("mrpc", data["glue"], str(output_dir), albert_config_file=data["config_file"],
                        spm_model_file=data["spm"], max_seq_length=tfx.SEQ, do_train=True, use_tpu=True)
     assert not output_dir.exists()
-    assert driver.static_batches(STRATEGY, True) and not driver.static_batches(STRATEGY, False)
+    assert inference.static_batches(STRATEGY, True) and not inference.static_batches(STRATEGY, False)

@@ -29,5 +29,5 @@ from albert_tf.checkpoints.restore import (
     restore_source,
 )
 from albert_tf.checkpoints.sources import ResolvedSource, resolve_source
-from albert_tf.checkpoints.table import TABLE, model_targets
+from albert_tf.checkpoints.table import all_rows, model_targets
 from albert_tf.checkpoints.writer import save_tf1_checkpoint

@@ -35,10 +35,11 @@ from albert_tf.errors import InputError
 
 FORMATS = ("keras", "tf1", "hf", "keras_hub")
 KERAS_WEIGHTS_NAME = "model.weights.h5"
-# `--model` value -> (module, class name) of every registered model kind (`albert_tf.registry`).
-MODEL_CLASSES = registry.MappingView(lambda: {kind.name: (kind.model_class.__module__, kind.model_class.__qualname__)
-                                              for kind in registry.kinds()})
-MODELS = registry.SequenceView(lambda: ("auto",) + registry.names())
+
+
+def models():
+    """The `--model` values: `auto` (detected from the checkpoint) and every registered model kind."""
+    return ("auto",) + registry.names()
 
 
 def model_class(kind):
@@ -172,8 +173,8 @@ def convert(input_path, output_dir, output_format="keras", model="auto", config_
     """
     if output_format not in FORMATS:
         raise InputError(f"`output_format` must be one of {', '.join(FORMATS)}. Received: `{output_format!r}`.")
-    if model not in MODELS:
-        raise InputError(f"`model` must be one of {', '.join(MODELS)}. Received: `model={model!r}`.")
+    if model not in models():
+        raise InputError(f"`model` must be one of {', '.join(models())}. Received: `model={model!r}`.")
     start = time.time()
     output_dir = os.path.abspath(os.fspath(output_dir))
     with resolve_source(input_path) as source:

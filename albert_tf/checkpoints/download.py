@@ -31,11 +31,9 @@ never logged. Nothing here touches the network at import.
 """
 
 import contextlib
-import dataclasses
 import hashlib
 import importlib
 import json
-import logging as std_logging
 import os
 import re
 import shutil
@@ -44,13 +42,10 @@ import time
 import urllib.parse
 import zipfile
 
-from absl import flags
 from absl import logging
 
 from albert_tf.checkpoints import releases as names
 from albert_tf.errors import InputError, MissingPackageError
-from albert_tf.training import options as options_lib
-from albert_tf.training.options import option
 
 CACHE_ENV = "ALBERT_TF_CACHE"
 OFFLINE_ENV = "ALBERT_TF_OFFLINE"
@@ -550,51 +545,3 @@ def _fetch_kaggle(spec, force=False):
             raise InputError(f"Cannot fetch `{label}`: {url} {what}{hint}.") from None
         except (ValueError, OSError) as e:   # A bad handle, kagglehub's DataCorruptionError, a full disk.
             raise InputError(f"Cannot fetch `{label}` ({url}): {_first_line(e)}.") from None
-
-
-# --- albert-download --------------------------------------------------------------------------------------------
-
-CLI_HELP = f"""Downloads ALBERT weights by name into the cache and prints the local path of each, for machines
-that train offline later (then set {OFFLINE_ENV}=1 and pass the same name, or the printed path).
-
-Usage: albert-download [--force] NAME [NAME ...]. A name already in the cache is checked against the size and
-SHA-256 of each file recorded when it was downloaded; --force downloads it again.
-Names: {', '.join(names.RELEASES)} (Google's tarballs, into
-{CACHE_ENV}, default ~/.cache/albert_tf); hf:<org>/<repo>[@revision] (into the Hugging Face cache, HF_HOME);
-kaggle:<owner>/<model>/<framework>/<variation>[/<version>] (into the kagglehub cache, KAGGLEHUB_CACHE);
-https://... (an archive or a file; #sha256=<hex> pins its checksum)."""
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class DownloadOptions:
-    """`albert-download`'s option (the names to fetch are its arguments)."""
-
-    force: bool = option(False, "Download again even when the cache holds the name (a damaged entry).")
-
-
-def _run(argv):
-    if len(argv) < 2:
-        raise InputError("Give at least one name, e.g. `albert-download albert_base_v2`.")
-    run, = options_lib.from_flags(flags.FLAGS, DownloadOptions)
-    for name in argv[1:]:
-        if not is_name(name):
-            what = ("is a local path, not a name" if os.path.exists(os.path.expanduser(name))
-                    else "is an unknown name")
-            raise InputError(f"Unknown model name `{name}`: it {what}. Known names: {', '.join(names.RELEASES)}; "
-                             "or hf:<org>/<repo>[@revision], kaggle:<owner>/<model>/<framework>/<variation>"
-                             "[/<version>], https://...")
-        print(fetch(name, force=run.force), flush=True)
-
-
-def main():
-    """The `albert-download` command."""
-    from albert_tf import cli  # pylint: disable=import-outside-toplevel
-
-    std_logging.getLogger("filelock").setLevel(std_logging.WARNING)
-    if "force" not in flags.FLAGS:
-        options_lib.define_flags((DownloadOptions,))
-    cli.run_app(_run, CLI_HELP, [__name__])
-
-
-if __name__ == "__main__":
-    main()

@@ -2,7 +2,7 @@
 
 The names are those the original `modeling.py`, `run_pretraining.py` and task scripts create. The encoder's
 rows are here (`ENCODER_ROWS`); each head's rows are declared with its model kind, next to its model class
-(`albert_tf.registry`), and `TABLE` is the encoder's rows followed by every registered head's.
+(`albert_tf.registry`), and `all_rows()` is the encoder's rows followed by every registered head's.
 
 Every row is `(component, TF1 name pattern, attribute path, transform)`:
 
@@ -125,11 +125,6 @@ def all_rows():
     """The encoder's rows, then every registered head's (by kind order)."""
     return ENCODER_ROWS + tuple(row for head in registry.heads() for row in head.rows)
 
-
-# Every row; computed from the registry at each use.
-TABLE = registry.SequenceView(all_rows)
-# Every head's component name.
-HEAD_COMPONENTS = registry.SequenceView(lambda: tuple(head.name for head in registry.heads()))
 
 # Variables of training checkpoints that are not model weights (slots of `optimization.py`, `lamb_optimizer.py`):
 # skipped on reading.

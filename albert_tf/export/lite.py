@@ -4,7 +4,7 @@ dynamic-range int8 or integer int8, with its tokenizer, config and a metadata fi
 `export_tflite(model, output_dir, ...)` writes into `output_dir`:
 
 * `model.tflite`: one `serving_default` signature with the SavedModel's input and output names
-  (`export.SERVING_SPECS`), fixed int32 inputs `[batch_size, max_seq_length]` (`ServingSpec.fixed_input_shapes`:
+  (`export.serving_spec`), fixed int32 inputs `[batch_size, max_seq_length]` (`ServingSpec.fixed_input_shapes`:
   `[batch_size, 4, max_seq_length]` for RACE, plus `mlm_positions [batch_size, max_predictions_per_seq]` for the
   pretrainer). ALBERT's shared
   block is one set of variables applied `num_hidden_layers` times, so its weights appear once in the file,
@@ -297,8 +297,8 @@ def export_tflite_from_checkpoint(input_path, output_dir, model="encoder", num_l
     `export_kwargs` are `export_tflite` arguments (`max_seq_length`, `batch_size`, `quantize`,
     `calibration_file`, `do_lower_case`, ...).
     """
-    if model not in export_lib.MODEL_KINDS:
-        raise InputError(f"`model` must be one of {', '.join(export_lib.MODEL_KINDS)}. Received: `model={model!r}`.")
+    if model not in export_lib.model_kinds():
+        raise InputError(f"`model` must be one of {', '.join(export_lib.model_kinds())}. Received: `model={model!r}`.")
     with export_lib.model_from_checkpoint(input_path, model, num_labels, albert_config_file,
                                           spm_model_file) as (net, config, spm_model_file):
         return export_tflite(net, output_dir, spm_model_file=spm_model_file, config=config, **export_kwargs)

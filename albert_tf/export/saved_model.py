@@ -22,7 +22,7 @@ module). The SentencePiece model and `albert_config.json` are saved as assets, a
 casing and signatures, which the pipelines read.
 
 What differs between model classes lives in one `ServingSpec` per class (`albert_tf.serving_spec`), declared by its
-model kind next to the model class (`albert_tf.registry`; `SERVING_SPECS` is the view by class): its token
+model kind next to the model class (`albert_tf.registry`; `serving_spec(model)` finds it by class): its token
 inputs, how it is called, its named outputs, its `tf.Example` features (from `albert_tf.data.features`), its
 raw-text inputs and packing, and its argument checks. Everything else is shared.
 
@@ -67,43 +67,29 @@ TOKENIZATION_INFO = "tokenization_info"
 
 # --- Serving specs: one per model kind, declared with its model class (`albert_tf.registry`) ---------------
 
-# By model class; `serving_spec` also finds the spec of a subclass. The task models are not subclasses of one
-# another or of AlbertModel.
-SERVING_SPECS = registry.MappingView(lambda: {kind.model_class: kind.serving_spec for kind in registry.kinds()
-                                              if kind.serving_spec is not None})
-MODEL_CLASSES = registry.MappingView(lambda: {kind.name: kind.model_class for kind in registry.kinds()
-                                              if kind.serving_spec is not None})
-MODEL_KINDS = registry.SequenceView(lambda: tuple(MODEL_CLASSES))
-
-
-def __getattr__(name):
-    """The spec classes of the registered kinds (`ClassifierSpec`, ...) stay names of this module, found through
-    the registry."""
-    specs = {type(kind.serving_spec).__name__: type(kind.serving_spec) for kind in registry.kinds()
-             if kind.serving_spec is not None}
-    if name in specs:
-        return specs[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def model_kinds():
+    """The names of the registered model kinds that have a serving spec (what `export_from_checkpoint` exports)."""
+    return tuple(kind.name for kind in registry.kinds() if kind.serving_spec is not None)
 
 
 def serving_spec(model):
     """The `ServingSpec` of `model`, looked up by its class (or the nearest base class that has one)."""
     kind = registry.kind_of(model)
     if kind is None or kind.serving_spec is None:
-        classes = [cls.__name__ for cls in SERVING_SPECS]
+        classes = [kind.model_class.__name__ for kind in registry.kinds() if kind.serving_spec is not None]
         raise TypeError(f"`model` must be an {', '.join(classes[:-1])} or {classes[-1]} (a registered model "
                         f"kind). Received: {type(model).__name__}.")
     return kind.serving_spec
 
 
 def _spec_for_kind(kind):
-    if kind not in MODEL_CLASSES:
-        raise InputError(f"`model` must be one of {', '.join(MODEL_KINDS)}. Received: `model={kind!r}`.")
+    if kind not in model_kinds():
+        raise InputError(f"`model` must be one of {', '.join(model_kinds())}. Received: `model={kind!r}`.")
     return registry.get(kind).serving_spec
 
 
 def model_kind(model):
-    """The export kind of `model` (one of `MODEL_KINDS`), from its class."""
+    """The export kind of `model` (one of `model_kinds()`), from its class."""
     return serving_spec(model).kind
 
 
@@ -403,7 +389,7 @@ def export_from_checkpoint(input_path, export_dir, model="encoder", num_labels=2
         input_path: str, anything `albert_tf.checkpoints.resolve_source` reads: a Google TF1 checkpoint
             prefix, release directory or `.tar.gz`, a TF-Hub TF1 module directory, or one of our checkpoints.
         export_dir: str, base directory; the export goes to `<export_dir>/<version>/`.
-        model: str, one of `MODEL_KINDS`.
+        model: str, one of `model_kinds()`.
         num_labels: int, labels of a kind with a `labels_variable` (the classifier: 1 = regression); ignored by
             the other kinds.
         albert_config_file: optional str, the config when the source has none (our TF2 checkpoints).

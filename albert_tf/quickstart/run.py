@@ -27,9 +27,10 @@ from typing import Optional
 
 import numpy as np
 import tensorflow as tf
-from absl import app, flags, logging
+from absl import logging
 
-from albert_tf import cli, fileio
+from albert_tf import fileio
+from albert_tf import options as options_lib
 from albert_tf.quickstart import finetune as quickstart_finetune
 from albert_tf.quickstart import task as quickstart_task
 from albert_tf.text import ops as text_ops
@@ -38,8 +39,10 @@ from albert_tf.checkpoints import init_from_checkpoint, resolve_source
 from albert_tf.config import AlbertConfig
 from albert_tf.data import features
 from albert_tf.text import vocab as vocab_lib
+from albert_tf.text.vocab import TrainVocabOptions
 from albert_tf.tasks.pretraining.data import PRETRAINING
-from albert_tf.tasks.pretraining.writer.create_data import PretrainingDataOptions, write_pretraining_examples
+from albert_tf.tasks.pretraining.writer.create_data import (CreateDataOptions, PretrainingDataOptions,
+                                                              write_pretraining_examples)
 from albert_tf.tasks.pretraining.inputs import pretraining_dataset
 from albert_tf.errors import InputError
 from albert_tf import AlbertPretrainer
@@ -47,9 +50,8 @@ from albert_tf.quickstart.corpus import docstring_documents, module_docstrings, 
 from albert_tf.quickstart.plots import CURVES_FILE, plot_curves
 from albert_tf.quickstart.report import format_report
 from albert_tf.training import loop
-from albert_tf.training import options as options_lib
-from albert_tf.training.options import MaskedLmOptions, option
-from albert_tf.tasks.pretraining.task import pretraining_metrics, run_pretraining
+from albert_tf.options import MaskedLmOptions, RuntimeOptions, option, shared_option
+from albert_tf.tasks.pretraining.task import PretrainingOptions, pretraining_metrics, run_pretraining
 
 CLI_HELP = (
     "Runs ALBERT end to end on this machine's CPU with no download: builds a corpus from the Python "
@@ -78,7 +80,6 @@ FILL_MASK_QUERIES = (
     ("The default [MASK] of the argument is none.", ("value",)),
     ("This method returns a new [MASK] object.", ("list", "string", "file", "dictionary", "set", "tuple", "bytes")),
 )
-MASKED_SENTENCES = tuple(sentence for sentence, _ in FILL_MASK_QUERIES)
 
 
 def _done(path):
@@ -125,44 +126,34 @@ class _Timer:
         self.cpu[name] = round(self._cpu() - cpu, 1)
 
 
-def run_quickstart(output_dir="quickstart_output", overwrite=False, init=None, vocab_size=3000,
-                   max_seq_length=128, max_predictions_per_seq=20, dupe_factor=5, heldout_dupe_factor=2,
-                   train_batch_size=32, num_train_steps=600, num_warmup_steps=60, learning_rate=0.005,
-                   hidden_size=128, num_hidden_layers=4, num_attention_heads=4, embedding_size=64,
-                   intermediate_size=512, iterations_per_loop=50, save_checkpoints_steps=600, num_workers=2,
-                   random_seed=12345, jit_compile=True, finetune_steps=800, finetune_batch_size=32,
-                   finetune_learning_rate=5e-4, finetune_max_seq_length=64, compare_random_init=True, plots=True):
-    """Runs the steps (module docstring); returns a dict of everything measured and written."""
+def run_quickstart(options=None, **kwargs):
+    """Runs the steps (module docstring) of `options` (`QuickstartOptions`; `kwargs` are its fields, which update
+    it); returns a dict of everything measured and written."""
+    o = options_lib.options_from_kwargs((QuickstartOptions,), kwargs, [options])[0]
     # The export is served with raw text: fail now, not after pretraining, if tensorflow-text is missing.
     text_ops.require_tensorflow_text()
     started = time.time()
-    output_dir = os.path.abspath(output_dir)
-    if overwrite and os.path.exists(output_dir):
+    output_dir = os.path.abspath(o.output_dir)
+    if o.overwrite and os.path.exists(output_dir):
         shutil.rmtree(output_dir)
     os.makedirs(output_dir, exist_ok=True)
-    summary = {"output_dir": output_dir, "init": init or None}
+    summary = {"output_dir": output_dir, "init": o.init or None}
     timer = _Timer()
     with contextlib.ExitStack() as stack:
         # A source to fine-tune from is fetched (or refused) before any work.
-        weights = stack.enter_context(_init_weights(init)) if init else None
+        weights = stack.enter_context(_init_weights(o.init)) if o.init else None
         with timer.step("corpus", "1 corpus and the labelled task"):
-            corpus = _corpus_step(output_dir, random_seed, summary)
-        if not init:
-            config = model_config(vocab_size, max_seq_length, hidden_size, num_hidden_layers, num_attention_heads,
-                                  embedding_size, intermediate_size)
-            weights = _pretrain_steps(
-                output_dir, corpus, config, timer, summary, max_seq_length=max_seq_length,
-                max_predictions_per_seq=max_predictions_per_seq, dupe_factor=dupe_factor,
-                heldout_dupe_factor=heldout_dupe_factor, train_batch_size=train_batch_size,
-                num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps, learning_rate=learning_rate,
-                iterations_per_loop=iterations_per_loop, save_checkpoints_steps=save_checkpoints_steps,
-                num_workers=num_workers, random_seed=random_seed, jit_compile=jit_compile)
-        finetune_args = dict(max_seq_length=finetune_max_seq_length, train_batch_size=finetune_batch_size,
-                             learning_rate=finetune_learning_rate, train_step=finetune_steps,
-                             warmup_step=max(1, finetune_steps // 10),
-                             save_checkpoints_steps=max(1, finetune_steps // 4),
-                             iterations_per_loop=max(1, min(20, finetune_steps // 10)), random_seed=random_seed)
-        _finetune_steps(output_dir, corpus, *weights, compare_random_init, timer, summary, finetune_args)
+            corpus = _corpus_step(output_dir, o.random_seed, summary)
+        if not o.init:
+            config = model_config(o.vocab_size, o.max_seq_length, o.hidden_size, o.num_hidden_layers,
+                                  o.num_attention_heads, o.embedding_size, o.intermediate_size)
+            weights = _pretrain_steps(output_dir, corpus, config, timer, summary, o)
+        finetune_args = dict(max_seq_length=o.finetune_max_seq_length, train_batch_size=o.finetune_batch_size,
+                             learning_rate=o.finetune_learning_rate, train_step=o.finetune_steps,
+                             warmup_step=max(1, o.finetune_steps // 10),
+                             save_checkpoints_steps=max(1, o.finetune_steps // 4),
+                             iterations_per_loop=max(1, min(20, o.finetune_steps // 10)), random_seed=o.random_seed)
+        _finetune_steps(output_dir, corpus, *weights, o.compare_random_init, timer, summary, finetune_args)
     with timer.step("serve", "7 the export served from a fresh process"):
         answers, signatures = quickstart_finetune.serve(
             summary["finetune"]["export_path"], [s for s, _ in quickstart_task.SERVE_QUERIES])
@@ -171,11 +162,11 @@ def run_quickstart(output_dir="quickstart_output", overwrite=False, init=None, v
         summary["served"] = {"answers": answers, "signatures": signatures}
     with timer.step("curves", "8 curves"):
         runs = [(name, summary[key]["output_dir"], summary[key]["dev_history"])
-                for key, name in (("finetune", "fine-tuned from " + ("--init" if init else "pretraining")),
+                for key, name in (("finetune", "fine-tuned from " + ("--init" if o.init else "pretraining")),
                                   ("finetune_random", "from random initialisation")) if key in summary]
         summary["curves"] = plot_curves(os.path.join(output_dir, CURVES_FILE),
-                                        None if init else os.path.join(output_dir, "pretrain"), runs,
-                                        summary["task"]["majority_dev"]) if plots else None
+                                        None if o.init else os.path.join(output_dir, "pretrain"), runs,
+                                        summary["task"]["majority_dev"]) if o.plots else None
     summary.update(timings_s=timer.wall, cpu_s=timer.cpu, total_s=round(time.time() - started, 1))
     fileio.write_text_atomic(os.path.join(output_dir, "quickstart_summary.json"),
                              json.dumps(summary, indent=2, sort_keys=True))
@@ -216,31 +207,29 @@ def _init_weights(init):
         yield source.config_file, source.spm_model_file, init
 
 
-def _pretrain_steps(output_dir, corpus, config, timer, summary, max_seq_length, max_predictions_per_seq,
-                    dupe_factor, heldout_dupe_factor, train_batch_size, num_train_steps, num_warmup_steps,
-                    learning_rate, iterations_per_loop, save_checkpoints_steps, num_workers, random_seed,
-                    jit_compile):
+def _pretrain_steps(output_dir, corpus, config, timer, summary, o):
     """2-5: vocabulary, records, pretraining, evaluation; returns `(config file, SentencePiece model, checkpoint)`."""
     with timer.step("vocab", "2 SentencePiece vocabulary"):
         spm_model = _vocab_step(output_dir, corpus["train"], config.vocab_size)
     with timer.step("data", "3 SOP + n-gram masked TFRecords"):
         train_rec, heldout_rec = _records_step(output_dir, corpus["train"], corpus["heldout"], spm_model,
-                                               max_seq_length, max_predictions_per_seq, random_seed, dupe_factor,
-                                               heldout_dupe_factor, num_workers, summary)
+                                               o.max_seq_length, o.max_predictions_per_seq, o.random_seed,
+                                               o.dupe_factor, o.heldout_dupe_factor, o.num_workers, summary)
     config_file = os.path.join(output_dir, "albert_config.json")
     config.to_json_file(config_file)
     pretrain_dir = os.path.join(output_dir, "pretrain")
     with timer.step("pretrain", "4 pretraining (LAMB, MLM + SOP)"):
-        run_pretraining(config_file, train_rec, pretrain_dir, max_seq_length=max_seq_length,
-                        max_predictions_per_seq=max_predictions_per_seq, do_train=True, do_eval=False,
-                        train_batch_size=train_batch_size, optimizer="lamb", learning_rate=learning_rate,
-                        num_train_steps=num_train_steps, num_warmup_steps=num_warmup_steps,
-                        save_checkpoints_steps=save_checkpoints_steps, keep_checkpoint_max=2,
-                        iterations_per_loop=iterations_per_loop, jit_compile=jit_compile, seed=random_seed)
-    summary["pretrain_steps"] = num_train_steps
+        run_pretraining(config_file, train_rec, pretrain_dir, max_seq_length=o.max_seq_length,
+                        max_predictions_per_seq=o.max_predictions_per_seq, do_train=True, do_eval=False,
+                        train_batch_size=o.train_batch_size, optimizer="lamb", learning_rate=o.learning_rate,
+                        num_train_steps=o.num_train_steps, num_warmup_steps=o.num_warmup_steps,
+                        save_checkpoints_steps=o.save_checkpoints_steps, keep_checkpoint_max=2,
+                        iterations_per_loop=o.iterations_per_loop, jit_compile=o.jit_compile,
+                        random_seed=o.random_seed)
+    summary["pretrain_steps"] = o.num_train_steps
     with timer.step("evaluate", "5 held-out evaluation and fill-mask ranks"):
-        prefix = _evaluate_step(config, pretrain_dir, spm_model, train_rec, heldout_rec, max_seq_length,
-                                max_predictions_per_seq, random_seed, summary)
+        prefix = _evaluate_step(config, pretrain_dir, spm_model, train_rec, heldout_rec, o.max_seq_length,
+                                o.max_predictions_per_seq, o.random_seed, summary)
     return config_file, spm_model, prefix
 
 
@@ -391,9 +380,11 @@ def _evaluate_step(config, pretrain_dir, spm_model, train_rec, heldout_rec, max_
 class QuickstartOptions(MaskedLmOptions):
     """`albert-quickstart`'s options: the keywords of `run_quickstart`, with the small demo's defaults.
 
-    The names it shares with the commands it chains (`output_dir`, `learning_rate`, `random_seed`, ...) are
-    theirs, with this demo's defaults and what they set here (a 4-layer model pretrained 600 steps); the shape
-    of its pretraining data is `MaskedLmOptions`' (`max_seq_length` 128 here).
+    The options it shares with the commands it chains are theirs (`shared_option`: their help texts, the demo's
+    defaults): the vocabulary's size (`albert-train-vocab`), the pretraining data's passes and workers
+    (`albert-create-pretraining-data`), the pretraining run's batch, steps, learning rate and checkpoints
+    (`run_pretraining`) and its runtime; the shape of its pretraining data is `MaskedLmOptions`'
+    (`max_seq_length` 128 here). The model's sizes and the fine-tuning run are the demo's own.
     """
 
     output_dir: str = option("quickstart_output", "Work directory for every artifact.")
@@ -401,25 +392,25 @@ class QuickstartOptions(MaskedLmOptions):
     init: Optional[str] = option(None, "Fine-tune from this source instead of pretraining here: a release name "
                                  "(`albert_base_v2`, downloaded once), `hf:`/`kaggle:` names, a URL, or any path "
                                  "`from_pretrained` reads.")
-    vocab_size: int = option(3000, "SentencePiece vocabulary size (3000: `def` is one piece).")
-    # The demo's short sequences (the help of the shared field says what it is).
-    max_seq_length: int = option(128, "Sequence length of the pretraining data.")
-    dupe_factor: int = option(5, "Passes over the training corpus with different masks.")
+    vocab_size: int = shared_option(TrainVocabOptions, "vocab_size", 3000)
+    max_seq_length: int = option(128)
+    max_predictions_per_seq: int = option(20, flag=False)
+    dupe_factor: int = shared_option(PretrainingDataOptions, "dupe_factor", 5)
     heldout_dupe_factor: int = option(2, "Passes over the held-out corpus with different masks.")
-    train_batch_size: int = option(32, "Pretraining batch size.")
-    num_train_steps: int = option(600, "Pretraining steps.")
-    num_warmup_steps: int = option(60, "Linear warm-up steps of pretraining.")
-    learning_rate: float = option(0.005, "Peak LAMB learning rate of pretraining.")
+    train_batch_size: int = shared_option(PretrainingOptions, "train_batch_size", 32)
+    num_train_steps: int = shared_option(PretrainingOptions, "num_train_steps", 600)
+    num_warmup_steps: int = shared_option(PretrainingOptions, "num_warmup_steps", 60)
+    learning_rate: float = shared_option(PretrainingOptions, "learning_rate", 0.005)
     hidden_size: int = option(128, "H of the small model.")
     num_hidden_layers: int = option(4, "L of the small model (one shared block).")
     num_attention_heads: int = option(4, "Attention heads.")
     embedding_size: int = option(64, "E of the factorized embeddings.")
     intermediate_size: int = option(512, "FFN width.")
-    iterations_per_loop: int = option(50, "Pretraining steps per tf.function call (one log line each).")
-    save_checkpoints_steps: int = option(600, "Pretraining checkpoint interval.")
-    num_workers: int = option(2, "Processes of the data writer.")
-    random_seed: int = option(12345, "Seed of the data writer, the task's examples and the initialisations.")
-    jit_compile: bool = option(True, "XLA-compile the pretraining step.")
+    iterations_per_loop: int = shared_option(RuntimeOptions, "iterations_per_loop", 50)
+    save_checkpoints_steps: int = shared_option(PretrainingOptions, "save_checkpoints_steps", 600)
+    num_workers: int = shared_option(CreateDataOptions, "num_workers", 2)
+    random_seed: int = shared_option(PretrainingDataOptions, "random_seed", 12345)
+    jit_compile: bool = shared_option(RuntimeOptions, "jit_compile", True)
     finetune_steps: int = option(800, "Fine-tuning steps (each run).")
     finetune_batch_size: int = option(32, "Fine-tuning batch size.")
     finetune_learning_rate: float = option(5e-4, "Peak AdamW learning rate of fine-tuning.")
@@ -428,24 +419,11 @@ class QuickstartOptions(MaskedLmOptions):
     plots: bool = option(True, "Draw quickstart_curves.png (needs matplotlib).")
 
 
-def define_flags(flag_values=flags.FLAGS):
-    """The flags of `albert-quickstart`: the fields of `QuickstartOptions`."""
-    options_lib.define_flags((QuickstartOptions,), flag_values=flag_values)
-
-
-def _main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    run, = options_lib.from_flags(flags.FLAGS, QuickstartOptions)
-    summary = run_quickstart(**dataclasses.asdict(run))
-    print(format_report(summary), flush=True)
-
-
-def main():
-    define_flags()
+def quickstart(run):
+    """`albert-quickstart`: `run_quickstart` with the `QuickstartOptions` `run`, then its report."""
     logging.set_verbosity(logging.INFO)
-    cli.run_app(_main, CLI_HELP, [__name__])
+    print(format_report(run_quickstart(run)), flush=True)
 
 
-if __name__ == "__main__":
-    main()
+COMMAND = options_lib.Command(name="albert-quickstart", help_text=CLI_HELP, options=(QuickstartOptions,),
+                              call=quickstart)

@@ -3,5 +3,5 @@
 - `tokenization`: the original release's `tokenization.py` API (`FullTokenizer`, `preprocess_text`, ...).
 - `ops`: the same tokenization and input packing as TensorFlow ops (SentencePiece through tensorflow-text).
 - `preprocessor`: `AlbertPreprocessor`, the Keras layer from raw strings to the model's inputs.
-- `vocab`, `vocab_cli`: training a SentencePiece model with the original `spm_train` flags (`albert-train-vocab`).
+- `vocab`: training a SentencePiece model with the original `spm_train` flags (`albert-train-vocab`).
 """

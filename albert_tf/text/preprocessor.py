@@ -21,7 +21,6 @@ import os
 import keras
 import tensorflow as tf
 
-from albert_tf import registry
 from albert_tf.text import modes as text_modes
 from albert_tf.text import ops as text_ops
 from albert_tf.checkpoints import resolve_source
@@ -30,7 +29,6 @@ from albert_tf.errors import InputError
 
 # How `call` packs its inputs: the names of the registered text modes (`text` and the tasks' own, e.g.
 # `("text", "masked", "squad", "race")`); None decides by their structure (see `AlbertPreprocessor.call`).
-MODES = registry.SequenceView(text_modes.names)
 DEFAULT_MAX_SEQ_LENGTH = 512   # `--max_seq_length` of run_classifier.py and run_race.py.
 
 
@@ -159,7 +157,7 @@ class AlbertPreprocessor(keras.layers.Layer):
 
     def check_model(self, config, mode="text"):
         """Raises InputError when this preprocessor does not fit a model of `config` (an `AlbertConfig`) packed
-        in `mode` (one of `MODES`)."""
+        in `mode` (one of `albert_tf.text.modes.names()`)."""
         if self.vocab_size is not None and self.vocab_size > config.vocab_size:
             raise InputError(f"The preprocessor's SentencePiece model has {self.vocab_size} pieces but the model's "
                              f"`vocab_size` is {config.vocab_size}: they must come from the same release.")
@@ -179,8 +177,8 @@ class AlbertPreprocessor(keras.layers.Layer):
         the name of the text mode their structure selects (`"text"`, or a task's mode such as `"squad"`). Task
         models run it eagerly on the whole input before they build their `tf.data` pipeline, so errors come with
         their message rather than from inside a dataset function."""
-        if mode is not None and mode not in MODES:
-            raise InputError(f"`mode` must be one of {tuple(MODES)} or None. Received: `mode={mode!r}`.")
+        if mode is not None and mode not in text_modes.names():
+            raise InputError(f"`mode` must be one of {text_modes.names()} or None. Received: `mode={mode!r}`.")
         inputs = string_tensors(inputs)
         if isinstance(inputs, dict):
             selected = text_modes.by_keys(inputs)
@@ -198,7 +196,7 @@ class AlbertPreprocessor(keras.layers.Layer):
         return text_modes.TEXT.name
 
     def call(self, inputs, mode=None):
-        """Packs `inputs` (see the class docstring); `mode` is one of `MODES` or None (by the inputs' structure)."""
+        """Packs `inputs` (see the class docstring); `mode` is one of `albert_tf.text.modes.names()` or None (by the inputs' structure)."""
         self._require_proto()
         selected = text_modes.get(self.validate(inputs, mode))
         if selected.pack is not None:

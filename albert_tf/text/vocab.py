@@ -15,10 +15,12 @@ Python list handed to `SentencePieceTrainer.train`, which escapes them, so ids 0
 `<pad> <unk> [CLS] [SEP] [MASK] ( ) " - . – £ €`. On the command line, `--control_symbols` and
 `--user_defined_symbols` are split on commas only (no CSV quoting), so `"` is an ordinary symbol.
 
-The command line is `albert_tf.text.vocab_cli` (`albert-train-vocab`, `python -m albert_tf.text.vocab_cli`).
+The command line is `albert-train-vocab` (`albert_tf.commands.train_vocab`).
 """
 
+import dataclasses
 import os
+from typing import Optional
 
 import sentencepiece as spm
 import tensorflow as tf
@@ -26,6 +28,7 @@ from absl import logging
 
 from albert_tf import fileio
 from albert_tf.errors import InputError
+from albert_tf.options import option
 
 CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 USER_DEFINED_SYMBOLS = ("(", ")", '"', "-", ".", "–", "£", "€")
@@ -99,3 +102,39 @@ def train_sentencepiece(
         )
     logging.info("Wrote %s.model and %s.vocab (%d pieces).", model_prefix, model_prefix, vocab_size)
     return model_prefix + ".model"
+
+
+def split_symbols(value):
+    """The symbols of a comma-separated list (no CSV quoting: `"` is an ordinary symbol)."""
+    return [s for s in value.split(",") if s]
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainVocabOptions:
+    """`albert-train-vocab`'s options: the README's `spm_train` flags (the keywords of `train_sentencepiece`)."""
+
+    # Text files, not the weights source of `albert-convert`.
+    input: Optional[str] = option(None, "Comma-separated text files, one sentence per line.")
+    model_prefix: Optional[str] = option(None, "Output prefix: writes <prefix>.model and <prefix>.vocab.")
+    vocab_size: int = option(30000, "Vocabulary size.")
+    pad_id: int = option(0, "Id of <pad> (-1 = none).")
+    unk_id: int = option(1, "Id of <unk>.")
+    eos_id: int = option(-1, "Id of </s> (-1 = none).")
+    bos_id: int = option(-1, "Id of <s> (-1 = none).")
+    control_symbols: str = option(",".join(CONTROL_SYMBOLS), "Comma-separated control symbols.")
+    user_defined_symbols: str = option(",".join(USER_DEFINED_SYMBOLS), "Comma-separated user-defined symbols "
+                                       "(split on commas only; `\"` is a plain symbol).")
+    shuffle_input_sentence: bool = option(True, "Shuffle the sampled input sentences.")
+    input_sentence_size: int = option(10000000, "Maximum number of sentences sampled for training.")
+    character_coverage: float = option(0.99995, "Fraction of characters covered by the model.")
+    model_type: str = option("unigram", "unigram, bpe, word or char.")
+
+
+def train_vocab(run):
+    """Trains the SentencePiece model of the `TrainVocabOptions` `run` (`train_sentencepiece`)."""
+    if not run.input or not run.model_prefix:
+        raise InputError("`--input` and `--model_prefix` are required.")
+    values = {field.name: getattr(run, field.name) for field in dataclasses.fields(run)}
+    for name in ("control_symbols", "user_defined_symbols"):
+        values[name] = split_symbols(values[name])
+    train_sentencepiece(values.pop("input"), values.pop("model_prefix"), **values)

@@ -15,7 +15,7 @@ from absl import logging
 from albert_tf.errors import InputError
 # The choices of `--strategy` and `--mixed_precision` are declared with their options (a module that imports
 # no TensorFlow).
-from albert_tf.training.options import MIXED_PRECISION_POLICIES, STRATEGIES  # noqa: F401
+from albert_tf.options import MIXED_PRECISION_POLICIES, STRATEGIES  # noqa: F401
 
 
 def get_strategy(strategy="one_device", use_tpu=False, tpu_name=None, tpu_zone=None, gcp_project=None,

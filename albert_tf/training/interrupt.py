@@ -13,7 +13,7 @@ schedulers is SIGTERM) for the length of a `with` block:
 A Python signal handler runs only when the main thread runs Python code, which it does not while a
 `tf.function` executes; so the handlers also write the signal number to a socket (`signal.set_wakeup_fd`)
 that a watcher thread reads, and that thread calls the listeners at once. `Interrupted` is a
-`KeyboardInterrupt`, so callers that catch Ctrl-C keep working; the commands (`albert_tf.cli.run_app`) print
+`KeyboardInterrupt`, so callers that catch Ctrl-C keep working; the commands (`albert_tf.commands.app.run_app`) print
 `interrupted at step N; the same command resumes` and exit with 128 + the signal number.
 
 Under a multi-worker strategy each worker stops on its own signal; a preemption signals every worker.

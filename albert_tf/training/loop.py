@@ -460,7 +460,7 @@ def evaluate_checkpoints(model, model_dir, eval_fn, metric_key, output_dir, high
                          delete_non_best=False):
     """Evaluates every `model.ckpt-<step>` in `model_dir` in step order and keeps the best, as the original.
 
-    For each checkpoint: restore into `model`, `metrics = eval_fn(model)`, append `key = value` lines (sorted,
+    For each checkpoint: restore into `model`, `metrics = eval_fn(model)` (None: nothing to score, stop), append `key = value` lines (sorted,
     with `global_step`), `best = <best so far>` and a `=====` line to `output_dir/eval_results.txt`,
     rewrite `output_dir/best_trial.txt` as `global_step:best_step:best_value`; a strictly better checkpoint
     is copied to `output_dir/model.ckpt-best.*`. With `delete_non_best`, checkpoints other than the best
@@ -480,7 +480,11 @@ def evaluate_checkpoints(model, model_dir, eval_fn, metric_key, output_dir, high
     best_step, best_value, best_metrics = None, None, None
     for step, prefix in checkpoints:
         restore_checkpoint(model, prefix)
-        metrics = dict(eval_fn(model))
+        metrics = eval_fn(model)
+        if metrics is None:   # The evaluation data has nothing to score (e.g. a SQuAD file without answers).
+            logging.info("Nothing to score in the evaluation data: no checkpoint is chosen.")
+            return None, None
+        metrics = dict(metrics)
         metrics["global_step"] = step
         if metric_key not in metrics:
             raise InputError(f"`eval_fn` returned no `{metric_key}` (metric_key). Keys: {sorted(metrics)}.")

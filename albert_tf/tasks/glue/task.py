@@ -16,6 +16,7 @@ flags (`albert_tf.training.driver` runs the stages):
 """
 
 import dataclasses
+import functools
 import math
 import os
 from typing import ClassVar, Optional
@@ -24,17 +25,17 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import options as options_lib
 from albert_tf.export import saved_model as export_lib
 from albert_tf.checkpoints import init_from_checkpoint, source_num_labels
 from albert_tf.tasks.glue import data as glue
 from albert_tf.errors import InputError
 from albert_tf.fileio import write_text_atomic
+from albert_tf.options import option
 from albert_tf.tasks.glue.model import AlbertClassifier, classifier_loss
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training import driver
 from albert_tf.training import metrics as metrics_lib
-from albert_tf.training import options as options_lib
-from albert_tf.training.options import option
 
 # The per-task values of the original `run_glue.sh`, all with max_seq_length 512,
 # adamw and lower casing. WNLI is not in run_glue.sh: the paper's values (save interval chosen here).
@@ -73,6 +74,16 @@ class ClassifierOptions(options_lib.StepsOptions):
     threshold_to_export: float = option(float("nan"), "The threshold value that should be used with the exported "
                                         "classifier. When specified, the threshold will be attached to the "
                                         "exported SavedModel, and served along with the predictions.")
+
+    @property
+    def metric_key(self):
+        """The metric that picks `model.ckpt-best`: `pearson` (sts-b), `matthew_corr` (cola), `eval_accuracy`."""
+        return best_metric_key((self.task_name or "").lower())
+
+    def feature_files(self):
+        cached_dir = self.cached_dir or self.output_dir
+        return [glue.cache_file(cached_dir, (self.task_name or "").lower(), split)
+                for split in ("train", "eval", "predict")]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -227,25 +238,28 @@ def init_classifier(model, path):
 class GlueTask(driver.Task):
     """A GLUE task: cached `tf.Example` features, `AlbertClassifier`, the original's metrics and files."""
 
-    def __init__(self, options, tokenizer, strategy, spm_model_file=None, seed=None):
-        """`options`: `ClassifierOptions` (features cached in `cached_dir`, default `output_dir`);
-        `spm_model_file`: the resolved SentencePiece model (None: WordPiece)."""
-        self.name = options.task_name.lower()
-        self.metric_key = best_metric_key(self.name)
-        self.processor = glue.PROCESSORS[self.name](use_spm=bool(spm_model_file), do_lower_case=options.do_lower_case)
-        self.label_list = self.processor.get_labels()
-        self.data_dir, self.output_dir = options.data_dir, options.output_dir
+    def __init__(self, options, runtime):
+        super().__init__(options, runtime)
+        self.name = options.task_name.lower() if options.task_name else ""
         self.cached_dir = options.cached_dir or options.output_dir
-        self.tokenizer, self.max_seq_length = tokenizer, options.max_seq_length
-        self.eval_batch_size, self.predict_batch_size = options.eval_batch_size, options.predict_batch_size
-        self.strategy, self.spm_model_file, self.do_lower_case = strategy, spm_model_file, options.do_lower_case
-        self.threshold_to_export, self.seed = options.threshold_to_export, seed
-        self.num_train_steps, self.num_warmup_steps = options.train_step, options.warmup_step
         self._eval = None
 
-    @classmethod
-    def validate(cls, options):
-        task_name = options.task_name.lower() if options.task_name else ""
+    @functools.cached_property
+    def processor(self):
+        return glue.PROCESSORS[self.name](use_spm=bool(self.runtime.spm_model_file),
+                                          do_lower_case=self.options.do_lower_case)
+
+    @functools.cached_property
+    def label_list(self):
+        return self.processor.get_labels()
+
+    @functools.cached_property
+    def tokenizer(self):
+        return FullTokenizer(vocab_file=self.options.vocab_file, do_lower_case=self.options.do_lower_case,
+                             spm_model_file=self.runtime.spm_model_file)
+
+    def check(self):
+        options, task_name = self.options, self.name
         if task_name not in glue.PROCESSORS:
             raise InputError(f"Task not found: `task_name` must be one of {sorted(glue.PROCESSORS)}. "
                              f"Received: {task_name!r}.")
@@ -265,47 +279,36 @@ class GlueTask(driver.Task):
                      task_name, options.learning_rate, options.train_batch_size, options.train_step,
                      options.warmup_step, options.save_checkpoints_steps, options.max_seq_length,
                      options.optimizer, options.do_lower_case)
+        super().check()
+        options.check_vocabulary(self.runtime.spm_model_file,
+                                 "Set `spm_model_file` (or a hub module with one) or `vocab_file`.")
 
-    @classmethod
-    def check_inputs(cls, options, config, spm_model_file):
-        options.check_vocabulary(spm_model_file, "Set `spm_model_file` (or a hub module with one) or `vocab_file`.")
+    def build_model(self, init_path=None):
+        model = AlbertClassifier(self.runtime.config, num_labels=len(self.label_list),
+                                 **driver.model_kwargs(self.runtime))
+        if init_path:
+            logging.info("Initialising from %s", init_path)
+            init_classifier(model, init_path)
+        return model
 
-    @classmethod
-    def from_options(cls, options, runtime, strategy, spm_model_file):
-        tokenizer = FullTokenizer(vocab_file=options.vocab_file, do_lower_case=options.do_lower_case,
-                                  spm_model_file=spm_model_file or None)
-        tf.io.gfile.makedirs(options.cached_dir or options.output_dir)
-        return cls(options, tokenizer, strategy, spm_model_file=spm_model_file, seed=runtime.random_seed)
-
-    def results(self, stages):
-        names = {"eval": "eval", "predict": "predict_files", "export_path": "export_path"}
-        return {names[key]: value for key, value in stages.items() if key in names}
-
-    def build_model(self, config, **model_kwargs):
-        return AlbertClassifier(config, num_labels=len(self.label_list), **model_kwargs)
-
-    def init_weights(self, model, path):
-        logging.info("Initialising from %s", path)
-        return init_classifier(model, path)
-
-    def feature_files(self):
-        return [glue.cache_file(self.cached_dir, self.name, split) for split in ("train", "eval", "predict")]
-
-    def prepare_training(self):
-        examples = self.processor.get_train_examples(self.data_dir)
+    def train_data(self):
+        examples = self.processor.get_train_examples(self.options.data_dir)
         if not examples:
-            raise InputError(f"The {self.name} train set in {self.data_dir!r} has no examples.")
-        self.train_file = glue.cache_file(self.cached_dir, self.name, "train")
-        glue.ensure_cached_features(examples, self.label_list, self.max_seq_length, self.tokenizer,
-                                    self.train_file, self.name)
+            raise InputError(f"The {self.name} train set in {self.options.data_dir!r} has no examples.")
+        tf.io.gfile.makedirs(self.cached_dir)
+        train_file = glue.cache_file(self.cached_dir, self.name, "train")
+        glue.ensure_cached_features(examples, self.label_list, self.options.max_seq_length, self.tokenizer,
+                                    train_file, self.name)
         logging.info("***** Running training *****")
         logging.info("  Num examples = %d", len(examples))
-        logging.info("  Num steps = %d", self.num_train_steps)
-        return self.num_train_steps, self.num_warmup_steps
+        logging.info("  Num steps = %d", self.options.train_step)
 
-    def train_dataset(self, input_context, batch_size, start_batch=0):
-        return glue.file_based_dataset(self.train_file, self.max_seq_length, True, True, self.name, batch_size,
-                                       input_context=input_context, seed=self.seed, start_batch=start_batch)
+        def dataset(input_context, batch_size, start_batch=0):
+            return glue.file_based_dataset(train_file, self.options.max_seq_length, True, True, self.name,
+                                           batch_size, input_context=input_context,
+                                           seed=self.runtime.options.random_seed, start_batch=start_batch)
+
+        return driver.TrainData(self.options.train_step, self.options.warmup_step, dataset)
 
     def loss(self, model, features, training):
         num_labels = len(self.label_list)
@@ -319,52 +322,54 @@ class GlueTask(driver.Task):
 
     def _dataset(self, examples, what, batch_size, split):
         num_actual = len(examples)
-        static = self.static_batches()
+        static = self.runtime.static_batches
         if static:
             # TPUs and XLA take fixed batches: pad with fake examples (is_real_example=0, weight 0 in every metric).
             examples = glue.pad_examples(examples, batch_size)
-        glue.ensure_cached_features(examples, self.label_list, self.max_seq_length, self.tokenizer,
+        tf.io.gfile.makedirs(self.cached_dir)
+        glue.ensure_cached_features(examples, self.label_list, self.options.max_seq_length, self.tokenizer,
                                     glue.cache_file(self.cached_dir, self.name, split), self.name,
                                     check_count=True)
         logging.info("***** Running %s *****", what)
         logging.info("  Num examples = %d (%d actual, %d padding)", len(examples), num_actual,
                      len(examples) - num_actual)
         logging.info("  Batch size = %d", batch_size)
-        return glue.file_based_dataset(glue.cache_file(self.cached_dir, self.name, split), self.max_seq_length,
-                                       False, static, self.name, batch_size)
-
-    def prepare_evaluation(self):
-        examples = self.processor.get_dev_examples(self.data_dir)
-        self._eval = (examples, self._dataset(examples, "evaluation", self.eval_batch_size, "eval"))
+        return glue.file_based_dataset(glue.cache_file(self.cached_dir, self.name, split),
+                                       self.options.max_seq_length, False, static, self.name, batch_size)
 
     def evaluate(self, model):
+        if self._eval is None:
+            examples = self.processor.get_dev_examples(self.options.data_dir)
+            self._eval = (examples, self._dataset(examples, "evaluation", self.options.eval_batch_size, "eval"))
         examples, dataset = self._eval
         if getattr(self, "_eval_model", None) is not model:
-            self._eval_model, self._eval_step = model, make_inference_step(model, self.jit_compile)
-        arrays = run_model_on_dataset(model, dataset, self.strategy, len(examples), "eval", step=self._eval_step)
+            self._eval_model = model
+            self._eval_step = make_inference_step(model, self.runtime.options.jit_compile)
+        arrays = run_model_on_dataset(model, dataset, self.runtime.strategy, len(examples), "eval",
+                                      step=self._eval_step)
         result = compute_eval_metrics(self.name, arrays["label_ids"], arrays["predictions"],
                                       arrays["per_example_loss"], arrays["is_real_example"], arrays["batch_loss"])
         logging.info("Eval: %s", ", ".join(f"{k} = {v:.6g}" for k, v in sorted(result.items())))
         return result
 
-    def predict(self, model, checkpoint, step):
-        examples = self.processor.get_test_examples(self.data_dir)
-        dataset = self._dataset(examples, "prediction", self.predict_batch_size, "predict")
-        arrays = run_model_on_dataset(model, dataset, self.strategy, len(examples), "predict",
-                                      step=make_inference_step(model, self.jit_compile))
+    def predict(self, model, step):
+        examples = self.processor.get_test_examples(self.options.data_dir)
+        dataset = self._dataset(examples, "prediction", self.options.predict_batch_size, "predict")
+        arrays = run_model_on_dataset(model, dataset, self.runtime.strategy, len(examples), "predict",
+                                      step=make_inference_step(model, self.runtime.options.jit_compile))
         n = len(examples)
-        paths = write_predictions(self.output_dir, self.name, self.label_list, examples,
+        paths = write_predictions(self.options.output_dir, self.name, self.label_list, examples,
                                   arrays["probabilities"][:n], arrays["predictions"][:n],
                                   self.processor.LEADERBOARD_FILE)
         logging.info("Wrote %d predictions: %s", n, ", ".join(paths))
         return paths
 
     def export(self, model, export_dir):
-        threshold = self.threshold_to_export
+        threshold = self.options.threshold_to_export
         threshold = None if threshold is None or math.isnan(threshold) else threshold
-        path = export_lib.export_saved_model(model, export_dir, spm_model_file=self.spm_model_file or None,
-                                             do_lower_case=self.do_lower_case, max_seq_length=self.max_seq_length,
-                                             threshold=threshold)
+        path = export_lib.export_saved_model(model, export_dir, spm_model_file=self.runtime.spm_model_file,
+                                             do_lower_case=self.options.do_lower_case,
+                                             max_seq_length=self.options.max_seq_length, threshold=threshold)
         logging.info("Model exported to %s.", path)
         return {"export_path": path}
 
@@ -381,4 +386,38 @@ def run_classifier(*args, options=None, runtime=None, **kwargs):
         dict: `eval` (best metrics, with `best_step`) when `do_eval`, `predict_files` when `do_predict`,
         `export_path` when exporting.
     """
-    return driver.run(GlueTask, *options_lib.call_options(ClassifierOptions, args, kwargs, options, runtime))
+    stages = driver.run(GlueTask, *options_lib.call_options(ClassifierOptions, args, kwargs, options, runtime))
+    names = {"eval": "eval", "predict": "predict_files", "export_path": "export_path"}
+    return {names[key]: value for key, value in stages.items() if key in names}
+
+
+def _preset(values, given):
+    """The `--hparams_preset` values of the flags not given."""
+    if not values.get("hparams_preset"):
+        return {}
+    return {name: value for name, value in hparams_preset(values["hparams_preset"], values["task_name"]).items()
+            if name not in given}
+
+
+RUN_CLASSIFIER_HELP = """Fine-tunes, evaluates and predicts a GLUE task with ALBERT, as the original `run_classifier.py`: it reads the
+task's TSV files under `--data_dir`, the model's `--albert_config_file` and `--spm_model_file`, and the
+initial weights of `--init_checkpoint` (or `--albert_hub_module_handle`); `--do_train` writes cached
+`<task>_{train,eval,predict}.tf_record` features (in `--cached_dir`, default `--output_dir`) and
+`model.ckpt-<step>` checkpoints in `--output_dir`, `--do_eval` scores every checkpoint on the dev set and keeps
+the best as `model.ckpt-best` with `eval_results.txt` and `best_trial.txt`, `--do_predict` writes
+`test_results.tsv`, `submit_results.tsv` and the GLUE leaderboard file there, and `--export_dir` receives a
+SavedModel; checkpoints written by the original code in `--output_dir` are read as well.
+
+Example (the paper's RTE setup from `run_glue.sh`, starting from an MNLI run):
+
+    python -m albert_tf.run_classifier --task_name=rte --hparams_preset=albert --data_dir=glue \\
+      --albert_config_file=albert_base/albert_config.json --spm_model_file=albert_base/30k-clean.model \\
+      --init_checkpoint=mnli_out/model.ckpt-best --output_dir=rte_out --do_train --do_eval --do_predict
+"""
+
+# The original `run_classifier.py`; `--hparams_preset` fills in the flags not given (`_preset`).
+RUN_CLASSIFIER = options_lib.Command(
+    name="run_classifier", help_text=RUN_CLASSIFIER_HELP,
+    options=(ClassifierOptions, options_lib.RuntimeOptions, PresetOptions),
+    call=lambda options, runtime, _: run_classifier(options=options, runtime=runtime),
+    no_flag=("gradient_accumulation_steps",), resolve=_preset)

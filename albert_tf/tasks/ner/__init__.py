@@ -11,3 +11,5 @@
 # The Keras classes of `model`, known by name before TensorFlow loads (`albert_tf.keras_names`,
 # `albert_tf.__all__`); this module imports nothing.
 KERAS_CLASSES = ('AlbertTokenClassifier',)
+# The command lines of this task (`albert_tf.commands` finds them here without importing the task).
+COMMANDS = {"run_ner": "albert_tf.tasks.ner.task:RUN_NER"}

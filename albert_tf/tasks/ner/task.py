@@ -11,24 +11,26 @@ the same per entity type, and the token accuracy, computed on whole sentences (w
 """
 
 import dataclasses
+import functools
 import os
-from typing import Optional
+from typing import ClassVar, Optional
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import options as options_lib
+from albert_tf.checkpoints import init_from_checkpoint
 from albert_tf.config import TOKEN_INPUTS
 from albert_tf.export import saved_model as export_lib
 from albert_tf.tasks.ner import data as conll
 from albert_tf.errors import InputError
 from albert_tf.fileio import write_text_atomic
+from albert_tf.options import option
 from albert_tf.tasks.ner.model import AlbertTokenClassifier, token_classification_loss
 from albert_tf.text.tokenization import FullTokenizer
-from albert_tf.training import driver
+from albert_tf.training import driver, inference
 from albert_tf.tasks.ner import conlleval
-from albert_tf.training import options as options_lib
-from albert_tf.training.options import option
 
 PREDICTIONS_FILE = "predictions.txt"
 PREDICT_RESULTS_FILE = "predict_results.txt"
@@ -50,6 +52,8 @@ class NerOptions(options_lib.StepsOptions):
     warmup_step: int = option(0, "Number of steps to perform linear learning rate warmup for.")
     optimizer: str = option("adamw", "Optimizer to use.", enum_values=("adamw", "lamb"))
 
+    metric_key: ClassVar[str] = METRIC_KEY
+
 
 def run_ner(*args, options=None, runtime=None, **kwargs):
     """Fine-tunes, evaluates and predicts token classification on CoNLL-2003-layout data.
@@ -64,7 +68,8 @@ def run_ner(*args, options=None, runtime=None, **kwargs):
         dict with `eval` (best dev metrics, with `best_step`), `predict` (test metrics) and `export_path`, for the
         stages run.
     """
-    return driver.run(NerTask, *options_lib.call_options(NerOptions, args, kwargs, options, runtime))
+    return driver.results_after_training(
+        driver.run(NerTask, *options_lib.call_options(NerOptions, args, kwargs, options, runtime)))
 
 
 def make_logits_fn(model, strategy, jit_compile=False):
@@ -77,7 +82,7 @@ def make_logits_fn(model, strategy, jit_compile=False):
         return {"logits": model(inputs, training=False)["logits"]}
 
     def run(dataset):
-        chunks = [arrays["logits"] for arrays in driver.inference_batches(replica_step, dataset, strategy, "Tagging",
+        chunks = [arrays["logits"] for arrays in inference.inference_batches(replica_step, dataset, strategy, "Tagging",
                                                                            unit="windows")]
         return np.concatenate(chunks) if chunks else np.zeros([0, 0, model.num_labels], np.float32)
 
@@ -87,23 +92,30 @@ def make_logits_fn(model, strategy, jit_compile=False):
 class NerTask(driver.Task):
     """CoNLL-2003 NER: `AlbertTokenClassifier`, label on each word's first piece, `conlleval` entity F1."""
 
-    name = "ner"
-    metric_key = METRIC_KEY
-
-    def __init__(self, data_dir, output_dir, tokenizer, strategy, labels, max_seq_length, do_lower_case=True,
-                 eval_batch_size=8, predict_batch_size=8, train_step=1000, warmup_step=0, dropout_prob=0.1,
-                 spm_model_file=None, shuffle_seed=None):
-        self.data_dir, self.output_dir, self.tokenizer, self.strategy = data_dir, output_dir, tokenizer, strategy
-        self.labels, self.max_seq_length, self.do_lower_case = list(labels), max_seq_length, do_lower_case
-        self.eval_batch_size, self.predict_batch_size = eval_batch_size, predict_batch_size
-        self.train_step, self.warmup_step, self.dropout_prob = train_step, warmup_step, dropout_prob
-        self.spm_model_file, self.shuffle_seed = spm_model_file, shuffle_seed
-        self.train_file = os.path.join(output_dir, TRAIN_RECORD_FILE)
+    def __init__(self, options, runtime):
+        super().__init__(options, runtime)
+        self.train_file = os.path.join(options.output_dir, TRAIN_RECORD_FILE)
         self.best_value = None
         self._logits_fn = None
+        self._eval = None
 
-    @classmethod
-    def validate(cls, options):
+    @functools.cached_property
+    def tokenizer(self):
+        return FullTokenizer(vocab_file=self.options.vocab_file, do_lower_case=self.options.do_lower_case,
+                             spm_model_file=self.runtime.spm_model_file)
+
+    @functools.cached_property
+    def labels(self):
+        options = self.options
+        if options.labels is not None:
+            labels = conll.parse_labels(options.labels)
+        else:
+            labels = conll.labels_from_sentences(conll.read_sentences(conll.split_path(options.data_dir, "train")))
+        logging.info("Labels: %s", ", ".join(labels))
+        return list(labels)
+
+    def check(self):
+        options = self.options
         options.check_stages()
         if not options.output_dir:
             raise InputError("`output_dir` is required.")
@@ -114,65 +126,50 @@ class NerTask(driver.Task):
         options.check_batch_sizes()
         if options.labels is not None:
             conll.parse_labels(options.labels)
-
-    @classmethod
-    def check_inputs(cls, options, config, spm_model_file):
-        options.check_vocabulary(spm_model_file)
+        super().check()
+        options.check_vocabulary(self.runtime.spm_model_file)
         if options.labels is None:
             conll.split_path(options.data_dir, "train")   # The label list is read from it.
-        if options.do_train:
-            conll.split_path(options.data_dir, "train")
-        if options.do_eval:
-            conll.split_path(options.data_dir, "dev")
-        if options.do_predict:
-            conll.split_path(options.data_dir, "test")
+        for stage, split in (("do_train", "train"), ("do_eval", "dev"), ("do_predict", "test")):
+            if getattr(options, stage):
+                conll.split_path(options.data_dir, split)
 
-    @classmethod
-    def from_options(cls, options, runtime, strategy, spm_model_file):
-        tokenizer = FullTokenizer(vocab_file=options.vocab_file, do_lower_case=options.do_lower_case,
-                                  spm_model_file=spm_model_file)
-        if options.labels is not None:
-            labels = conll.parse_labels(options.labels)
-        else:
-            labels = conll.labels_from_sentences(conll.read_sentences(conll.split_path(options.data_dir, "train")))
-        logging.info("Labels: %s", ", ".join(labels))
-        return cls(options.data_dir, options.output_dir, tokenizer, strategy, labels, options.max_seq_length,
-                   do_lower_case=options.do_lower_case, eval_batch_size=options.eval_batch_size,
-                   predict_batch_size=options.predict_batch_size, train_step=options.train_step,
-                   warmup_step=options.warmup_step, dropout_prob=options.dropout_prob,
-                   spm_model_file=spm_model_file, shuffle_seed=runtime.random_seed)
-
-    def results(self, stages):
-        return driver.results_after_training(stages)
-
-    def build_model(self, config, **model_kwargs):
-        return AlbertTokenClassifier(config, num_labels=len(self.labels), labels=self.labels,
-                                     dropout_rate=self.dropout_prob, **model_kwargs)
+    def build_model(self, init_path=None):
+        model = AlbertTokenClassifier(self.runtime.config, num_labels=len(self.labels), labels=self.labels,
+                                      dropout_rate=self.options.dropout_prob, **driver.model_kwargs(self.runtime))
+        if init_path:
+            logging.info("Initialising from %s", init_path)
+            init_from_checkpoint(model, init_path, allow_missing_heads=True)
+        return model
 
     def _tagger(self, model):
         # One trace of the tagging step per model, reused for every checkpoint.
         if self._logits_fn is None or self._logits_fn[0] is not model:
-            self._logits_fn = (model, make_logits_fn(model, self.strategy, self.jit_compile))
+            self._logits_fn = (model, make_logits_fn(model, self.runtime.strategy, self.runtime.options.jit_compile))
         return self._logits_fn[1]
 
     def _read(self, split):
-        path = conll.split_path(self.data_dir, split)
+        path = conll.split_path(self.options.data_dir, split)
         sentences = conll.read_sentences(path)
         conll.check_tags(sentences, self.labels, path)
-        windows = conll.convert_sentences(sentences, self.tokenizer, self.labels, self.max_seq_length,
-                                          self.do_lower_case)
+        windows = conll.convert_sentences(sentences, self.tokenizer, self.labels, self.options.max_seq_length,
+                                          self.options.do_lower_case)
         return sentences, windows
 
-    def prepare_training(self):
+    def train_data(self):
+        o = self.options
         sentences, windows = self._read("train")
-        conll.write_tfrecord(windows, self.max_seq_length, self.train_file)
+        conll.write_tfrecord(windows, o.max_seq_length, self.train_file)
         logging.info("***** Running training *****\n  Num sentences = %d\n  Num windows = %d\n  Num steps = %d",
-                     len(sentences), len(windows), self.train_step)
-        return self.train_step, self.warmup_step
+                     len(sentences), len(windows), o.train_step)
 
-    def train_dataset(self, input_context, batch_size):
-        return conll.dataset(self.train_file, self.max_seq_length, batch_size, is_training=True,
-                             input_context=input_context, seed=self.shuffle_seed, drop_remainder=True)
+        def dataset(input_context, batch_size, start_batch=0):
+            del start_batch  # Not positional: a resumed run reads on from the input position in the checkpoint.
+            return conll.dataset(self.train_file, o.max_seq_length, batch_size, is_training=True,
+                                 input_context=input_context, seed=self.runtime.options.random_seed,
+                                 drop_remainder=True)
+
+        return driver.TrainData(o.train_step, o.warmup_step, dataset, positional=False)
 
     def loss(self, model, features, training):
         outputs = model(features, training=training)
@@ -183,9 +180,9 @@ class NerTask(driver.Task):
 
     def tag(self, model, sentences, windows, batch_size):
         """`(predicted tags per sentence, mean loss over labelled first pieces)` of the windows of `sentences`."""
-        arrays = conll.window_arrays(windows, self.max_seq_length)
+        arrays = conll.window_arrays(windows, self.options.max_seq_length)
         padded = arrays
-        if self.static_batches():
+        if self.runtime.static_batches:
             # One batch shape for a TPU or XLA: empty windows (no piece, no label) fill the last batch.
             fill = (-len(windows)) % batch_size
             padded = {key: np.concatenate([value, np.zeros((fill,) + value.shape[1:], value.dtype)])
@@ -201,32 +198,53 @@ class NerTask(driver.Task):
         metrics = conlleval.conll_metrics([s.tags for s in sentences], predicted)
         return dict(conlleval.flat_metrics(metrics), eval_loss=loss, num_sentences=len(sentences)), predicted
 
-    def prepare_evaluation(self):
-        self.eval_sentences, self.eval_windows = self._read("dev")
-        logging.info("***** Running evaluation *****\n  Num sentences = %d\n  Num windows = %d",
-                     len(self.eval_sentences), len(self.eval_windows))
-
     def evaluate(self, model):
-        metrics, _ = self.score(model, self.eval_sentences, self.eval_windows, self.eval_batch_size)
+        if self._eval is None:
+            self._eval = self._read("dev")
+            logging.info("***** Running evaluation *****\n  Num sentences = %d\n  Num windows = %d",
+                         len(self._eval[0]), len(self._eval[1]))
+        metrics, _ = self.score(model, *self._eval, self.options.eval_batch_size)
         logging.info("NER dev: %s", metrics)
         value = metrics[METRIC_KEY]
         self.best_value = value if self.best_value is None else max(self.best_value, value)
         return metrics
 
-    def predict(self, model, checkpoint, step):
+    def predict(self, model, step):
         sentences, windows = self._read("test")
-        metrics, predicted = self.score(model, sentences, windows, self.predict_batch_size)
-        write_text_atomic(os.path.join(self.output_dir, PREDICTIONS_FILE),
+        metrics, predicted = self.score(model, sentences, windows, self.options.predict_batch_size)
+        write_text_atomic(os.path.join(self.options.output_dir, PREDICTIONS_FILE),
                           conll.format_predictions(sentences, predicted))
         if step is not None:
             metrics["global_step"] = step
-        write_text_atomic(os.path.join(self.output_dir, PREDICT_RESULTS_FILE),
+        write_text_atomic(os.path.join(self.options.output_dir, PREDICT_RESULTS_FILE),
                           "***** Predict results *****\n" + "".join(f"{k} = {metrics[k]}\n" for k in sorted(metrics)))
         logging.info("NER test: %s", metrics)
         return metrics
 
     def export(self, model, export_dir):
-        path = export_lib.export_saved_model(model, export_dir, spm_model_file=self.spm_model_file,
-                                             do_lower_case=self.do_lower_case, max_seq_length=self.max_seq_length)
+        path = export_lib.export_saved_model(model, export_dir, spm_model_file=self.runtime.spm_model_file,
+                                             do_lower_case=self.options.do_lower_case,
+                                             max_seq_length=self.options.max_seq_length)
         logging.info("Model exported to %s", path)
         return {"export_path": path}
+
+
+RUN_NER_HELP = """Fine-tunes, evaluates and predicts token classification (NER) with ALBERT on CoNLL-2003-layout data: it
+reads `train.txt`, `valid.txt` (or `dev.txt`) and `test.txt` under `--data_dir` (`word POS chunk tag` lines,
+IOB1 or IOB2 tags), the model's `--albert_config_file` and `--spm_model_file` (or those of a release directory
+given as `--init_checkpoint`) and the initial weights; it writes `train.tf_record` and `model.ckpt-<step>`
+checkpoints in `--output_dir`, scores every checkpoint on the dev set with `conlleval`'s entity F1
+(`eval_results.txt`, `best_trial.txt`, `model.ckpt-best`), writes `predictions.txt` (the test file with the
+predicted tag as a last column) and `predict_results.txt` with `--do_predict`, and a SavedModel in
+`--export_dir`.
+
+Example:
+
+    python -m albert_tf.run_ner --data_dir=$CONLL --albert_config_file=$ALBERT/albert_config.json \\
+      --spm_model_file=$ALBERT/30k-clean.model --init_checkpoint=$ALBERT/model.ckpt-best \\
+      --output_dir=$OUT --do_train --do_eval --do_predict --max_seq_length=128 --train_batch_size=32 \\
+      --learning_rate=5e-5 --train_step=3000 --warmup_step=300 --save_checkpoints_steps=500
+"""
+
+RUN_NER = options_lib.Command(name="run_ner", help_text=RUN_NER_HELP, options=(NerOptions, options_lib.RuntimeOptions),
+                              call=lambda options, runtime: run_ner(options=options, runtime=runtime))

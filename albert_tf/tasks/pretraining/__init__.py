@@ -12,8 +12,6 @@ local or Apache Beam), its reader, the pretrainer head (MLM + SOP) and the `run_
 # `albert_tf.__all__`); this module imports nothing at import time.
 KERAS_CLASSES = ('AlbertPretrainer',)
 
-
-def create_pretraining_data():
-    """Console script `albert-create-pretraining-data` (setup.cfg): `create_data.main` after a quiet TF start."""
-    from albert_tf import cli  # pylint: disable=import-outside-toplevel  # TensorFlow loads after the backend pick.
-    cli.run_module("albert_tf.tasks.pretraining.writer.create_data")
+# The command lines of this task (`albert_tf.commands` finds them here without importing the task).
+COMMANDS = {"run_pretraining": "albert_tf.tasks.pretraining.task:RUN_PRETRAINING",
+            "create_pretraining_data": "albert_tf.tasks.pretraining.writer.create_data:COMMAND"}

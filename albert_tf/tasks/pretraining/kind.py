@@ -7,7 +7,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from albert_tf import registry
+from albert_tf import options, registry
 from albert_tf.checkpoints import table
 from albert_tf.checkpoints.foreign import TRANSPOSE, Link
 from albert_tf.data import features
@@ -16,7 +16,6 @@ from albert_tf.serving_spec import ServingSpec
 from albert_tf.tasks.pretraining.data import PRETRAINING
 from albert_tf.tasks.pretraining.model import AlbertPretrainer
 from albert_tf.text import modes
-from albert_tf.training import options
 
 
 def _pack_masked(preprocessor, text_a, text_b):

@@ -15,12 +15,12 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf import checkpoints
+from albert_tf import options as options_lib
 from albert_tf.tasks.pretraining.inputs import check_record_lengths, expand_input_files, pretraining_dataset
 from albert_tf.errors import InputError
+from albert_tf.options import option
 from albert_tf.tasks.pretraining.model import AlbertPretrainer, pretraining_loss, pretraining_terms
 from albert_tf.training import driver, loop, optimization
-from albert_tf.training import options as options_lib
-from albert_tf.training.options import option
 
 
 def pretraining_loss_fn(model, features, training, sentence_loss_weight=1.0):
@@ -87,96 +87,59 @@ def _init_model(model, init_checkpoint, init_from_group0):
 class PretrainingTask(driver.Task):
     """MLM + SOP pretraining on the TFRecords of `create_pretraining_data.py`, scored by `masked_lm_accuracy`."""
 
-    name = "pretraining"
-    metric_key = "masked_lm_accuracy"
-    checkpoint_iterator = True
-    delete_non_best = False
+    def __init__(self, options, runtime):
+        super().__init__(options, runtime)
+        self.input_files = expand_input_files(options.input_file) if options.input_file else []
+        self._eval_dataset = None
 
-    def __init__(self, input_files, max_seq_length, max_predictions_per_seq, num_train_steps=125000,
-                 num_warmup_steps=3125, eval_batch_size=64, max_eval_steps=100, masked_lm_budget=0, seed=None,
-                 init_from_group0=False, output_dir=None, init_checkpoint=None, train_batch_size=None,
-                 sentence_loss_weight=1.0):
-        self.output_dir, self.init_checkpoint, self.train_batch_size = output_dir, init_checkpoint, train_batch_size
-        self.input_files, self.max_seq_length = input_files, max_seq_length
-        self.max_predictions_per_seq, self.masked_lm_budget, self.seed = max_predictions_per_seq, masked_lm_budget, seed
-        self.num_train_steps, self.num_warmup_steps = num_train_steps, num_warmup_steps
-        self.eval_batch_size, self.max_eval_steps = eval_batch_size, max_eval_steps
-        self.init_from_group0, self.sentence_loss_weight = init_from_group0, sentence_loss_weight
-
-    @classmethod
-    def validate(cls, options):
+    def check(self):
+        options = self.options
         if not options.do_train and not options.do_eval:
             raise InputError("At least one of `do_train` or `do_eval` must be True.")
         if options.optimizer not in optimization.OPTIMIZERS:
             raise InputError(f"`optimizer` must be one of {optimization.OPTIMIZERS}. "
                              f"Received: {options.optimizer!r}.")
-
-    @classmethod
-    def check_inputs(cls, options, config, spm_model_file):
-        input_files = expand_input_files(options.input_file)
+        super().check()
         logging.info("*** Input Files ***")
-        for path in input_files:
+        for path in self.input_files:
             logging.info("  %s", path)
-        check_record_lengths(input_files, options.max_seq_length, options.max_predictions_per_seq)
+        check_record_lengths(self.input_files, options.max_seq_length, options.max_predictions_per_seq)
 
-    @classmethod
-    def from_options(cls, options, runtime, strategy, spm_model_file):
-        return cls(expand_input_files(options.input_file), options.max_seq_length, options.max_predictions_per_seq,
-                   num_train_steps=options.num_train_steps, num_warmup_steps=options.num_warmup_steps,
-                   eval_batch_size=options.eval_batch_size, max_eval_steps=options.max_eval_steps,
-                   masked_lm_budget=options.masked_lm_budget, seed=runtime.random_seed,
-                   init_from_group0=options.init_from_group0, output_dir=options.output_dir,
-                   init_checkpoint=options.init_checkpoint, train_batch_size=options.train_batch_size,
-                   sentence_loss_weight=options.sentence_loss_weight)
+    def build_model(self, init_path=None):
+        model = AlbertPretrainer(self.runtime.config, **driver.model_kwargs(self.runtime))
+        if init_path:
+            _init_model(model, init_path, self.options.init_from_group0)
+        return model
 
-    def build_model(self, config, **model_kwargs):
-        return AlbertPretrainer(config, **model_kwargs)
-
-    def init_weights(self, model, path):
-        _init_model(model, path, self.init_from_group0)
-
-    def prepare_training(self):
-        if self.init_checkpoint and loop.list_checkpoints(self.output_dir):
-            logging.info("%s has checkpoints: resuming, `init_checkpoint` not read.", self.output_dir)
+    def train_data(self):
+        o = self.options
+        if o.init_checkpoint and loop.list_checkpoints(o.output_dir):
+            logging.info("%s has checkpoints: resuming, `init_checkpoint` not read.", o.output_dir)
         logging.info("***** Running training *****")
-        if self.train_batch_size:
-            logging.info("  Batch size = %d", self.train_batch_size)
-        return self.num_train_steps, self.num_warmup_steps
+        if o.train_batch_size:
+            logging.info("  Batch size = %d", o.train_batch_size)
 
-    def train_dataset(self, input_context, batch_size, start_batch=0):
-        return pretraining_dataset(self.input_files, self.max_seq_length, self.max_predictions_per_seq, batch_size,
-                                   is_training=True, input_context=input_context,
-                                   masked_lm_budget=self.masked_lm_budget, seed=self.seed, start_batch=start_batch)
+        def dataset(input_context, batch_size, start_batch=0):
+            return pretraining_dataset(self.input_files, o.max_seq_length, o.max_predictions_per_seq, batch_size,
+                                       is_training=True, input_context=input_context,
+                                       masked_lm_budget=o.masked_lm_budget, seed=self.runtime.options.random_seed,
+                                       start_batch=start_batch)
+
+        return driver.TrainData(o.num_train_steps, o.num_warmup_steps, dataset)
 
     def loss(self, model, features, training):
-        return pretraining_loss_fn(model, features, training, self.sentence_loss_weight)
-
-    def prepare_evaluation(self):
-        logging.info("***** Running evaluation *****")
-        logging.info("  Batch size = %d", self.eval_batch_size)
-        self.eval_dataset = pretraining_dataset(self.input_files, self.max_seq_length, self.max_predictions_per_seq,
-                                                self.eval_batch_size, is_training=False,
-                                                masked_lm_budget=self.masked_lm_budget)
+        return pretraining_loss_fn(model, features, training, self.options.sentence_loss_weight)
 
     def evaluate(self, model):
-        return pretraining_metrics(model, self.eval_dataset, self.max_eval_steps, self.sentence_loss_weight,
-                                   jit_compile=self.jit_compile)
-
-    def evaluation_stage(self, model, output_dir, init_path):
-        """Every checkpoint of `output_dir` scored; without one, a warning and no metrics (as the original, the
-        initial weights are not scored)."""
-        if not loop.list_checkpoints(output_dir):
-            logging.warning("No checkpoint in %s to evaluate.", output_dir)
-            return None
-        return super().evaluation_stage(model, output_dir, None)
-
-    def results(self, stages):
-        result = {"train": stages.get("train"), "eval": stages.get("eval")}
-        if result["train"] is not None:
-            result["train"].pop("num_train_steps")
-        if result["eval"] is not None:
-            result["eval"].pop("best_step")
-        return result
+        o = self.options
+        if self._eval_dataset is None:
+            logging.info("***** Running evaluation *****")
+            logging.info("  Batch size = %d", o.eval_batch_size)
+            self._eval_dataset = pretraining_dataset(self.input_files, o.max_seq_length, o.max_predictions_per_seq,
+                                                     o.eval_batch_size, is_training=False,
+                                                     masked_lm_budget=o.masked_lm_budget)
+        return pretraining_metrics(model, self._eval_dataset, o.max_eval_steps, o.sentence_loss_weight,
+                                   jit_compile=self.runtime.options.jit_compile)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -219,7 +182,11 @@ class PretrainingOptions(options_lib.TaskOptions, options_lib.MaskedLmOptions):
     do_predict = False
     export_dir = None
     asset_source = None
-    runs_inference = False
+    # Every checkpoint is kept and scored by the masked LM accuracy; without one, nothing is scored (as the
+    # original, the initial weights are not).
+    metric_key: ClassVar[str] = "masked_lm_accuracy"
+    keep_best_only: ClassVar[bool] = False
+    scores_initial_weights: ClassVar[bool] = False
 
     @property
     def checked_init_path(self):
@@ -252,5 +219,32 @@ def run_pretraining(*args, options=None, runtime=None, **kwargs):
     """
     if "seed" in kwargs:
         kwargs["random_seed"] = kwargs.pop("seed")    # the keyword's earlier name in this function
-    return driver.run(PretrainingTask, *options_lib.call_options(PretrainingOptions, args, kwargs, options,
-                                                                 runtime))
+    stages = driver.run(PretrainingTask, *options_lib.call_options(PretrainingOptions, args, kwargs, options,
+                                                                   runtime))
+    result = {"train": stages.get("train"), "eval": stages.get("eval")}
+    if result["train"] is not None:
+        result["train"].pop("num_train_steps")
+    if result["eval"] is not None:
+        result["eval"].pop("best_step")
+    return result
+
+
+RUN_PRETRAINING_HELP = """Pretrains ALBERT with the masked-LM and sentence-order losses, as the original `run_pretraining.py`: it reads
+the TFRecords of `create_pretraining_data.py` (`--input_file`), the model's `--albert_config_file` and
+optionally the initial weights of `--init_checkpoint`; `--do_train` writes `model.ckpt-<step>` checkpoints and
+TensorBoard summaries in `--output_dir` (a restarted job resumes from the latest), and `--do_eval` scores
+every checkpoint there (ours or the original's) and writes `eval_results.txt`, `best_trial.txt` and
+`model.ckpt-best`.
+
+Example (the README command, on a v3-512 TPU pod; any strategy works the same way):
+
+    python -m albert_tf.run_pretraining --input_file=data/*.tfrecord --output_dir=out \\
+      --albert_config_file=albert_base/albert_config.json --do_train --do_eval \\
+      --train_batch_size=4096 --max_seq_length=512 --max_predictions_per_seq=20 --optimizer=lamb \\
+      --learning_rate=0.00176 --num_train_steps=125000 --num_warmup_steps=3125 --save_checkpoints_steps=5000 \\
+      --use_tpu --tpu_name=my-tpu
+"""
+
+RUN_PRETRAINING = options_lib.Command(name="run_pretraining", help_text=RUN_PRETRAINING_HELP,
+                                      options=(PretrainingOptions, options_lib.RuntimeOptions),
+                                      call=lambda options, runtime: run_pretraining(options=options, runtime=runtime))

@@ -9,3 +9,5 @@
 # The Keras classes of `model`, known by name before TensorFlow loads (`albert_tf.keras_names`,
 # `albert_tf.__all__`); this module imports nothing.
 KERAS_CLASSES = ('AlbertRace',)
+# The command lines of this task (`albert_tf.commands` finds them here without importing the task).
+COMMANDS = {"run_race": "albert_tf.tasks.race.task:RUN_RACE"}

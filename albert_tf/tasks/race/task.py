@@ -10,26 +10,28 @@ Accuracy is reported overall and per level (`middle`, `high`).
 
 import csv
 import dataclasses
+import functools
 import io
 import os
-from typing import Optional
+from typing import ClassVar, Optional
 
 import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import options as options_lib
+from albert_tf.checkpoints import init_from_checkpoint
 from albert_tf.config import TOKEN_INPUTS
 from albert_tf.export import saved_model as export_lib
 from albert_tf.tasks.race import data as race_data
 from albert_tf.tasks.race.data import RACE_NUM_CHOICES
 from albert_tf.errors import InputError
 from albert_tf.fileio import write_text_atomic
+from albert_tf.options import option
 from albert_tf.tasks.race.model import AlbertRace, race_loss
 from albert_tf.text.tokenization import FullTokenizer
-from albert_tf.training import driver
+from albert_tf.training import driver, inference
 from albert_tf.tasks.race import kind
-from albert_tf.training import options as options_lib
-from albert_tf.training.options import option
 
 PREDICTIONS_FILE = "predictions.tsv"
 PREDICT_RESULTS_FILE = "predict_results.txt"
@@ -78,7 +80,7 @@ def make_logits_fn(model, strategy=None, jit_compile=False):
 
     def run(dataset):
         logits, labels, real = [], [], []
-        for arrays in driver.inference_batches(replica_step, dataset, strategy, "Scoring", unit="questions"):
+        for arrays in inference.inference_batches(replica_step, dataset, strategy, "Scoring", unit="questions"):
             logits.append(arrays["logits"])
             labels.append(arrays["label_ids"])
             real.append(arrays["is_real_example"])
@@ -160,6 +162,19 @@ class RaceOptions(options_lib.StepsOptions):
     train_step: int = option(12000)
     warmup_step: int = option(1000)
 
+    metric_key: ClassVar[str] = METRIC_KEY
+
+    @property
+    def keep_best_only(self):
+        return self.delete_non_best
+
+    def feature_path(self, name):
+        """The TFRecord cache `name` (`train_file`, `eval_file`, `predict_file`), by default in `output_dir`."""
+        return getattr(self, name) or os.path.join(self.output_dir, f"{name[:-len('_file')]}.tf_record")
+
+    def feature_files(self):
+        return [self.feature_path(name) for name in ("train_file", "eval_file", "predict_file")]
+
 
 def run_race(*args, options=None, runtime=None, **kwargs):
     """Fine-tunes, evaluates and predicts RACE as the original `run_race.py`.
@@ -173,37 +188,33 @@ def run_race(*args, options=None, runtime=None, **kwargs):
         dict with `eval` (best dev metrics, with `best_step`), `predict` (test metrics) and `export_path`, for
         the stages run.
     """
-    return driver.run(RaceTask, *options_lib.call_options(RaceOptions, args, kwargs, options, runtime))
+    return driver.results_after_training(
+        driver.run(RaceTask, *options_lib.call_options(RaceOptions, args, kwargs, options, runtime)))
 
 
 class RaceTask(driver.Task):
     """RACE: four (article, question + option) sequences per question, `AlbertRace`, accuracy per level."""
 
-    name = "race"
-    metric_key = METRIC_KEY
-    checkpoint_iterator = True
-
-    def __init__(self, options, tokenizer, strategy, spm_model_file=None, jit_compile=False, seed=None):
-        """`options`: `RaceOptions` (the TFRecord caches default to `output_dir/{train,eval,predict}.tf_record`);
-        `spm_model_file`: the resolved SentencePiece model; `jit_compile`: XLA for the scoring step too."""
-        out = options.output_dir
-        self.options, self.data_dir, self.output_dir = options, options.data_dir, out
-        self.tokenizer, self.strategy = tokenizer, strategy
-        self.read = dict(do_lower_case=options.do_lower_case, high_only=options.high_only,
-                         middle_only=options.middle_only, use_spm=bool(spm_model_file))
-        self.max_seq_length, self.max_qa_length = options.max_seq_length, options.max_qa_length
-        self.train_file = options.train_file or os.path.join(out, "train.tf_record")
-        self.eval_file = options.eval_file or os.path.join(out, "eval.tf_record")
-        self.predict_file = options.predict_file or os.path.join(out, "predict.tf_record")
-        self.eval_batch_size, self.predict_batch_size = options.eval_batch_size, options.predict_batch_size
-        self.delete_non_best, self.jit_compile, self.spm_model_file = options.delete_non_best, jit_compile, \
-            spm_model_file
-        self.seed = seed
+    def __init__(self, options, runtime):
+        super().__init__(options, runtime)
         self.best_value = None
         self._logits_fn = None
+        self._eval_examples = None
 
-    @classmethod
-    def validate(cls, options):
+    @functools.cached_property
+    def tokenizer(self):
+        return FullTokenizer(vocab_file=self.options.vocab_file, do_lower_case=self.options.do_lower_case,
+                             spm_model_file=self.runtime.spm_model_file)
+
+    @property
+    def read(self):
+        """The keywords of `read_race_examples`: casing, levels, and whether the vocabulary is SentencePiece."""
+        o = self.options
+        return dict(do_lower_case=o.do_lower_case, high_only=o.high_only, middle_only=o.middle_only,
+                    use_spm=bool(self.runtime.spm_model_file))
+
+    def check(self):
+        options = self.options
         options.check_stages()
         if str(options.task_name).lower() != "race":
             raise InputError(f"Task not found: `task_name={options.task_name!r}`; run_race supports `race`.")
@@ -214,45 +225,37 @@ class RaceTask(driver.Task):
             raise InputError(f"`max_qa_length` must be <= `max_seq_length` - 3. Received: "
                              f"`max_qa_length={options.max_qa_length}`, `max_seq_length={options.max_seq_length}`.")
         options.check_batch_sizes()
+        super().check()
+        options.check_vocabulary(self.runtime.spm_model_file)
 
-    @classmethod
-    def check_inputs(cls, options, config, spm_model_file):
-        options.check_vocabulary(spm_model_file)
-
-    @classmethod
-    def from_options(cls, options, runtime, strategy, spm_model_file):
-        tokenizer = FullTokenizer(vocab_file=options.vocab_file, do_lower_case=options.do_lower_case,
-                                  spm_model_file=spm_model_file)
-        return cls(options, tokenizer, strategy, spm_model_file=spm_model_file, jit_compile=runtime.jit_compile,
-                   seed=runtime.random_seed)
-
-    def results(self, stages):
-        return driver.results_after_training(stages)
-
-    def build_model(self, config, **model_kwargs):
-        return AlbertRace(config, dropout_prob=self.options.dropout_prob, **model_kwargs)
+    def build_model(self, init_path=None):
+        model = AlbertRace(self.runtime.config, dropout_prob=self.options.dropout_prob,
+                           **driver.model_kwargs(self.runtime))
+        if init_path:
+            logging.info("Initialising from %s", init_path)
+            init_from_checkpoint(model, init_path, allow_missing_heads=True)
+        return model
 
     def _scorer(self, model):
         # One trace of the scoring step per model, reused for every checkpoint.
         if self._logits_fn is None or self._logits_fn[0] is not model:
-            self._logits_fn = (model, make_logits_fn(model, self.strategy, self.jit_compile))
+            self._logits_fn = (model, make_logits_fn(model, self.runtime.strategy, self.runtime.options.jit_compile))
         return self._logits_fn[1]
 
-    def feature_files(self):
-        return [self.train_file, self.eval_file, self.predict_file]
-
-    def prepare_training(self):
-        examples = race_data.read_race_examples(self.data_dir, "train", **self.read)
-        prepare_tfrecord(examples, self.tokenizer, self.train_file, self.max_seq_length, self.max_qa_length,
-                         check_count=False)
+    def train_data(self):
+        o = self.options
+        examples = race_data.read_race_examples(o.data_dir, "train", **self.read)
+        train_file = o.feature_path("train_file")
+        prepare_tfrecord(examples, self.tokenizer, train_file, o.max_seq_length, o.max_qa_length, check_count=False)
         logging.info("***** Running training *****\n  Num examples = %d\n  Num steps = %d", len(examples),
-                     self.options.train_step)
-        return self.options.train_step, self.options.warmup_step
+                     o.train_step)
 
-    def train_dataset(self, input_context, batch_size, start_batch=0):
-        return race_data.race_dataset(self.train_file, self.max_seq_length, batch_size, is_training=True,
-                                      drop_remainder=True, input_context=input_context, seed=self.seed,
-                                      start_batch=start_batch)
+        def dataset(input_context, batch_size, start_batch=0):
+            return race_data.race_dataset(train_file, o.max_seq_length, batch_size, is_training=True,
+                                          drop_remainder=True, input_context=input_context,
+                                          seed=self.runtime.options.random_seed, start_batch=start_batch)
+
+        return driver.TrainData(o.train_step, o.warmup_step, dataset)
 
     def loss(self, model, features, training):
         outputs = model(features, training=training)
@@ -261,33 +264,34 @@ class RaceTask(driver.Task):
         accuracy = tf.reduce_mean(tf.cast(tf.equal(outputs["predictions"], labels), tf.float32))
         return loss, {"accuracy": accuracy}
 
-    def prepare_evaluation(self):
-        self.eval_examples = race_data.read_race_examples(self.data_dir, "dev", **self.read)
-        padding = (-len(self.eval_examples)) % self.eval_batch_size if self.static_batches() else 0
-        prepare_tfrecord(self.eval_examples, self.tokenizer, self.eval_file, self.max_seq_length,
-                         self.max_qa_length, padding)
-        logging.info("***** Running evaluation *****\n  Num examples = %d (%d padding)\n  Batch size = %d",
-                     len(self.eval_examples), padding, self.eval_batch_size)
-
     def evaluate(self, model):
-        metrics, _ = score_examples(self._scorer(model), self.eval_examples, self.eval_file, self.max_seq_length,
-                                    self.eval_batch_size, drop_remainder=self.static_batches())
+        o, static = self.options, self.runtime.static_batches
+        if self._eval_examples is None:
+            self._eval_examples = race_data.read_race_examples(o.data_dir, "dev", **self.read)
+            padding = (-len(self._eval_examples)) % o.eval_batch_size if static else 0
+            prepare_tfrecord(self._eval_examples, self.tokenizer, o.feature_path("eval_file"), o.max_seq_length,
+                             o.max_qa_length, padding)
+            logging.info("***** Running evaluation *****\n  Num examples = %d (%d padding)\n  Batch size = %d",
+                         len(self._eval_examples), padding, o.eval_batch_size)
+        metrics, _ = score_examples(self._scorer(model), self._eval_examples, o.feature_path("eval_file"),
+                                    o.max_seq_length, o.eval_batch_size, drop_remainder=static)
         logging.info("RACE dev: %s", metrics)
         value = metrics[METRIC_KEY]
         self.best_value = value if self.best_value is None else max(self.best_value, value)
         return metrics
 
-    def predict(self, model, checkpoint, step):
-        examples = race_data.read_race_examples(self.data_dir, "test", require_answers=False, **self.read)
-        batch_size = self.predict_batch_size
-        padding = (-len(examples)) % batch_size if self.static_batches() else 0
-        prepare_tfrecord(examples, self.tokenizer, self.predict_file, self.max_seq_length, self.max_qa_length,
-                         padding)
+    def predict(self, model, step):
+        o, static = self.options, self.runtime.static_batches
+        examples = race_data.read_race_examples(o.data_dir, "test", require_answers=False, **self.read)
+        batch_size = o.predict_batch_size
+        padding = (-len(examples)) % batch_size if static else 0
+        predict_file = o.feature_path("predict_file")
+        prepare_tfrecord(examples, self.tokenizer, predict_file, o.max_seq_length, o.max_qa_length, padding)
         logging.info("***** Running prediction *****\n  Num examples = %d (%d padding)\n  Batch size = %d",
                      len(examples), padding, batch_size)
-        metrics, logits = score_examples(self._scorer(model), examples, self.predict_file, self.max_seq_length,
-                                         batch_size, drop_remainder=self.static_batches())
-        write_predictions(os.path.join(self.output_dir, PREDICTIONS_FILE), examples, logits)
+        metrics, logits = score_examples(self._scorer(model), examples, predict_file, o.max_seq_length,
+                                         batch_size, drop_remainder=static)
+        write_predictions(os.path.join(o.output_dir, PREDICTIONS_FILE), examples, logits)
         if metrics["num_examples"] == 0:  # No answers in the test data: no accuracy to report.
             metrics = {"num_questions": len(examples)}
         else:
@@ -296,14 +300,39 @@ class RaceTask(driver.Task):
             metrics["global_step"] = step
         if self.best_value is not None:
             metrics["best"] = self.best_value
-        write_text_atomic(os.path.join(self.output_dir, PREDICT_RESULTS_FILE),
+        write_text_atomic(os.path.join(o.output_dir, PREDICT_RESULTS_FILE),
                           _format_results("***** Predict results *****", metrics))
         logging.info("RACE test: %s", metrics)
         return metrics
 
     def export(self, model, export_dir):
-        path = export_lib.export_saved_model(model, export_dir, spm_model_file=self.spm_model_file,
-                                             do_lower_case=self.read["do_lower_case"],
-                                             max_seq_length=self.max_seq_length, max_qa_length=self.max_qa_length)
+        o = self.options
+        path = export_lib.export_saved_model(model, export_dir, spm_model_file=self.runtime.spm_model_file,
+                                             do_lower_case=o.do_lower_case, max_seq_length=o.max_seq_length,
+                                             max_qa_length=o.max_qa_length)
         logging.info("Model exported to %s", path)
         return {"export_path": path}
+
+
+RUN_RACE_HELP = """Fine-tunes, evaluates and predicts RACE with ALBERT, as the original `run_race.py`: it reads the
+`RACE/{train,dev,test}/{middle,high}` files under `--data_dir`, the model's `--albert_config_file` and
+`--spm_model_file` (or those of a release directory given as `--init_checkpoint`), and the initial weights;
+it writes cached `{train,eval,predict}.tf_record` features and `model.ckpt-<step>` checkpoints in
+`--output_dir`, scores every checkpoint on the dev set (`eval_results.txt`, `best_trial.txt`,
+`model.ckpt-best`), writes `predict_results.txt` and `predictions.tsv` for the test set with `--do_predict`,
+and a SavedModel in `--export_dir`; checkpoints written by the original code in `--output_dir` are read as
+well.
+
+Example (the README's command):
+
+    python -m albert_tf.run_race --data_dir=$DATA --albert_config_file=$ALBERT/albert_config.json \\
+      --spm_model_file=$ALBERT/30k-clean.model --init_checkpoint=$ALBERT/model.ckpt-best \\
+      --output_dir=$OUT --max_seq_length=512 --max_qa_length=128 --train_batch_size=32 \\
+      --learning_rate=1e-5 --train_step=12000 --warmup_step=1000 --save_checkpoints_steps=100
+"""
+
+# The original `run_race.py` (no --optimizer: AdamW).
+RUN_RACE = options_lib.Command(name="run_race", help_text=RUN_RACE_HELP,
+                               options=(RaceOptions, options_lib.RuntimeOptions),
+                               call=lambda options, runtime: run_race(options=options, runtime=runtime),
+                               no_flag=("optimizer",))

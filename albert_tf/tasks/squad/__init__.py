@@ -10,3 +10,7 @@
 # The Keras classes of `model`, known by name before TensorFlow loads (`albert_tf.keras_names`,
 # `albert_tf.__all__`); this module imports nothing.
 KERAS_CLASSES = ('AlbertSquadV1', 'AlbertSquadV2')
+# The command lines of this task (`albert_tf.commands` finds them here without importing the task).
+COMMANDS = {"run_squad": "albert_tf.tasks.squad.task:RUN_SQUAD",
+            "run_squad_v1": "albert_tf.tasks.squad.task:RUN_SQUAD_V1",
+            "run_squad_v2": "albert_tf.tasks.squad.task:RUN_SQUAD_V2"}

@@ -18,26 +18,27 @@ arguments instead of flags (`albert_tf.training.driver` runs the stages); `versi
 """
 
 import dataclasses
+import functools
 import os
 import random
-from typing import Optional
+from typing import ClassVar, Optional
 
 import tensorflow as tf
 from absl import logging
 
+from albert_tf import options as options_lib
 from albert_tf.export import saved_model as export_lib
 from albert_tf.export import lite
-from albert_tf.checkpoints.restore import restore_checkpoint
+from albert_tf.checkpoints import init_from_checkpoint
 from albert_tf.tasks.squad import data as squad
 from albert_tf.tasks.squad import postprocess as post
 from albert_tf.errors import InputError
 from albert_tf.fileio import write_bytes_atomic, write_text_atomic
+from albert_tf.options import constant, option
 from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2, squad_v1_loss, squad_v2_loss
 from albert_tf.text.tokenization import FullTokenizer
-from albert_tf.training import driver, loop
+from albert_tf.training import driver, inference
 from albert_tf.tasks.squad import kind
-from albert_tf.training import options as options_lib
-from albert_tf.training.options import constant, option
 
 _V2_RESULT_KEYS = ("start_top_log_probs", "start_top_index", "end_top_log_probs", "end_top_index", "cls_logits")
 
@@ -104,7 +105,7 @@ def predict_raw_results(model, dataset, strategy, version_2_with_negative, num_f
         return out
 
     results = []
-    for arrays in driver.inference_batches(step, dataset, strategy, "Predicting", num_features, unit="features"):
+    for arrays in inference.inference_batches(step, dataset, strategy, "Predicting", num_features, unit="features"):
         for i, unique_id in enumerate(arrays["unique_ids"]):
             if version_2_with_negative:
                 results.append(post.RawResultV2(
@@ -147,7 +148,7 @@ def postprocess_and_score(results, examples, features, dataset, output_dir, vers
     return {}
 
 
-def export_tflite(model, tflite_file, max_seq_length):
+def write_squad_tflite(model, tflite_file, max_seq_length):
     """`albert_model.tflite` of the original `run_squad_v1.py --export_dir`: int32 `input_ids`, `input_mask`,
     `segment_ids` `[1, max_seq_length]` -> `start_logits`, `end_logits` `[1, max_seq_length]` (float32), the
     float32 LiteRT model of `albert_tf.export.lite.convert`."""
@@ -161,29 +162,18 @@ class SquadTask(driver.Task):
     """SQuAD 1.1 (`AlbertSquadV1`) or 2.0 (`AlbertSquadV2`): span features, the official metrics, the
     original's predictions files."""
 
-    name = "squad"
-    metric_key = "f1"
-    delete_non_best = False
+    def __init__(self, options, runtime):
+        super().__init__(options, runtime)
+        self.v2 = options.version_2_with_negative
+        self._eval = None
+        self._scored = False   # `evaluate` scored a checkpoint: `predict` writes the best one's final results
 
-    def __init__(self, options, tokenizer, strategy, spm_model_file=None, seed=None):
-        """`options`: `SquadOptions` (the feature files default to `output_dir/{train,predict}.tf_record` and
-        `output_dir/predict_left_file.json`); `spm_model_file`: the resolved SentencePiece model."""
-        out = options.output_dir
-        self.options, self.output_dir, self.tokenizer, self.strategy = options, out, tokenizer, strategy
-        self.v2, self.do_lower_case = options.version_2_with_negative, options.do_lower_case
-        self.max_seq_length, self.max_query_length = options.max_seq_length, options.max_query_length
-        self.train_feature_file = options.train_feature_file or os.path.join(out, "train.tf_record")
-        self.predict_feature_file = options.predict_feature_file or os.path.join(out, "predict.tf_record")
-        self.predict_feature_left_file = (options.predict_feature_left_file
-                                          or os.path.join(out, "predict_left_file.json"))
-        self.spm_model_file, self.seed = spm_model_file, seed
-        self.score = False
+    @functools.cached_property
+    def tokenizer(self):
+        return FullTokenizer(do_lower_case=self.options.do_lower_case, spm_model_file=self.runtime.spm_model_file)
 
-    spm_missing_message = ("SQuAD needs a SentencePiece model: set `spm_model_file` (the answer alignment works on "
-                           "SentencePiece pieces).")
-
-    @classmethod
-    def validate(cls, options):
+    def check(self):
+        options = self.options
         if not (options.do_train or options.do_predict or options.export_dir):
             raise InputError("At least one of `do_train` or `do_predict` (or `export_dir`) must be True.")
         if options.do_train and not options.train_file:
@@ -195,22 +185,24 @@ class SquadTask(driver.Task):
         squad.check_lengths(options.max_seq_length, options.max_query_length)
         if options.doc_stride <= 0:
             raise InputError(f"`doc_stride` must be positive. Received: {options.doc_stride}.")
+        if not self.runtime.spm_model_file:
+            raise InputError("SQuAD needs a SentencePiece model: set `spm_model_file` (the answer alignment works "
+                             "on SentencePiece pieces).")
+        super().check()
 
-    @classmethod
-    def from_options(cls, options, runtime, strategy, spm_model_file):
-        tokenizer = FullTokenizer(do_lower_case=options.do_lower_case, spm_model_file=spm_model_file)
-        return cls(options, tokenizer, strategy, spm_model_file=spm_model_file, seed=runtime.random_seed)
-
-    def build_model(self, config, **model_kwargs):
+    def build_model(self, init_path=None):
+        o, kwargs = self.options, driver.model_kwargs(self.runtime)
         if self.v2:
-            return AlbertSquadV2(config, start_n_top=self.options.start_n_top, end_n_top=self.options.end_n_top,
-                                 dropout_prob=self.options.dropout_prob, **model_kwargs)
-        return AlbertSquadV1(config, **model_kwargs)
+            model = AlbertSquadV2(self.runtime.config, start_n_top=o.start_n_top, end_n_top=o.end_n_top,
+                                  dropout_prob=o.dropout_prob, **kwargs)
+        else:
+            model = AlbertSquadV1(self.runtime.config, **kwargs)
+        if init_path:
+            logging.info("Initialising from %s", init_path)
+            init_from_checkpoint(model, init_path, allow_missing_heads=True)
+        return model
 
-    def feature_files(self):
-        return [self.train_feature_file, self.predict_feature_file, self.predict_feature_left_file]
-
-    def prepare_training(self):
+    def train_data(self):
         o = self.options
         examples = squad.read_squad_examples(o.train_file, is_training=True)
         steps, warmup = num_train_steps_and_warmup(len(examples), o.train_batch_size, o.num_train_epochs,
@@ -220,24 +212,26 @@ class SquadTask(driver.Task):
                              f"num_train_epochs {o.num_train_epochs} gives {steps} steps: nothing to train.")
         # Pre-shuffle the input, as the original, to avoid a very large shuffle buffer.
         random.Random(12345).shuffle(examples)
-        if not tf.io.gfile.exists(self.train_feature_file):
-            with squad.FeatureWriter(self.train_feature_file, is_training=True) as writer:
-                stats = squad.convert_examples_to_features(examples, self.tokenizer, self.max_seq_length,
-                                                           o.doc_stride, self.max_query_length, True,
-                                                           writer.process_feature, self.do_lower_case)
-            logging.info("Wrote %d training features to %s", stats.num_features, self.train_feature_file)
+        train_file = o.feature_path("train_feature_file")
+        if not tf.io.gfile.exists(train_file):
+            with squad.FeatureWriter(train_file, is_training=True) as writer:
+                stats = squad.convert_examples_to_features(examples, self.tokenizer, o.max_seq_length, o.doc_stride,
+                                                           o.max_query_length, True, writer.process_feature,
+                                                           o.do_lower_case)
+            logging.info("Wrote %d training features to %s", stats.num_features, train_file)
         else:
-            logging.info("Reusing training features %s", self.train_feature_file)
+            logging.info("Reusing training features %s", train_file)
         logging.info("***** Running training *****")
         logging.info("  Num orig examples = %d", len(examples))
         logging.info("  Batch size = %d", o.train_batch_size)
         logging.info("  Num steps = %d (warm-up %d)", steps, warmup)
-        return steps, warmup
 
-    def train_dataset(self, input_context, batch_size, start_batch=0):
-        return squad.squad_dataset(self.train_feature_file, self.max_seq_length, True, batch_size, True,
-                                   is_v2=self.v2, input_context=input_context, seed=self.seed,
-                                   start_batch=start_batch)
+        def dataset(input_context, batch_size, start_batch=0):
+            return squad.squad_dataset(train_file, o.max_seq_length, True, batch_size, True, is_v2=self.v2,
+                                       input_context=input_context, seed=self.runtime.options.random_seed,
+                                       start_batch=start_batch)
+
+        return driver.TrainData(steps, warmup, dataset)
 
     def loss(self, model, features, training):
         outputs = model(features, training=training)
@@ -245,82 +239,77 @@ class SquadTask(driver.Task):
             return squad_v2_loss(outputs, features)
         return squad_v1_loss(outputs, features), {}
 
-    def prepare_evaluation(self):
-        self.dataset_json = squad.load_squad_json(self.options.predict_file)
-        self.score = squad.has_answers(self.dataset_json)
-        self.examples = squad.read_squad_examples(self.options.predict_file, is_training=False,
-                                                  dataset=self.dataset_json)
-        self.features = prepare_eval_features(self.examples, self.tokenizer, self.options.predict_file,
-                                              self.predict_feature_file, self.predict_feature_left_file,
-                                              self.max_seq_length, self.options.doc_stride, self.max_query_length,
-                                              self.do_lower_case)
-        logging.info("***** Running predictions *****")
-        logging.info("  Num orig examples = %d", len(self.examples))
-        logging.info("  Num split examples = %d", len(self.features))
-        logging.info("  Batch size = %d", self.options.predict_batch_size)
-        if not self.score:
-            logging.info("%s has no answers: writing predictions without metrics.", self.options.predict_file)
+    def _eval_data(self):
+        """`(dataset_json, examples, features, score)` of the predict file, its features written on first use."""
+        if self._eval is None:
+            o = self.options
+            dataset_json = squad.load_squad_json(o.predict_file)
+            examples = squad.read_squad_examples(o.predict_file, is_training=False, dataset=dataset_json)
+            features = prepare_eval_features(examples, self.tokenizer, o.predict_file,
+                                             o.feature_path("predict_feature_file"),
+                                             o.feature_path("predict_feature_left_file"), o.max_seq_length,
+                                             o.doc_stride, o.max_query_length, o.do_lower_case)
+            logging.info("***** Running predictions *****")
+            logging.info("  Num orig examples = %d", len(examples))
+            logging.info("  Num split examples = %d", len(features))
+            logging.info("  Batch size = %d", o.predict_batch_size)
+            score = squad.has_answers(dataset_json)
+            if not score:
+                logging.info("%s has no answers: writing predictions without metrics.", o.predict_file)
+            self._eval = (dataset_json, examples, features, score)
+        return self._eval
+
+    def _predictions(self, model):
+        """Writes the predictions files of `model`; returns the official metrics (`{}` without answers)."""
+        dataset_json, examples, features, score = self._eval_data()
+        o = self.options
+        dataset = predict_dataset(o.feature_path("predict_feature_file"), o.max_seq_length, o.predict_batch_size,
+                                  self.v2, len(features), pad_to_full_batches=self.runtime.static_batches)
+        results = predict_raw_results(model, dataset, self.runtime.strategy, self.v2, len(features),
+                                      jit_compile=self.runtime.options.jit_compile)
+        return postprocess_and_score(results, examples, features, dataset_json, o.output_dir, self.v2,
+                                     o.n_best_size, o.max_answer_length, o.start_n_top, o.end_n_top,
+                                     o.null_score_diff_threshold, score=score)
 
     def evaluate(self, model):
-        """Predictions files of `model` on the predict file, and the official metrics when it has answers."""
-        dataset = predict_dataset(self.predict_feature_file, self.max_seq_length, self.options.predict_batch_size,
-                                  self.v2, len(self.features),
-                                  pad_to_full_batches=self.static_batches())
-        results = predict_raw_results(model, dataset, self.strategy, self.v2, len(self.features),
-                                      jit_compile=self.jit_compile)
-        o = self.options
-        return postprocess_and_score(results, self.examples, self.features, self.dataset_json, self.output_dir,
-                                     self.v2, o.n_best_size, o.max_answer_length, o.start_n_top, o.end_n_top,
-                                     o.null_score_diff_threshold, score=self.score)
+        """The predictions files of `model` and the official metrics; None when the predict file has no
+        answers (nothing to score)."""
+        if not self._eval_data()[3]:
+            return None
+        self._scored = True
+        return self._predictions(model)
 
-    def predict(self, model, checkpoint, step):
-        logging.info("Predicting with %s", checkpoint)
-        metrics = self.evaluate(model)
-        if metrics:
-            for key in sorted(metrics):
-                logging.info("  %s = %s", key, metrics[key])
-            write_text_atomic(os.path.join(self.output_dir, driver.EVAL_RESULTS_FILE),
-                              "".join(f"{key} = {metrics[key]}\n" for key in sorted(metrics)))
-        return metrics
-
-    def prediction_stage(self, model, output_dir, init_path):
-        """The original's `do_predict`: with answers, every checkpoint is scored (best by F1 to
-        `model.ckpt-best`) and the final predictions and results come from `model.ckpt-best`; else the
-        predictions of the best (or latest) checkpoint."""
-        self.prepare_evaluation()
-        if not (self.score and loop.list_checkpoints(output_dir)):
-            return super().prediction_stage(model, output_dir, init_path)
-        best_step, _ = loop.evaluate_checkpoints(model, output_dir, self.evaluate, self.metric_key, output_dir)
-        restore_checkpoint(model, os.path.join(output_dir, loop.BEST_CHECKPOINT_NAME))
-        metrics = self.evaluate(model)
-        eval_path = os.path.join(output_dir, driver.EVAL_RESULTS_FILE)
+    def predict(self, model, step):
+        """The final predictions files: those of `model.ckpt-best` after every checkpoint was scored (its
+        results appended to `eval_results.txt` with the best step, as the original), else those of the
+        inference checkpoint (its results written to `eval_results.txt` when the file has answers)."""
+        metrics = self._predictions(model)
+        eval_path = os.path.join(self.options.output_dir, driver.EVAL_RESULTS_FILE)
+        if not self._scored:
+            if metrics:
+                for key in sorted(metrics):
+                    logging.info("  %s = %s", key, metrics[key])
+                write_text_atomic(eval_path, "".join(f"{key} = {metrics[key]}\n" for key in sorted(metrics)))
+            return metrics
         previous = tf.io.gfile.GFile(eval_path).read() if tf.io.gfile.exists(eval_path) else ""
         lines = [f"{key} = {metrics[key]}" for key in sorted(metrics)]
-        lines.append(f"best perf happened at step: {best_step}")
+        lines.append(f"best perf happened at step: {step}")
         write_text_atomic(eval_path, previous + "\n".join(lines) + "\n")
-        logging.info("***** Final Eval results (step %d) *****", best_step)
+        logging.info("***** Final Eval results (step %s) *****", step)
         for key in sorted(metrics):
             logging.info("  %s = %s", key, metrics[key])
-        return dict(metrics, best_step=best_step)
-
-    def results(self, stages):
-        result = {key: value for key, value in stages.items() if key not in ("train", "predict")}
-        if "train" in stages:
-            result["num_train_steps"] = stages["train"].pop("num_train_steps")
-            result["train"] = stages["train"]
-        if stages.get("predict"):
-            result["eval"] = stages["predict"]
-        return result
+        return dict(metrics, best_step=step)
 
     def export(self, model, export_dir):
+        o = self.options
         result = {"export_path": export_lib.export_saved_model(
-            model, export_dir, spm_model_file=self.spm_model_file, do_lower_case=self.do_lower_case,
-            max_seq_length=self.max_seq_length, max_query_length=self.max_query_length)}
+            model, export_dir, spm_model_file=self.runtime.spm_model_file, do_lower_case=o.do_lower_case,
+            max_seq_length=o.max_seq_length, max_query_length=o.max_query_length)}
         logging.info("Model exported to %s.", result["export_path"])
         if not self.v2:
             # As the original run_squad_v1.py: also a TFLite model with fixed [1, max_seq_length] inputs.
-            result["tflite_file"] = export_tflite(model, os.path.join(export_dir, "albert_model.tflite"),
-                                                  self.max_seq_length)
+            result["tflite_file"] = write_squad_tflite(model, os.path.join(export_dir, "albert_model.tflite"),
+                                                       o.max_seq_length)
         return result
 
 
@@ -367,9 +356,27 @@ class SquadOptions(options_lib.FineTuningOptions):
     eval_batch_size: Optional[int] = constant(None)
     optimizer: str = constant("adamw")
 
-    @property
-    def evaluates_checkpoints(self):
-        return self.do_predict
+    # `do_predict` scores every checkpoint by F1 and keeps them all; without checkpoints it predicts with the
+    # initial weights.
+    metric_key: ClassVar[str] = "f1"
+    keep_best_only: ClassVar[bool] = False
+    scores_initial_weights: ClassVar[bool] = False
+
+    def stages(self):
+        wanted = (("train", self.do_train), ("evaluate", self.do_predict), ("predict", self.do_predict),
+                  ("export", bool(self.export_dir)))
+        return tuple(stage for stage, on in wanted if on)
+
+    def feature_path(self, name):
+        """The feature file `name` (`train_feature_file`, `predict_feature_file`, `predict_feature_left_file`),
+        by default in `output_dir`."""
+        defaults = {"train_feature_file": "train.tf_record", "predict_feature_file": "predict.tf_record",
+                    "predict_feature_left_file": "predict_left_file.json"}
+        return getattr(self, name) or os.path.join(self.output_dir, defaults[name])
+
+    def feature_files(self):
+        return [self.feature_path(name) for name in ("train_feature_file", "predict_feature_file",
+                                                     "predict_feature_left_file")]
 
 
 def run_squad(*args, options=None, runtime=None, **kwargs):
@@ -385,4 +392,56 @@ def run_squad(*args, options=None, runtime=None, **kwargs):
         metrics, with `best_step`) when predicting on a file with answers; `export_path` (and v1 `tflite_file`)
         when exporting.
     """
-    return driver.run(SquadTask, *options_lib.call_options(SquadOptions, args, kwargs, options, runtime))
+    stages = driver.run(SquadTask, *options_lib.call_options(SquadOptions, args, kwargs, options, runtime))
+    result = {key: value for key, value in stages.items() if key not in ("train", "predict", "eval")}
+    if "train" in stages:
+        result["num_train_steps"] = stages["train"].pop("num_train_steps")
+        result["train"] = stages["train"]
+    if stages.get("predict"):
+        result["eval"] = stages["predict"]
+    return result
+
+
+RUN_SQUAD_HELP = """Fine-tunes and predicts SQuAD 1.1 or, with `--version_2_with_negative`, SQuAD 2.0 with ALBERT, as the original
+`run_squad_v1.py` / `run_squad_v2.py`: it reads the SQuAD JSON `--train_file` and `--predict_file`, the
+model's `--albert_config_file` and `--spm_model_file` (default: those that come with `--init_checkpoint`, as
+for the other runners), and the initial weights of `--init_checkpoint`; it
+writes the feature files (`--train_feature_file`, `--predict_feature_file`, `--predict_feature_left_file`,
+default in `--output_dir`), `model.ckpt-<step>` checkpoints in `--output_dir`, and with `--do_predict` scores
+every checkpoint (`eval_results.txt`, `best_trial.txt`, `model.ckpt-best`) and writes `predictions.json`,
+`nbest_predictions.json` (v2: `null_odds.json`) from the best; `--export_dir` receives a SavedModel (v1 also
+`albert_model.tflite`); checkpoints written by the original code in `--output_dir` are read as well.
+
+SQuAD 2.0 uses the XLNet-style head with `--start_n_top`, `--end_n_top`, `--dropout_prob` and the null-score
+threshold. Example (the README's SQuAD command):
+
+    python -m albert_tf.run_squad --albert_config_file=albert_base/albert_config.json \\
+      --spm_model_file=albert_base/30k-clean.model --init_checkpoint=albert_base/model.ckpt-best \\
+      --train_file=train-v1.1.json --predict_file=dev-v1.1.json --train_feature_file=train.tf_record \\
+      --predict_feature_file=dev.tf_record --predict_feature_left_file=dev_left_file.json \\
+      --output_dir=squad_out --do_train --do_predict --max_seq_length=384 --doc_stride=128 \\
+      --max_query_length=64 --train_batch_size=48 --learning_rate=5e-5 --num_train_epochs=2.0 \\
+      --warmup_proportion=.1 --n_best_size=20 --max_answer_length=30
+"""
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SquadV2Options(SquadOptions):
+    """`run_squad_v2`'s options: `run_squad`'s, SQuAD 2.0 by default (the original `run_squad_v2.py`)."""
+
+    version_2_with_negative: bool = option(True)
+
+
+def _run(options, runtime):
+    run_squad(options=options, runtime=runtime)
+
+
+# `run_squad` takes both versions (`--version_2_with_negative`); `run_squad_v1` and `run_squad_v2` are the
+# original's two scripts, each with its version's default.
+RUN_SQUAD = options_lib.Command(name="run_squad", help_text=RUN_SQUAD_HELP,
+                                options=(SquadOptions, options_lib.RuntimeOptions), call=_run,
+                                no_flag=("gradient_accumulation_steps",))
+RUN_SQUAD_V1 = dataclasses.replace(RUN_SQUAD, name="run_squad_v1",
+                                   help_text="SQuAD 1.1 (the original run_squad_v1.py). " + RUN_SQUAD_HELP)
+RUN_SQUAD_V2 = dataclasses.replace(RUN_SQUAD, name="run_squad_v2", options=(SquadV2Options, options_lib.RuntimeOptions),
+                                   help_text="SQuAD 2.0 (the original run_squad_v2.py). " + RUN_SQUAD_HELP)

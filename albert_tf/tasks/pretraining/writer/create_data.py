@@ -1,4 +1,4 @@
-"""`albert-create-pretraining-data`: the original `create_pretraining_data.py` command line.
+"""The options and the call of `albert-create-pretraining-data`, the original `create_pretraining_data.py`.
 
 The flags are the original's (same names and defaults) plus `--num_workers` and `--shard_size_mb` of the
 local writer (`albert_tf.tasks.pretraining.writer.local`) and `--runner` / `--num_output_shards` of the Apache Beam
@@ -17,11 +17,9 @@ Usage:
 import dataclasses
 from typing import Optional
 
-from absl import app, flags
-
-from albert_tf import cli
-from albert_tf.training import options as options_lib
-from albert_tf.training.options import option
+from albert_tf import options as options_lib
+from albert_tf.errors import InputError
+from albert_tf.options import option
 from albert_tf.tasks.pretraining.writer.instances import PretrainingDataOptions
 from albert_tf.tasks.pretraining.writer.local import write_pretraining_examples
 
@@ -58,14 +56,6 @@ class CreateDataOptions:
     num_output_shards: int = option(0, "With --runner: files per output prefix (0: the runner chooses).")
 
 
-OPTIONS = (CreateDataOptions, PretrainingDataOptions)
-
-
-def define_flags(flag_values=flags.FLAGS):
-    """The flags of `albert-create-pretraining-data`: the fields of `OPTIONS`."""
-    options_lib.define_flags(OPTIONS, flag_values=flag_values)
-
-
 def create_pretraining_data(run, options, pipeline_args=()):
     """Writes the pretraining data of `CreateDataOptions` `run` and `PretrainingDataOptions` `options`: with the local
     writer, or with `run.runner` and the Beam pipeline options `pipeline_args`."""
@@ -73,7 +63,7 @@ def create_pretraining_data(run, options, pipeline_args=()):
                   shard_size_mb=run.shard_size_mb)
     if not run.runner:
         if pipeline_args:
-            raise app.UsageError(f"Unknown arguments {list(pipeline_args)} (Beam pipeline options need --runner).")
+            raise InputError(f"Unknown arguments {list(pipeline_args)} (Beam pipeline options need --runner).")
         write_pretraining_examples(run.input_file, run.output_file, num_workers=run.num_workers, **common)
         return
     # Deferred: apache_beam is the optional `[beam]` extra, needed only with --runner.
@@ -83,20 +73,7 @@ def create_pretraining_data(run, options, pipeline_args=()):
                                   pipeline_args=[f"--runner={run.runner}"] + list(pipeline_args), **common)
 
 
-def _main(argv):
-    create_pretraining_data(*options_lib.from_flags(flags.FLAGS, *OPTIONS), pipeline_args=argv[1:])
-
-
-def _parse_known_flags(argv):
-    """absl parsing that leaves unknown `--flags` (Beam pipeline options) in argv for `_main`."""
-    return flags.FLAGS(argv, known_only=True)
-
-
-def main():
-    define_flags()
-    flags.mark_flags_as_required(options_lib.required_flags(OPTIONS))
-    cli.run_app(_main, CLI_HELP, [__name__], flags_parser=_parse_known_flags)
-
-
-if __name__ == "__main__":
-    main()
+# `albert-create-pretraining-data`: the arguments after the flags are Apache Beam's pipeline options.
+COMMAND = options_lib.Command(name="create_pretraining_data", help_text=CLI_HELP,
+                              options=(CreateDataOptions, PretrainingDataOptions), call=create_pretraining_data,
+                              extra_args=True, pass_unknown_flags=True)

@@ -45,7 +45,7 @@ from albert_tf.text import tokenization
 from albert_tf.tasks.pretraining.writer.records import ExampleEncoder
 from albert_tf.tasks.pretraining.writer.shuffle import advance_shuffle, shuffled_range
 from albert_tf.errors import InputError
-from albert_tf.training.options import MaskedLmOptions, TokenizerOptions, option
+from albert_tf.options import MaskedLmOptions, TokenizerOptions, option
 
 
 # `_is_start_piece_sp` of the original. Its string lists `"` twice and has no `'`; the `€`/`£` it adds

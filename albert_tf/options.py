@@ -5,31 +5,22 @@ shared groups below: `TaskOptions` (every task), `FineTuningOptions` (the fine-t
 (those trained a number of steps on a data directory), and `RuntimeOptions` (where and how any task runs).
 The options that other commands take as well are the smaller groups `ModelOptions` (the model's config and
 weights), `TokenizerOptions` (its tokenizer), `SequenceOptions` and `MaskedLmOptions` (the examples' shape):
-every command's options class (`albert_tf.reproduce.ReproduceOptions`, `...create_data.CreateDataOptions`, ...)
-subclasses the groups it takes. This module imports no TensorFlow.
+every command's options class subclasses the groups it takes. This module imports neither TensorFlow nor absl.
 
 Each field is declared with `option(default, help_text)`: its name is the original flag's name, its default
 the flag's default. A task that changes a shared field's default (or help text) declares the field again in its
 own class, `option(new_default)`, and keeps the rest from the group; a task that fixes a shared field's value
 declares it `constant(value)` (no keyword, no flag).
 
-From the fields:
-
-* `define_flags(classes)` declares a command's absl flags (`run_*.py`, the console scripts): names, defaults,
-  help texts and kinds (`only=` restricts a class to some of its fields);
-* `from_flags(flag_values, *classes)` builds the dataclasses from the parsed flags;
-* `call_options(options_class, args, kwargs)` builds `(task options, RuntimeOptions)` for a Python call
-  `run_<task>(*args, options=None, runtime=None, **kwargs)`, with an `InputError` naming unknown keywords.
-
-`albert_tf.training.driver.run` takes the two and runs the task.
+A command is declared as data (`Command`: its name, help text, options classes and the library call it makes);
+`albert_tf.commands` turns a `Command` into absl flags and an entry point, so that the library below never
+reads flags. `call_options(options_class, args, kwargs)` builds `(task options, RuntimeOptions)` for a Python
+call `run_<task>(*args, options=None, runtime=None, **kwargs)`, with an `InputError` naming unknown keywords.
 """
 
 import dataclasses
-import sys
 import typing
-from typing import ClassVar, Optional
-
-from absl import flags
+from typing import Callable, ClassVar, Optional
 
 from albert_tf.errors import InputError
 
@@ -41,7 +32,8 @@ _KINDS = {bool: "bool", int: "integer", float: "float", str: "string", list: "li
 
 def option(default=REQUIRED, help_text=None, *, enum_values=None, flag=None):
     """A dataclass field that is an option: `default` (REQUIRED: no default; the flag's default is then None),
-    `help_text` (the flag's help), `enum_values` (an enum flag), `flag=False` (a keyword with no flag).
+    `help_text` (the flag's help), `enum_values` (an enum flag: the values, or a function that returns them when
+    the flag is declared, e.g. the registered model kinds), `flag=False` (a keyword with no flag).
 
     A task class that declares a field of a shared group again gives only what changes (e.g. `option(1e-5)`):
     the help text, enum values and flag setting not given come from the nearest base class that gives them.
@@ -70,12 +62,24 @@ def constant(value):
     return dataclasses.field(default=value, init=False, metadata={"flag": False})
 
 
+def shared_option(options_class, name, default=REQUIRED):
+    """A field that is the option `name` of `options_class` (another command's) with another default: its help
+    text, enum values and flag setting are that option's, declared once there (e.g. the quickstart's pretraining
+    steps are `run_pretraining`'s `num_train_steps`, with the demo's default)."""
+    return dataclasses.field(default=default, metadata={"shared": (options_class, name)})
+
+
 def _metadata(options_class, name, key, default=None):
-    """`key` of field `name`'s metadata: the first class of `options_class`'s MRO that sets it."""
+    """`key` of field `name`'s metadata: the first class of `options_class`'s MRO that sets it, or the option a
+    `shared_option` field is."""
     for klass in options_class.__mro__:
         field = getattr(klass, "__dataclass_fields__", {}).get(name)
-        if field is not None and key in field.metadata:
+        if field is None:
+            continue
+        if key in field.metadata:
             return field.metadata[key]
+        if "shared" in field.metadata:
+            return _metadata(*field.metadata["shared"], key, default)
     return default
 
 
@@ -93,6 +97,8 @@ def flag_spec(options_class, field):
     """`(kind, default, help_text, enum_values)` of the flag of `field`: kind from the annotation (`bool`,
     `integer`, `float`, `string`) or `enum`; default None for a required field."""
     enum_values = _metadata(options_class, field.name, "enum_values")
+    if callable(enum_values):
+        enum_values = tuple(enum_values())
     help_text = _metadata(options_class, field.name, "help")
     if help_text is None:
         raise InputError(f"The option {options_class.__name__}.{field.name} has no help text.")
@@ -104,61 +110,8 @@ def flag_spec(options_class, field):
     return kind, default, help_text, enum_values
 
 
-def required_flags(classes):
-    """The flags of the fields of `classes` that have no default (a runner marks them required)."""
-    return [field.name for cls in classes for field in flag_fields(cls) if field.default is REQUIRED]
 
 
-def declared_fields(classes, no_flag=(), only=None):
-    """`(class, field)` of each flag that `define_flags(classes, no_flag=no_flag, only=only)` declares."""
-    only = only or {}
-    return [(cls, field) for cls in classes for field in flag_fields(cls)
-            if field.name not in no_flag and (cls not in only or field.name in only[cls])]
-
-
-def define_flags(classes, flag_values=flags.FLAGS, no_flag=(), only=None):
-    """Declares one absl flag per field of the dataclasses `classes` (those of `flag_fields`), in the calling
-    module's name (the command's, as if it had declared them itself). This is the one place where albert_tf's
-    commands declare flags.
-
-    Args:
-        classes: the options dataclasses of a command, e.g. `(ClassifierOptions, RuntimeOptions)`.
-        flag_values: the `FlagValues` to declare them in.
-        no_flag: fields of the shared groups that this command gives no flag (they keep their defaults).
-        only: `{class: field names}`: of these classes, only the fields named get a flag (a command that takes
-            a few options of a shared group, e.g. `{RuntimeOptions: ("use_tpu", "tpu_name")}`).
-    """
-    module = sys._getframe(1).f_globals.get("__name__")  # pylint: disable=protected-access
-    module = sys.argv[0] if module == "__main__" else module
-    declared = declared_fields(classes, no_flag, only)
-    names = [field.name for _, field in declared]
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
-        raise InputError(f"Options declared by two of {', '.join(cls.__name__ for cls in classes)}: "
-                         f"{', '.join(twice)}.")
-    for cls, field in declared:
-        kind, default, help_text, enum_values = flag_spec(cls, field)
-        if kind == "enum":
-            flags.DEFINE_enum(field.name, default, list(enum_values), help_text, flag_values=flag_values,
-                              module_name=module)
-        elif kind == "list":
-            flags.DEFINE_list(field.name, default, help_text, flag_values=flag_values, module_name=module)
-        else:
-            getattr(flags, f"DEFINE_{kind}")(field.name, default, help_text, flag_values=flag_values,
-                                             module_name=module)
-        flag_values[field.name].option_class = cls
-
-
-def from_flags(flag_values, *classes, overrides=None):
-    """The dataclasses `classes` (a tuple, in order) from the parsed flags that `define_flags(classes)`
-    declared; `overrides` {field: value} replace flag values (e.g. a preset's, for flags the user did not give)."""
-    overrides = overrides or {}
-    built = []
-    for cls in classes:
-        values = {field.name: overrides.get(field.name, flag_values[field.name].value) for field in flag_fields(cls)
-                  if field.name in flag_values and getattr(flag_values[field.name], "option_class", None) is cls}
-        built.append(cls(**values))
-    return tuple(built)
 
 
 def options_from_kwargs(classes, kwargs, bases=None):
@@ -207,11 +160,38 @@ def call_options(options_class, args, kwargs, options=None, runtime=None):
     return options_from_kwargs((options_class, RuntimeOptions), kwargs, [options, runtime])
 
 
-def runner_flag_names(flag_values, runner):
-    """The flags of `flag_values` that the runner module `runner` (its `__name__`) declares (not absl's
-    `--help` and logging flags, nor TensorFlow's own)."""
-    module = sys.argv[0] if runner == "__main__" else runner
-    return {flag.name for flag in flag_values.flags_by_module_dict().get(module, ())}
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """A command line, declared as data beside the library call it makes; `albert_tf.commands.run(name)` gives
+    it its flags (one per field of `options`), parses them and makes the call.
+
+    Attributes:
+        name: what the user types (`run_classifier`, `albert-export`, ...).
+        help_text: the paragraph that `--help` starts with: what the command reads and writes.
+        options: the options dataclasses whose fields are its flags, in order.
+        call: `call(*options)`, one instance of each class of `options` built from the flags (and, with
+            `extra_args`, `call(*options, args)`: the command line's other arguments).
+        no_flag: fields of the shared groups that this command gives no flag (they keep their defaults).
+        only: `{class: field names}`: of these classes, only the fields named get a flag.
+        resolve: `resolve(values, given) -> {name: value}`: the values of flags the user did not give (a
+            preset's, for instance), from every flag's value (`values`, by name) and the names given (`given`);
+            it raises `InputError` for a combination of flags that the command refuses.
+        extra_args: whether the arguments after the flags (names to fetch, Beam's options) go to `call`.
+        pass_unknown_flags: whether `--flags` that are not its own are left in those arguments (another
+            library's options, e.g. Apache Beam's) instead of being refused.
+    """
+
+    name: str
+    help_text: str
+    options: tuple
+    call: Callable
+    no_flag: tuple = ()
+    only: Optional[dict] = None
+    resolve: Optional[Callable] = None
+    extra_args: bool = False
+    pass_unknown_flags: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -287,7 +267,16 @@ class MaskedLmOptions(SequenceOptions):
 
 
 class Stages:
-    """What the driver asks of every task's options: the stages to run and the checkpoints they read."""
+    """What the driver reads of every task's options, as plain data: the stages to run, the checkpoints they read,
+    the metric that picks the best checkpoint, and the feature files a failed run removes."""
+
+    # The evaluation metric that picks `model.ckpt-best` (higher is better).
+    metric_key: ClassVar[str] = None
+    # After evaluation, remove the checkpoints other than the best and the latest (as the original fine-tuning
+    # scripts that keep only `model.ckpt-best`).
+    keep_best_only: ClassVar[bool] = True
+    # Without checkpoints, the `evaluate` stage scores the initial weights (else it warns and scores nothing).
+    scores_initial_weights: ClassVar[bool] = True
 
     @property
     def init_path(self):
@@ -303,12 +292,12 @@ class Stages:
     @property
     def evaluates_checkpoints(self):
         """Whether a stage reads every `model.ckpt-<step>` of `output_dir`."""
-        return self.do_eval
+        return "evaluate" in self.stages()
 
     @property
     def runs_inference(self):
         """Whether a stage reads `model.ckpt-best` (else the latest checkpoint)."""
-        return self.do_predict or bool(self.export_dir)
+        return bool({"predict", "export"} & set(self.stages()))
 
     @property
     def checked_init_path(self):
@@ -316,9 +305,14 @@ class Stages:
         return self.init_path
 
     def stages(self):
-        """`driver.run_stages` keyword arguments: `do_train`, `do_eval`, `do_predict`, `export_dir`."""
-        return dict(do_train=self.do_train, do_eval=self.do_eval, do_predict=self.do_predict,
-                    export_dir=self.export_dir)
+        """The stages to run, in order, among `train`, `evaluate`, `predict`, `export` (`driver.run_stages`)."""
+        wanted = (("train", self.do_train), ("evaluate", self.do_eval), ("predict", self.do_predict),
+                  ("export", bool(self.export_dir)))
+        return tuple(stage for stage, on in wanted if on)
+
+    def feature_files(self):
+        """The feature caches a run may write (`driver.removed_on_failure` removes those a failed run made)."""
+        return []
 
     def train_options(self, runtime):
         """`driver.train` keyword arguments of the task's options and the runtime's."""

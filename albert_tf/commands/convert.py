@@ -9,14 +9,11 @@
 
 import dataclasses
 
-from absl import app, flags, logging
+from absl import logging
 
-from albert_tf import cli
-from albert_tf.checkpoints.convert import FORMATS, MODELS, convert
-from albert_tf.training import options as options_lib
-from albert_tf.training.options import option
-
-FLAGS = flags.FLAGS
+from albert_tf import options as options_lib
+from albert_tf.checkpoints.convert import FORMATS, convert, models
+from albert_tf.options import option
 
 CLI_HELP = (
     "Converts ALBERT weights between the forms they are published and used in. --input is read from its files, "
@@ -46,36 +43,24 @@ class ConvertOptions(options_lib.ModelOptions):
                          "hf: transformers directory (safetensors); keras_hub: keras-hub AlbertBackbone preset.",
                          enum_values=FORMATS)
     model: str = option("auto", "Model whose variables to convert; auto picks from the heads in the checkpoint.",
-                        enum_values=MODELS)
+                        enum_values=models)
 
 
 # The source's weights are `input`: `init_checkpoint` has no flag here.
 FLAG_OPTIONS = {ConvertOptions: ("input", "output_dir", "format", "model", "albert_config_file")}
 
 
-def define_flags(flag_values=FLAGS):
-    """The flags of `albert-convert` (the fields of `FLAG_OPTIONS`), `--input` and `--output_dir` required."""
-    options_lib.define_flags(tuple(FLAG_OPTIONS), flag_values=flag_values, only=FLAG_OPTIONS)
-    flags.mark_flags_as_required(["input", "output_dir"], flag_values=flag_values)
-
-
 def convert_from_options(run):
-    """`convert(...)` with the `ConvertOptions` `run`; returns its result."""
-    return convert(run.input, run.output_dir, output_format=run.format, model=run.model,
-                   config_file=run.albert_config_file)
-
-
-def _run(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
-    result = convert_from_options(*options_lib.from_flags(FLAGS, *FLAG_OPTIONS))
+    """`convert(...)` with the `ConvertOptions` `run`; logs and returns its result."""
+    result = convert(run.input, run.output_dir, output_format=run.format, model=run.model,
+                     config_file=run.albert_config_file)
     logging.info("%s weights: %s", result["model"], result["weights"])
+    return result
 
 
-def main():
-    define_flags()
-    cli.run_app(_run, CLI_HELP, [__name__])
+def _call(run):
+    convert_from_options(run)
 
 
-if __name__ == "__main__":
-    main()
+COMMAND = options_lib.Command(name="albert-convert", help_text=CLI_HELP, options=(ConvertOptions,), call=_call,
+                              only=FLAG_OPTIONS)

@@ -1,17 +1,15 @@
-"""The `albert-export` command line (`python -m albert_tf.export.cli`): flags over `albert_tf.export.saved_model`
-(SavedModel) and `albert_tf.export.lite` (`--format=tflite`); neither imports this module."""
+"""`albert-export`: its options and its call, over `albert_tf.export.saved_model` (SavedModel) and
+`albert_tf.export.lite` (`--format=tflite`); neither imports this module."""
 
 import dataclasses
 import functools
 from typing import Optional
 
-from absl import app, flags
-
-from albert_tf import cli
+from albert_tf import options as options_lib
+from albert_tf.errors import InputError
 from albert_tf.export import saved_model as export_lib
+from albert_tf.options import option
 from albert_tf.text import modes as text_modes
-from albert_tf.training import options as options_lib
-from albert_tf.training.options import option
 
 CLI_HELP = (
     "Exports an ALBERT checkpoint as a TF Serving SavedModel. Reads --input (a Google TF1 checkpoint, release "
@@ -40,7 +38,7 @@ class ExportOptions(options_lib.ModelOptions, options_lib.TokenizerOptions, opti
     input: str = option(help_text="Checkpoint source: Google TF1 checkpoint prefix, release directory or .tar.gz, "
                         "TF-Hub TF1 module directory, or an albert_tf checkpoint prefix.")
     # A model kind of the registry (albert-convert's `model` also has `auto`).
-    model: str = option("encoder", "Which model the checkpoint holds.", enum_values=export_lib.MODEL_KINDS)
+    model: str = option("encoder", "Which model the checkpoint holds.", enum_values=export_lib.model_kinds)
     num_labels: int = option(2, "Classifier labels (1 = STS-B style regression).")
     # The base directory TF Serving watches (a runner's `export_dir` receives its best model the same way).
     export_dir: str = option(help_text="Base directory; the SavedModel goes to <export_dir>/<version>/.")
@@ -77,15 +75,6 @@ def _lengths_class(lengths):
     return options_lib.length_options(lengths, name="ExportLengths")
 
 
-def define_flags(flag_values=flags.FLAGS):
-    """The flags of `albert-export` (`ExportOptions` and the text modes' lengths); `--input` and `--export_dir`
-    required. Returns the options classes, in order."""
-    classes = (ExportOptions, _lengths_options())
-    options_lib.define_flags(classes, flag_values=flag_values, no_flag=NO_FLAG)
-    flags.mark_flags_as_required(options_lib.required_flags(classes), flag_values=flag_values)
-    return classes
-
-
 # The checkpoint is `input`, the SentencePiece model `spm_model_file` (no WordPiece vocabulary for serve_text).
 NO_FLAG = ("init_checkpoint", "vocab_file")
 
@@ -110,28 +99,21 @@ def export(run, lengths):
         max_predictions_per_seq=run.max_predictions_per_seq, **lengths)
 
 
-def _run(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])}")
-    f = flags.FLAGS
-    classes = (ExportOptions, _lengths_options())
-    if f.format == "tflite":
-        if f["warmup"].present:
-            raise app.UsageError("--warmup applies to --format=saved_model only.")
-    else:
-        for name in ("quantize", "batch_size", "calibration_file", "labels"):
-            if f[name].present:
-                raise app.UsageError(f"--{name} applies to --format=tflite only.")
-    run = options_lib.from_flags(f, classes[0])[0]
-    lengths = {name: f[name].value for name in (field.name for field in dataclasses.fields(classes[1]))}
-    print(export(run, lengths))
+def _resolve(values, given):
+    """Refuses the flags of one format given with the other."""
+    if values["format"] == "tflite":
+        if "warmup" in given:
+            raise InputError("--warmup applies to --format=saved_model only.")
+        return {}
+    for name in ("quantize", "batch_size", "calibration_file", "labels"):
+        if name in given:
+            raise InputError(f"--{name} applies to --format=tflite only.")
+    return {}
 
 
-def main():
-    """`albert-export`: a checkpoint -> a TF Serving SavedModel (see `export_from_checkpoint`)."""
-    define_flags()
-    cli.run_app(_run, CLI_HELP, [__name__])
+def _call(run, lengths):
+    print(export(run, dataclasses.asdict(lengths)), flush=True)
 
 
-if __name__ == "__main__":
-    main()
+COMMAND = options_lib.Command(name="albert-export", help_text=CLI_HELP, options=(ExportOptions, _lengths_options()),
+                              call=_call, no_flag=NO_FLAG, resolve=_resolve)

@@ -1,27 +1,23 @@
-"""Start-up shared by every albert_tf command: a quiet TensorFlow start and a `--help` that explains.
+"""How every albert_tf command starts and ends: a quiet TensorFlow start, flags from the command's options, a
+`--help` that explains, one line for an error in what the user gave.
 
-The console scripts of setup.cfg point at the small functions at the end of this module, not at the
-modules that implement the commands. TensorFlow reads `TF_CPP_MIN_LOG_LEVEL` once, when its shared library
-loads, so the level has to be set before the command's module (which imports TensorFlow) is imported:
-each function here calls `quiet_tensorflow_start()` and only then imports its command. The `run_*.py`
-scripts call `quiet_tensorflow_start()` before their own imports for the same reason.
+TensorFlow reads `TF_CPP_MIN_LOG_LEVEL` and `TF_ENABLE_ONEDNN_OPTS` once, when its shared library loads, so
+`quiet_tensorflow_start()` runs before the command's module (which imports TensorFlow) is imported:
+`albert_tf.commands.run(name)` calls it first, then finds the command's `albert_tf.options.Command` and hands it
+to `run_command`. It also picks TensorFlow's CPU backend (`pick_cpu_backend()`: oneDNN or Eigen) when the user
+has not. Only the commands do this; `import albert_tf` leaves the environment as it is.
 
-`run_app(main, help_text, flag_modules)` replaces `absl.app.run(main)` in the commands: `--help` then starts
-with the command's paragraph and lists its own flags (absl lists only the flags that the `__main__` module
-defines itself, which for a console script is none), and an error in what the user gave (a flag, a file, a
-config, a checkpoint, data: `albert_tf.errors.InputError` and the exceptions of `user_errors()`) ends the
-command with one line, `<command>: error: <message>`, and exit status 2. Any other exception is a bug and
-keeps its traceback. A SIGINT or SIGTERM ends it with `interrupted at step N; the same command resumes` and exit
-status 130 or 143 (`albert_tf.training.interrupt`). `--verbosity=1` (or more), or `ALBERT_TF_TRACEBACK=1` in the
-environment, prints the traceback of a user error too.
-
-`quiet_tensorflow_start()` also picks TensorFlow's CPU backend (`pick_cpu_backend()`: oneDNN or Eigen) when
-the user has not, for the same reason: TensorFlow reads `TF_ENABLE_ONEDNN_OPTS` once, when it loads. Only the
-commands do this; `import albert_tf` leaves the environment as it is.
+`run_command(command)` declares the command's flags from its options dataclasses (`albert_tf.commands.flags`),
+builds the dataclasses back from the parsed flags and makes the command's one library call. `run_app(main,
+help_text)` replaces `absl.app.run(main)`: `--help` starts with the command's paragraph and lists its own flags,
+and an error in what the user gave (a flag, a file, a config, a checkpoint, data: `albert_tf.errors.InputError`
+and the exceptions of `user_errors()`) ends the command with one line, `<command>: error: <message>`, and exit
+status 2. Any other exception is a bug and keeps its traceback. A SIGINT or SIGTERM ends it with `interrupted at
+step N; the same command resumes` and exit status 130 or 143 (`albert_tf.training.interrupt`). `--verbosity=1`
+(or more), or `ALBERT_TF_TRACEBACK=1` in the environment, prints the traceback of a user error too.
 """
 
 import collections
-import importlib
 import os
 import platform
 import re
@@ -33,6 +29,7 @@ from absl import app
 from absl import flags
 from absl import logging
 
+from albert_tf.commands import flags as flag_lib
 from albert_tf.errors import InputError, MissingPackageError, tf_error_text
 from albert_tf.training import interrupt
 
@@ -302,38 +299,41 @@ def _logging_cpu_backend(main):
     return logged
 
 
-def run_module(module_name):
-    """Loads TensorFlow quietly (`quiet_tensorflow_start`), then runs `main()` of the module `module_name`: the
-    body of every console script, so that the module's imports come after the backend is chosen."""
-    quiet_tensorflow_start()
-    importlib.import_module(module_name).main()
+def run_command(command):
+    """Runs the `albert_tf.options.Command` `command` as this process's command line: its flags declared from its
+    options (in the name of the script the user ran, so that `--help` and `--helpfull` list them), parsed and
+    built back into the options dataclasses (with `command.resolve`'s values for the flags not given), then
+    `command.call`."""
+    module = sys.argv[0]
+    flag_lib.define_flags(command.options, no_flag=command.no_flag, only=command.only, module_name=module)
+    flags.mark_flags_as_required(flag_lib.required_flags(command.options, command.no_flag, command.only))
+
+    def main(argv):
+        overrides = {}
+        if command.resolve is not None:
+            overrides = command.resolve(*flag_lib.given_flags(flags.FLAGS, command.options))
+        built = flag_lib.from_flags(flags.FLAGS, *command.options, overrides=overrides)
+        if command.extra_args:
+            command.call(*built, argv[1:])
+        else:
+            command.call(*built)
+
+    parser = _known_flags if command.pass_unknown_flags else None
+    if command.extra_args or command.pass_unknown_flags:
+        run_app(main, command.help_text, flags_parser=parser)
+    else:
+        run_app(_no_arguments(main), command.help_text)
 
 
-def train_vocab():
-    """Console script `albert-train-vocab`."""
-    run_module("albert_tf.text.vocab_cli")
+def _known_flags(argv):
+    """absl parsing that leaves unknown `--flags` in argv (another library's options, e.g. Apache Beam's)."""
+    return flags.FLAGS(argv, known_only=True)
 
 
-def convert():
-    """Console script `albert-convert`."""
-    run_module("albert_tf.checkpoints.cli")
+def _no_arguments(main):
+    def checked(argv):
+        if len(argv) > 1:
+            raise app.UsageError(f"Unexpected arguments: {' '.join(argv[1:])} (options are `--name=value`).")
+        return main(argv)
 
-
-def export():
-    """Console script `albert-export`."""
-    run_module("albert_tf.export.cli")
-
-
-def quickstart():
-    """Console script `albert-quickstart`."""
-    run_module("albert_tf.quickstart.run")
-
-
-def download():
-    """Console script `albert-download`."""
-    run_module("albert_tf.checkpoints.download")
-
-
-def reproduce():
-    """Console script `albert-reproduce`."""
-    run_module("albert_tf.reproduce")
+    return checked
