@@ -34,8 +34,8 @@ _EXPORTS = {
 # The documented heads: classes of registered model kinds, found through the registry (`registry.by_class_name`).
 _MODEL_CLASSES = ("AlbertClassifier", "AlbertPretrainer", "AlbertRace", "AlbertSquadV1", "AlbertSquadV2",
                   "AlbertTokenClassifier")
-_SUBMODULES = ("checkpoints", "cli", "config", "data", "errors", "export", "fileio", "layers", "models", "pipelines",
-               "quickstart", "registry", "reproduce", "tasks", "text", "training")
+_SUBMODULES = ("checkpoints", "commands", "config", "data", "errors", "export", "fileio", "layers", "models",
+               "options", "pipelines", "quickstart", "registry", "reproduce", "tasks", "text", "training")
 # Documented module names -> the module of the package that they are.
 _MODULE_ALIASES = {
     "lite": "albert_tf.export.lite",

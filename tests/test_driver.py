@@ -129,8 +129,12 @@ def test_the_checks_before_any_work(example, tmp_path):
     assert not (tmp_path / "out").exists()
     with pytest.raises(ValueError, match=r"is not a checkpoint: .*model\.ckpt-best\.index does not exist"):
         check_readable(str(tmp_path / "model.ckpt-best"))
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    for split in ("train", "dev"):
+        (partial / f"{split}.tsv").write_text(open(os.path.join(example["data"], f"{split}.tsv")).read())
     with pytest.raises(ValueError, match="no test.tsv"):
-        _run(example, tmp_path / "out", data_dir=str(tmp_path))
+        _run(example, tmp_path / "out", data_dir=str(partial))
     assert not (tmp_path / "out").exists()
 
 
