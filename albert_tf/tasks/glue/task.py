@@ -34,7 +34,7 @@ from albert_tf.fileio import write_text_atomic
 from albert_tf.options import option
 from albert_tf.tasks.glue.model import AlbertClassifier, classifier_loss
 from albert_tf.text.tokenization import FullTokenizer
-from albert_tf.training import driver
+from albert_tf.training import driver, inference
 from albert_tf.training import metrics as metrics_lib
 
 # The per-task values of the original `run_glue.sh`, all with max_seq_length 512,
@@ -175,7 +175,7 @@ def run_model_on_dataset(model, dataset, strategy, num_examples=None, what="eval
     step = step or make_inference_step(model)
     collected = {}
     batch_loss = []
-    for arrays in driver.inference_batches(step, dataset, strategy, what, num_examples):
+    for arrays in inference.inference_batches(step, dataset, strategy, what, num_examples):
         for key, value in arrays.items():
             collected.setdefault(key, []).append(value)
         real = arrays["is_real_example"].astype(np.float64)

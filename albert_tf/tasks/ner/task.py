@@ -126,13 +126,15 @@ class NerTask(driver.Task):
         options.check_batch_sizes()
         if options.labels is not None:
             conll.parse_labels(options.labels)
-        super().check()
-        options.check_vocabulary(self.runtime.spm_model_file)
         if options.labels is None:
             conll.split_path(options.data_dir, "train")   # The label list is read from it.
         for stage, split in (("do_train", "train"), ("do_eval", "dev"), ("do_predict", "test")):
             if getattr(options, stage):
-                conll.split_path(options.data_dir, split)
+                path = conll.split_path(options.data_dir, split)
+                if split == "dev":   # Tags the label list lacks stop the run before any work.
+                    conll.check_tags(conll.read_sentences(path), self.labels, path)
+        super().check()
+        options.check_vocabulary(self.runtime.spm_model_file)
 
     def build_model(self, init_path=None):
         model = AlbertTokenClassifier(self.runtime.config, num_labels=len(self.labels), labels=self.labels,
