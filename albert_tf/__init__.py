@@ -31,9 +31,9 @@ _EXPORTS = {
     "AlbertPreprocessor": "albert_tf.text.preprocessor",
     "pipeline": "albert_tf.pipelines",
 }
-# The documented heads: classes of registered model kinds, found through the registry (`registry.by_class_name`).
-_MODEL_CLASSES = ("AlbertClassifier", "AlbertPretrainer", "AlbertRace", "AlbertSquadV1", "AlbertSquadV2",
-                  "AlbertTokenClassifier")
+# The heads: the Keras classes that each task package names (`KERAS_CLASSES`, read without importing TensorFlow),
+# found through the registry on first use (`registry.by_class_name`).
+_MODEL_CLASSES = tuple(keras_names.task_names())
 _SUBMODULES = ("checkpoints", "commands", "config", "data", "errors", "export", "fileio", "layers", "models",
                "options", "pipelines", "quickstart", "registry", "reproduce", "tasks", "text", "training")
 # Documented module names -> the module of the package that they are.

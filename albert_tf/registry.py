@@ -31,7 +31,6 @@ complete whatever was imported before, and a new task folder is found without an
 the package (a test, a user's head) calls `register` itself before its lookups.
 """
 
-import collections.abc
 import dataclasses
 import importlib
 import importlib.util
@@ -233,9 +232,6 @@ def register_pipeline(cls):
     return cls
 
 
-def unregister_pipeline(task):
-    """Removes the pipeline of `task` (for pipelines registered by tests)."""
-    _PIPELINES.pop(task, None)
 
 
 def pipelines():
@@ -299,50 +295,3 @@ def by_class_name(name):
         if kind.model_class.__name__ == name:
             return kind.model_class
     return None
-
-
-class SequenceView(collections.abc.Sequence):
-    """A tuple computed from the registry at each use (so kinds registered later show), equal to that tuple."""
-
-    def __init__(self, compute):
-        self._compute = compute
-
-    def __getitem__(self, index):
-        return self._compute()[index]
-
-    def __len__(self):
-        return len(self._compute())
-
-    def __eq__(self, other):
-        return isinstance(other, collections.abc.Sequence) and tuple(self) == tuple(other)
-
-    def __hash__(self):
-        return hash(tuple(self))
-
-    def __add__(self, other):
-        return tuple(self) + tuple(other)
-
-    def __radd__(self, other):
-        return tuple(other) + tuple(self)
-
-    def __repr__(self):
-        return repr(tuple(self))
-
-
-class MappingView(collections.abc.Mapping):
-    """A dict computed from the registry at each use, equal to that dict."""
-
-    def __init__(self, compute):
-        self._compute = compute
-
-    def __getitem__(self, key):
-        return self._compute()[key]
-
-    def __iter__(self):
-        return iter(self._compute())
-
-    def __len__(self):
-        return len(self._compute())
-
-    def __repr__(self):
-        return repr(self._compute())

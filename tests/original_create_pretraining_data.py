@@ -21,7 +21,7 @@
 # pieces come from `encode_pieces` below, the original's function as it runs under Python 3.
 """A straightforward pure-Python transcription of the original `create_pretraining_data.py`: a test oracle.
 
-Two uses: the reference that `tests/test_pretraining_data.py` and `tests/test_beam_writer.py` compare the
+Two uses: the reference that `tests/tasks/pretraining/test_pretraining_data.py` and `tests/tasks/pretraining/test_beam_writer.py` compare the
 writer of `albert_tf.data` with, and the speed baseline of `benchmarks/bench_pretraining_data.py`. It keeps
 the original's data structures and costs (token strings, lists, `_is_start_piece_sp` rebuilding its sets per
 call, `tf.train.Example` built with the protobuf API) and holds the corpus and every instance in RAM.

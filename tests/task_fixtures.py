@@ -15,9 +15,9 @@ from albert_tf.config import AlbertConfig
 from albert_tf.data import features as features_lib
 from albert_tf.text.tokenization import preprocess_text
 import squad_fixtures
-from test_glue import (sentiment_rows, sentiment_sentence, stsb_rows, write_cola, write_mnli, write_small_tasks,
+from glue_fixtures import (sentiment_rows, sentiment_sentence, stsb_rows, write_cola, write_mnli, write_small_tasks,
                        write_sst2, write_stsb)
-from test_race import make_articles, write_tree
+from race_fixtures import make_articles, write_tree
 
 SEQ = 16             # max_seq_length of GLUE, RACE, NER and pretraining
 SQUAD_SEQ = 32       # SQuAD: a question and a doc span

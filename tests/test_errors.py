@@ -20,7 +20,7 @@ from albert_tf.errors import InputError
 from albert_tf.export.saved_model import export_saved_model
 from albert_tf.tasks.glue.task import run_classifier
 import original_checkpoints as oc
-from test_glue import MAX_SEQ, glue_root, model_files  # noqa: F401  (fixtures)
+from glue_fixtures import MAX_SEQ, glue_root, model_files  # noqa: F401  (fixtures)
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 BIN = pathlib.Path(sys.executable).parent

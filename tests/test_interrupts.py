@@ -14,7 +14,7 @@ import tensorflow as tf
 import albert_tf
 from albert_tf.tasks.glue.model import classifier_loss
 from albert_tf.training import interrupt, loop, optimization
-from test_glue import REPO, glue_root, model_files  # noqa: F401  (fixtures)
+from glue_fixtures import REPO, glue_root, model_files  # noqa: F401  (fixtures)
 
 TINY = dict(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
             intermediate_size=32, max_position_embeddings=16, hidden_dropout_prob=0.0,

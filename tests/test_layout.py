@@ -1,7 +1,7 @@
 """The layout: a task is one folder (`albert_tf/tasks/<task>/`), and nothing outside the task folders names one.
 
 `test_a_new_task_folder_is_known_everywhere` copies the package, adds a task folder `tasks/toytag/` (a token
-tagger of tests/test_registry.py with its own head, TF1 names, serving spec, text pipeline and option
+tagger of tests/toy_tagger.py with its own head, TF1 names, serving spec, text pipeline and option
 dataclass) and, in a fresh process
 that imports the copy, asks the shared machinery for it: the registry, `albert_tf.<Class>`, Keras's table of
 names, the converter's and the export's model lists, its command line (`albert_tf.commands`), its recipe of
@@ -24,9 +24,9 @@ import tokenize
 
 import pytest
 
-import test_registry
+import toy_tagger
 from fresh_process import same_cpu_backend
-from test_glue import model_files  # noqa: F401  (a fixture)
+from glue_fixtures import model_files  # noqa: F401  (a fixture)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGE = os.path.join(REPO, "albert_tf")
@@ -62,7 +62,7 @@ RECIPES = (Recipe("toytag", "Toy tagging", DataDir("toy_dir", "Directory holding
                   lambda *args: ([("F1", 1.0)], None), dict(learning_rate=1e-4), "none", order=900),)
 '''
 
-# The toy tagger of tests/test_registry.py, as the new folder's model module (its Keras class and an option
+# The toy tagger of tests/toy_tagger.py, as the new folder's model module (its Keras class and an option
 # dataclass) and kind module (its serving spec, the head's TF1 names and its registration).
 TOY_MODEL = "\n".join([
     '"""`AlbertToyTagger`: `sequence_output` -> `tagger/output_weights [num_labels, H]`, `output_bias`."""',
@@ -74,7 +74,7 @@ TOY_MODEL = "\n".join([
     "from albert_tf import options as options_lib",
     "",
     '@keras.saving.register_keras_serializable(package="albert_tf")',
-    inspect.getsource(test_registry.AlbertToyTagger),
+    inspect.getsource(toy_tagger.AlbertToyTagger),
     "@dataclasses.dataclass(frozen=True, kw_only=True)",
     "class ToyTagOptions(options_lib.FineTuningOptions):",
     '    toy_window: int = options_lib.option(16, "Words per window of the toy tagger.")',
@@ -87,7 +87,7 @@ TOY_KIND = "\n".join([
     "from albert_tf.serving_spec import ServingSpec",
     "from albert_tf.tasks.toytag.model import AlbertToyTagger",
     "",
-    inspect.getsource(test_registry.ToySpec),
+    inspect.getsource(toy_tagger.ToySpec),
     'ToySpec.pipeline_tasks = ("toy-tagging",)',
     "",
     'HEAD = registry.Head("toy_tagger", rows=tuple(table.output_projection_rows("toy_tagger", "tagger", "tagger_head")),',

@@ -28,8 +28,8 @@ from albert_tf.tasks.glue.task import run_classifier
 from albert_tf.tasks.race.task import run_race
 import original_checkpoints as oc
 import squad_fixtures as fx
-import test_race
-from test_glue import glue_root, model_files  # noqa: F401  (fixtures)
+import race_fixtures
+from glue_fixtures import glue_root, model_files  # noqa: F401  (fixtures)
 
 SEQ = 48           # the SQuAD / fill-mask fixtures' max_seq_length
 GLUE_SEQ = 32
@@ -207,8 +207,8 @@ def test_regression_head_gives_the_run_classifier_value(glue_root, model_files, 
 
 
 def test_multiple_choice_equals_run_race_predictions(tmp_path, capsys):
-    root = test_race.write_tree(str(tmp_path / "race"), "all")
-    spm_file = test_race.train_spm(str(tmp_path))
+    root = race_fixtures.write_tree(str(tmp_path / "race"), "all")
+    spm_file = race_fixtures.train_spm(str(tmp_path))
     config = AlbertConfig(vocab_size=spm.SentencePieceProcessor(model_file=spm_file).get_piece_size(),
                           embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                           intermediate_size=64, max_position_embeddings=64)
@@ -219,19 +219,19 @@ def test_multiple_choice_equals_run_race_predictions(tmp_path, capsys):
     release = _release(model, tmp_path / "race_release", config_file, spm_file)
     out = tmp_path / "race_out"
     run_race(data_dir=root, output_dir=str(out), init_checkpoint=release, do_train=False, do_eval=False,
-             do_predict=True, max_seq_length=test_race.MAX_SEQ, max_qa_length=test_race.MAX_QA,
+             do_predict=True, max_seq_length=race_fixtures.MAX_SEQ, max_qa_length=race_fixtures.MAX_QA,
              predict_batch_size=3)
     rows = [line.rstrip("\n").split("\t") for line in open(out / "predictions.tsv")][1:]
     # The test split as run_race reads it: middle then high, article by article, question by question.
     inputs = []
     for level in ("middle", "high"):
-        seed, n, answers = test_race.SPLITS["test"][level]
-        for article in test_race.make_articles(seed, n, answers):
+        seed, n, answers = race_fixtures.SPLITS["test"][level]
+        for article in race_fixtures.make_articles(seed, n, answers):
             for question, options in zip(article["questions"], article["options"]):
                 inputs.append({"article": article["article"], "question": question, "options": options})
     assert len(inputs) == len(rows) == 8
-    pipe = albert_tf.pipeline("multiple-choice", release, max_seq_length=test_race.MAX_SEQ,
-                              max_qa_length=test_race.MAX_QA, batch_size=5)
+    pipe = albert_tf.pipeline("multiple-choice", release, max_seq_length=race_fixtures.MAX_SEQ,
+                              max_qa_length=race_fixtures.MAX_QA, batch_size=5)
     capsys.readouterr()
     results = pipe(inputs)
     assert "multiple-choice" in capsys.readouterr().err   # more than one batch: a progress bar

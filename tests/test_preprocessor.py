@@ -24,7 +24,7 @@ from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.training.optimization import AdamWeightDecay, AlbertLearningRateSchedule, Lamb
 import fixtures_text as ft
 from albert_tf.text import vocab as vocab_lib
-from test_glue import model_files, sentiment_rows  # noqa: F401  (`model_files` is a fixture)
+from glue_fixtures import model_files, sentiment_rows  # noqa: F401  (`model_files` is a fixture)
 
 MAX_SEQ = 32
 

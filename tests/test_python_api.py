@@ -14,7 +14,7 @@ import pytest
 from albert_tf import AlbertClassifier, AlbertPreprocessor, AlbertTokenClassifier
 from albert_tf.errors import InputError
 from fresh_process import same_cpu_backend
-from test_glue import model_files  # noqa: F401  (a fixture)
+from glue_fixtures import model_files  # noqa: F401  (a fixture)
 
 
 def test_labels_outside_the_range_are_refused_before_tracing(model_files):  # noqa: F811

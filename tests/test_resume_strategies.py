@@ -22,7 +22,7 @@ from albert_tf.training import distribution
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, TESTS_DIR)
-from test_training_loop import PRED, SEQ, TINY, _env, _free_ports, _load, _wait, make_features  # noqa: E402
+from training_fixtures import PRED, SEQ, TINY, _env, _free_ports, _load, _wait, make_features  # noqa: E402
 
 
 def _write_named_records(directory, lengths):

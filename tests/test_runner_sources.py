@@ -14,7 +14,7 @@ from albert_tf.tasks.race.model import AlbertRace
 from albert_tf.tasks.squad.model import AlbertSquadV1
 import original_checkpoints as oc
 import squad_fixtures as fx
-from test_race import MAX_QA, MAX_SEQ, workdir  # noqa: F401  (a fixture)
+from race_fixtures import MAX_QA, MAX_SEQ, workdir  # noqa: F401  (a fixture)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -192,3 +192,33 @@ def test_public_names_are_listed_statically():
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert int(proc.stdout.split()[-1]) > 20
+
+
+def _test_modules():
+    """`{path: module name}` of every Python file under tests/."""
+    found = {}
+    for folder, _, names in os.walk(os.path.join(ROOT, "tests")):
+        for name in names:
+            if name.endswith(".py"):
+                found[os.path.join(folder, name)] = name[:-3]
+    return found
+
+
+def test_the_tests_mirror_the_tasks_and_no_test_module_imports_another():
+    tasks = {name for name in os.listdir(os.path.join(ROOT, "albert_tf", "tasks"))
+             if os.path.isfile(os.path.join(ROOT, "albert_tf", "tasks", name, "__init__.py"))}
+    folders = {name for name in os.listdir(os.path.join(ROOT, "tests", "tasks"))
+               if any(n.startswith("test_") for n in os.listdir(os.path.join(ROOT, "tests", "tasks", name)))}
+    assert tasks <= folders, f"tests/tasks/ lacks {sorted(tasks - folders)}"
+    modules = _test_modules()
+    test_names = {name for name in modules.values() if name.startswith("test_")}
+    assert len(test_names) == sum(name.startswith("test_") for name in modules.values()), "two test files share a name"
+    found = []
+    for path in modules:
+        if os.path.relpath(path, ROOT).startswith(os.path.join("tests", "references")):
+            continue   # The reference-making scripts run by hand in another environment, on the tests' fixtures.
+        for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            found += [f"{os.path.relpath(path, ROOT)} imports {name}" for name in names if name in test_names]
+    assert not found, found

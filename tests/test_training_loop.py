@@ -3,7 +3,6 @@
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -16,11 +15,8 @@ import albert_tf
 from albert_tf.checkpoints.restore import restore_checkpoint
 from albert_tf.tasks.pretraining.model import pretraining_loss
 from albert_tf.training import distribution, loop, optimization
+from training_fixtures import TINY, _env, _free_ports, _load, _wait, make_features
 
-TINY = dict(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-            intermediate_size=32, max_position_embeddings=16, hidden_dropout_prob=0.0,
-            attention_probs_dropout_prob=0.0)
-SEQ, PRED = 12, 3
 
 # One script for every subprocess test: `python worker.py <json args>`; it trains the tiny pretrainer with
 # a deterministic input pipeline and writes its final weights to `<out>.npz`.
@@ -53,21 +49,6 @@ WORKER = textwrap.dedent('''
         with open(run["out"] + ".json", "w") as f:
             json.dump(result, f)
 ''')
-
-
-def make_features(num_examples, seed=0):
-    """Random pretraining features with every masked_lm_weight 1 (so per-replica means = global mean)."""
-    rng = np.random.RandomState(seed)
-    ids = rng.randint(5, TINY["vocab_size"], size=(num_examples, SEQ)).astype(np.int32)
-    return {
-        "input_ids": ids,
-        "input_mask": np.ones((num_examples, SEQ), np.int32),
-        "segment_ids": (np.arange(SEQ)[None, :] >= SEQ // 2).astype(np.int32).repeat(num_examples, 0),
-        "masked_lm_positions": np.tile(np.array([[1, 4, 7]], np.int32), (num_examples, 1)),
-        "masked_lm_ids": ids[:, [1, 4, 7]],
-        "masked_lm_weights": np.ones((num_examples, PRED), np.float32),
-        "next_sentence_labels": rng.randint(0, 2, size=(num_examples, 1)).astype(np.int32),
-    }
 
 
 def pretraining_loss_fn(model, features, training):
@@ -115,28 +96,6 @@ def run_worker(tmp_path, args, timeout=150, env=None):
     args = dict(args, tests_dir=os.path.dirname(os.path.abspath(__file__)))
     return subprocess.Popen([sys.executable, str(script), json.dumps(args)], env=env or _env(),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def _env(**extra):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    env.pop("TF_CONFIG", None)
-    env.update(extra)
-    return env
-
-
-def _wait(proc, timeout):
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, _ = proc.communicate()
-        pytest.fail(f"worker timed out after {timeout}s:\n{out[-3000:]}")
-    return proc.returncode, out
-
-
-def _load(path):
-    with np.load(path) as data:
-        return [data[k] for k in sorted(data.files, key=lambda k: int(k.split("_")[1]))]
 
 
 def test_short_run_lowers_loss_and_writes_checkpoints(tmp_path):
@@ -254,16 +213,6 @@ def test_mirrored_two_cpus_equals_one_device(tmp_path):
         assert len(one[0]) == len(two[0]) > 10
         _assert_same_training(one, two, loose=kind == "lamb")
     assert json.load(open(str(tmp_path / "mirrored_lamb.npz.json")))["gradient_norm"] > 2.0
-
-
-def _free_ports(n):
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
 
 
 @pytest.mark.slow  # ~160 s on 2 shared CPU cores: two pairs of TF processes plus the collective setup.

@@ -59,7 +59,6 @@ TIMEOUT = (10.0, 60.0)
 RETRIES = 4
 CHUNK = 1 << 20
 MARKER = "complete.json"
-HF_FILES = ("config.json", "model.safetensors", "model.safetensors.index.json", "spiece.model")
 _ARCHIVES = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz", ".zip")
 _TRUE = ("1", "true", "yes", "on")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")

@@ -9,7 +9,8 @@ only writes one input (the TF1 checkpoint of `tfm_checkpoint.npz`'s "ours" row, 
 Command (from the repository root, in a TensorFlow 2.20 environment with the test extra plus
 `tf-models-official==2.20.0 tf-keras==2.20.1`):
 
-    PYTHONPATH=$PWD:$PWD/tests TF_CPP_MIN_LOG_LEVEL=2 CUDA_VISIBLE_DEVICES= python tests/references/make_tfm_references.py
+    PYTHONPATH=$PWD:$PWD/tests:$PWD/tests/tasks/squad TF_CPP_MIN_LOG_LEVEL=2 CUDA_VISIBLE_DEVICES= \\
+        python tests/references/make_tfm_references.py
 
 It rewrites (and the tests read):
   tfm_checkpoint.npz           converter + AlbertEncoder on test_checkpoints.py's G1K1 release ("google") and on
@@ -88,7 +89,7 @@ def part_saved_models(work):
     import tensorflow as tf
     from official.nlp.configs import encoders
     from official.nlp.tools import export_tfhub_lib
-    import test_foreign_weights as tfw
+    import foreign_fixtures as tfw
 
     out_dir = os.path.join(work, "tfm_saved_models")
     os.makedirs(out_dir)

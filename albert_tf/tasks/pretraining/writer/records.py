@@ -4,7 +4,7 @@ Example{features: Features{feature: map<string, Feature>}}, each Feature an Int6
 FloatList (packed little-endian float32), the entries in the order of the original's
 `write_instance_to_example_files` (`create_pretraining_data.py`). Building each record with the protobuf
 API costs several times more than the rest of an instance; `benchmarks/bench_pretraining_data.py
---shuffle_and_encoder` measures it. `tests/test_pretraining_data.py` checks the bytes against
+--shuffle_and_encoder` measures it. `tests/tasks/pretraining/test_pretraining_data.py` checks the bytes against
 `tf.train.Example.SerializeToString` of messages built there by hand.
 """
 

@@ -7,7 +7,7 @@ the words `shuffle` would (fetching only as many words as steps remain, so they 
 pretraining writer shuffles the n-gram starts of every instance twice (as `create_masked_lm_predictions`
 in the original `create_pretraining_data.py`), which makes this loop a large share of its run time;
 `benchmarks/bench_pretraining_data.py --shuffle_and_encoder` measures it. An import-time check falls back
-to `rng.shuffle` on any interpreter where the two disagree; `tests/test_pretraining_data.py` compares
+to `rng.shuffle` on any interpreter where the two disagree; `tests/tasks/pretraining/test_pretraining_data.py` compares
 both with `random.shuffle`.
 """
 

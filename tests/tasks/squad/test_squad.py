@@ -14,6 +14,7 @@ import tensorflow as tf
 from albert_tf.text import tokenization
 from albert_tf.tasks.squad import data as squad
 import squad_fixtures as fx
+from repo_paths import REFERENCES
 
 MAX_SEQ, STRIDE, MAX_QUERY = 48, 16, 12
 
@@ -104,7 +105,7 @@ def test_features_equal_tf_models_squad_lib_sp(env, is_training):
     """tf-models-official's `squad_lib_sp` ports the original's conversion (its `paragraph_mask` is 1 - p_mask);
     its features of the v2 fixture, tokenized by `squad_fixtures.train_spm`'s model, are stored by
     tests/references/make_tfm_references.py."""
-    path = os.path.join(os.path.dirname(__file__), "references", "tfm_squad_features.json.gz")
+    path = os.path.join(REFERENCES, "tfm_squad_features.json.gz")
     with gzip.open(path, "rt", encoding="utf-8") as f:
         stored = json.load(f)
     assert (stored["max_seq_length"], stored["doc_stride"], stored["max_query_length"]) == (MAX_SEQ, STRIDE, MAX_QUERY)

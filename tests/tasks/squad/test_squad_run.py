@@ -18,8 +18,8 @@ from albert_tf.tasks.squad import task as squad_task
 import original_checkpoints as oc
 import squad_fixtures as fx
 from recording import Built, recording
+from repo_paths import REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @pytest.fixture(scope="module")

@@ -22,9 +22,9 @@ from albert_tf.tasks.ner.model import AlbertTokenClassifier, token_classificatio
 from albert_tf.text.tokenization import FullTokenizer
 from albert_tf.tasks.ner import conlleval
 from fresh_process import same_cpu_backend
-from test_foreign_weights import CONFIGS, hf_state_dict, keras_hub_from_hf, make_inputs, write_hf_dir
+from foreign_fixtures import CONFIGS, hf_state_dict, keras_hub_from_hf, make_inputs, write_hf_dir
+from repo_paths import REPO
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # --- metrics: conlleval as seqeval (its default mode is conlleval's) ----------------------------------------------

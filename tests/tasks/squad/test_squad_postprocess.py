@@ -11,6 +11,7 @@ from albert_tf.text import tokenization
 from albert_tf.tasks.squad import data as squad
 from albert_tf.tasks.squad import postprocess as post
 import squad_fixtures as fx
+from repo_paths import REFERENCES
 
 MAX_SEQ, STRIDE, MAX_QUERY = 80, 32, 12
 
@@ -167,7 +168,7 @@ def v2_metrics_inputs():
 def official_metrics(version):
     """What tf-models-official's copies of the official evaluators (`squad_evaluate_v1_1`, `squad_evaluate_v2_0`)
     return on `v1_metrics_inputs()` / `v2_metrics_inputs()`: stored by tests/references/make_tfm_references.py."""
-    path = os.path.join(os.path.dirname(__file__), "references", "tfm_squad_metrics.json")
+    path = os.path.join(REFERENCES, "tfm_squad_metrics.json")
     with open(path, encoding="utf-8") as f:
         return json.load(f)[version]
 

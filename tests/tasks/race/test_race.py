@@ -2,14 +2,12 @@
 
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
 
 import numpy as np
 import pytest
-import sentencepiece as spm
 import tensorflow as tf
 
 from albert_tf.checkpoints import save_tf1_checkpoint
@@ -24,102 +22,9 @@ from albert_tf.tasks.race.task import run_race
 import original_checkpoints as oc
 from fresh_process import same_cpu_backend
 from recording import Built, recording
-
-MAX_SEQ = 32
-MAX_QA = 12
-
-# A memorisable rule: the correct option is always "the true one"; the position of it varies.
-RIGHT = "the true one"
-WRONG = ("a false one", "not this one", "some bad one")
-WORDS = ("cat", "dog", "bird", "fish", "tree", "house", "river", "hill", "book", "ship", "road", "star")
-
-
-def _article(rng, i):
-    a, b, c = rng.sample(WORDS, 3)
-    question = "what did the %s see near the _ ?" % a if i % 3 == 0 else "what is true about the %s ?" % a
-    return a, b, c, question
-
-
-def make_articles(seed, n_articles, with_answers=True):
-    rng = random.Random(seed)
-    articles = []
-    for i in range(n_articles):
-        a, b, c, _ = _article(rng, i)
-        questions, options, answers = [], [], []
-        for q in range(2):
-            _, _, _, question = _article(rng, i + q)
-            answer = rng.randrange(4)
-            opts = list(WRONG)
-            rng.shuffle(opts)
-            opts.insert(answer, RIGHT)
-            questions.append(question)
-            options.append(opts)
-            answers.append("ABCD"[answer])
-        obj = {"id": f"{seed}-{i}.txt",
-               "article": f"The {a.title()} saw the {b} near the {c}. The {b} was happy, and the {c} was old.",
-               "questions": questions, "options": options}
-        if with_answers:
-            obj["answers"] = answers
-        articles.append(obj)
-    return articles
-
-
-SPLITS = {  # split -> level -> (seed, articles, with answers)
-    "train": {"middle": (1, 6, True), "high": (2, 6, True)},
-    "dev": {"middle": (3, 2, True), "high": (4, 4, True)},
-    "test": {"middle": (5, 2, True), "high": (6, 2, False)},
-}
-
-
-def write_tree(root, form):
-    """`root/RACE/<split>/<level>/` as `all.txt` (JSON lines) or per-article files (one object each)."""
-    for split, levels in SPLITS.items():
-        for level, (seed, n, answers) in levels.items():
-            level_dir = os.path.join(root, "RACE", split, level)
-            os.makedirs(level_dir, exist_ok=True)
-            articles = make_articles(seed, n, answers)
-            if form == "all":
-                with open(os.path.join(level_dir, "all.txt"), "w") as f:
-                    for obj in articles:
-                        f.write(json.dumps(obj) + "\n")
-            else:
-                for i, obj in enumerate(articles):
-                    with open(os.path.join(level_dir, f"{1000 + i}.txt"), "w") as f:
-                        json.dump(obj, f, indent=1 if i % 2 else None)
-    return root
-
-
-def train_spm(directory):
-    corpus = os.path.join(directory, "corpus.txt")
-    with open(corpus, "w") as f:
-        for split, levels in SPLITS.items():
-            for level, (seed, n, _) in levels.items():
-                for obj in make_articles(seed, n):
-                    f.write(obj["article"].lower() + "\n")
-                    for q, opts in zip(obj["questions"], obj["options"]):
-                        f.write(q.lower() + " " + " ".join(opts) + "\n")
-    prefix = os.path.join(directory, "race_spm")
-    spm.SentencePieceTrainer.train(
-        input=corpus, model_prefix=prefix, vocab_size=90, pad_id=0, unk_id=1, eos_id=-1, bos_id=-1,
-        control_symbols=["[CLS]", "[SEP]", "[MASK]"],
-        user_defined_symbols=["(", ")", '"', "-", ".", "–", "£", "€"],
-        character_coverage=1.0, model_type="unigram", hard_vocab_limit=False, minloglevel=2)
-    return prefix + ".model"
-
-
-@pytest.fixture(scope="module")
-def workdir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("race")
-    write_tree(str(root / "all_form"), "all")
-    write_tree(str(root / "article_form"), "articles")
-    spm_model = train_spm(str(root))
-
-    vocab_size = spm.SentencePieceProcessor(model_file=spm_model).get_piece_size()
-    config = AlbertConfig(vocab_size=vocab_size, embedding_size=16, hidden_size=32, num_hidden_layers=2,
-                          num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
-    config_file = str(root / "albert_config.json")
-    config.to_json_file(config_file)
-    return {"root": root, "spm": spm_model, "config": config, "config_file": config_file}
+from race_fixtures import MAX_QA, MAX_SEQ, make_articles
+from race_fixtures import workdir  # noqa: F401  (fixtures)
+from repo_paths import REPO
 
 
 class WhitespaceTokenizer:
@@ -442,13 +347,12 @@ run_race.main(None)
 @pytest.mark.e2e
 def test_cli_predicts_from_a_checkpoint_and_exports(trained, workdir, tmp_path):
     out, _ = trained
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     args = [f"--data_dir={workdir['root'] / 'all_form'}", f"--albert_config_file={workdir['config_file']}",
             f"--spm_model_file={workdir['spm']}", f"--output_dir={tmp_path / 'cli'}",
             f"--init_checkpoint={out}/model.ckpt-best", "--nodo_train", "--nodo_eval", "--do_predict",
             f"--max_seq_length={MAX_SEQ}", f"--max_qa_length={MAX_QA}", f"--export_dir={tmp_path / 'export'}"]
     # The probabilities are compared with this process's to 1e-5: the runner gets this process's CPU kernels.
-    proc = subprocess.run([sys.executable, "-c", CLI_SCRIPT] + args, cwd=repo, capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", CLI_SCRIPT] + args, cwd=REPO, capture_output=True, text=True,
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", **same_cpu_backend()), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     defaults = json.loads(proc.stdout.split("DEFAULTS=", 1)[1].splitlines()[0])

@@ -25,7 +25,7 @@ from albert_tf.tasks.pretraining.writer import local as pretraining_writer  # no
 from albert_tf.tasks.pretraining.writer.instances import PretrainingDataOptions  # noqa: E402
 from albert_tf.text.vocab import train_sentencepiece  # noqa: E402
 
-import test_pretraining_data  # noqa: E402  (the statistics check shared with the local writer)
+import pretraining_fixtures  # noqa: E402  (the statistics check shared with the local writer)
 
 OPTIONS = PretrainingDataOptions(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1, random_seed=17)
 SHARD_MB = 0.2
@@ -128,7 +128,7 @@ def test_statistics_hold_on_beam(tmp_path):
                                               options=options, shard_size_mb=SHARD_MB, pipeline_args=IN_MEMORY)
         return stats, _outputs(directory, "stats")
 
-    test_pretraining_data.check_statistics(tmp_path, write)
+    pretraining_fixtures.check_statistics(tmp_path, write)
 
 
 def _no_outputs(directory):

@@ -19,8 +19,8 @@ from albert_tf.tasks.pretraining import task as pretraining
 from albert_tf.tasks.pretraining.task import run_pretraining
 import original_checkpoints as oc
 from recording import Built, recording
+from repo_paths import REPO
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SEQ, PRED, VOCAB = 16, 4, 40
 CONFIG = dict(vocab_size=VOCAB, embedding_size=8, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
               intermediate_size=32, max_position_embeddings=SEQ, hidden_dropout_prob=0.0,
@@ -242,7 +242,7 @@ def test_cli_flags_and_run(data, tmp_path):
               "flag_lib.define_flags(c.options, no_flag=c.no_flag, only=c.only, module_name='run_pretraining'); "
               "print(json.dumps({n: flags.FLAGS[n].default for n in flags.FLAGS "
               "if flags.FLAGS.find_module_defining_flag(n) == 'run_pretraining'}))")
-    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
+    out = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     defaults = json.loads(out.stdout.strip().splitlines()[-1])
@@ -263,7 +263,7 @@ def test_cli_flags_and_run(data, tmp_path):
          "--num_train_steps=2", "--num_warmup_steps=1", "--save_checkpoints_steps=2", "--iterations_per_loop=2",
          "--do_eval", "--eval_batch_size=4", "--max_eval_steps=2", "--optimizer=adamw",
          "--gradient_accumulation_steps=2"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "examples/s" in run.stderr and "ETA" in run.stderr
     assert (tmp_path / "cli" / "model.ckpt-2.index").exists()
