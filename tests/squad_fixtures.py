@@ -9,6 +9,7 @@ import os
 
 import sentencepiece as spm
 
+from albert_tf.config import AlbertConfig
 from albert_tf.text.tokenization import preprocess_text
 
 PARAGRAPHS = [
@@ -120,3 +121,15 @@ def write_toy(path, with_negative):
     with open(path, "w", encoding="utf-8") as f:
         json.dump(toy_dataset(with_negative), f, ensure_ascii=False)
     return path
+
+
+def model_files(directory):
+    """`(spm_file, config, config_file)`: the tiny SentencePiece model of `train_spm` and a 2-layer config of its
+    piece count (the runners check that the two files belong together), written in `directory`."""
+    spm_file = train_spm(str(directory))
+    config = AlbertConfig(vocab_size=spm.SentencePieceProcessor(model_file=spm_file).get_piece_size(),
+                          embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                          intermediate_size=64, max_position_embeddings=64)
+    config_file = os.path.join(str(directory), "albert_config.json")
+    config.to_json_file(config_file)
+    return spm_file, config, config_file

@@ -73,13 +73,7 @@ def _release(model, directory, config_file, spm_file):
 @pytest.fixture(scope="module")
 def squad_env(tmp_path_factory):
     d = tmp_path_factory.mktemp("pipelines_squad")
-    spm_file = fx.train_spm(str(d))
-    config = AlbertConfig(vocab_size=spm.SentencePieceProcessor(model_file=spm_file).get_piece_size(),
-                          embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                          intermediate_size=64, max_position_embeddings=64)
-    config_file = str(d / "albert_config.json")
-    config.to_json_file(config_file)
-    return d, spm_file, config, config_file
+    return (d, *fx.model_files(d))
 
 
 def _squad_inputs(dataset):

@@ -24,6 +24,7 @@ from albert_tf.tasks.ner import conlleval
 from fresh_process import same_cpu_backend
 from foreign_fixtures import CONFIGS, hf_state_dict, keras_hub_from_hf, make_inputs, write_hf_dir
 from repo_paths import REPO
+from task_fixtures import write_conll
 
 
 
@@ -205,15 +206,6 @@ def make_sentences(seed, n, long_every=0):
                 tags.append("O")
         sentences.append((words, tags))
     return sentences
-
-
-def write_conll(path, sentences):
-    with open(path, "w") as f:
-        f.write("-DOCSTART- -X- -X- O\n\n")
-        for words, tags in sentences:
-            for word, tag in zip(words, tags):
-                f.write(f"{word} NN I-NP {tag}\n")
-            f.write("\n")
 
 
 MAX_SEQ = 24

@@ -7,7 +7,6 @@ import sys
 
 import numpy as np
 import pytest
-import sentencepiece as spm
 import tensorflow as tf
 
 from albert_tf.checkpoints.restore import restore_checkpoint
@@ -25,13 +24,7 @@ from repo_paths import REPO
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     d = tmp_path_factory.mktemp("squad_run")
-    spm_file = fx.train_spm(str(d))
-    # The config's vocab_size is the model's piece count: the runners check that the two files belong together.
-    config = AlbertConfig(vocab_size=spm.SentencePieceProcessor(model_file=spm_file).get_piece_size(),
-                          embedding_size=16, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                          intermediate_size=64, max_position_embeddings=64)
-    config_file = str(d / "albert_config.json")
-    config.to_json_file(config_file)
+    spm_file, _, config_file = fx.model_files(d)
     return d, spm_file, config_file
 
 
