@@ -256,3 +256,35 @@ def test_a_graph_mode_data_loss_keeps_its_cause_and_the_file_is_named(tmp_path):
         assert one_line(caught.value).startswith(expected)
         assert driver.damaged_record_file([path, damaged]) == (damaged, one_line(caught.value))
     assert driver.damaged_record_file([path]) is None
+
+
+# --- albert-reproduce reuses only what it would compute again -----------------------------------------------
+
+def test_reproduce_refuses_a_directory_of_a_run_with_other_arguments(tmp_path):
+    from albert_tf import reproduce   # pylint: disable=import-outside-toplevel
+    glue = tmp_path / "glue"
+    glue.mkdir()
+    out = tmp_path / "out"
+    runtime = dict(strategy="one_device", use_tpu=False, tpu_name=None, mixed_precision=None, jit_compile=False,
+                   random_seed=None)
+    arguments = reproduce.task_arguments("rte", "release", "base_v2")
+    stored = reproduce.run_identity("albert_base_v2", "base_v2", arguments, runtime, str(glue))
+    (out / "rte").mkdir(parents=True)
+    (out / "rte" / reproduce.TASK_RUN_FILE).write_text(json.dumps(stored))
+    (out / "rte" / reproduce.TASK_RESULT_FILE).write_text(json.dumps(
+        {"rows": [["Accuracy", 70.0]], "best_step": 2, "arguments": arguments}))
+    # Other weights and the paper's recipe: refused before anything runs, naming the differences.
+    with pytest.raises(InputError) as caught:
+        reproduce.reproduce(str(out), "albert_large_v2", tasks=["rte"], recipe="paper", glue_dir=str(glue))
+    message = str(caught.value)
+    assert f"`{out / 'rte'}` holds a run with other arguments" in message
+    assert "init_checkpoint 'albert_base_v2' there, 'albert_large_v2' now" in message
+    assert not (out / reproduce.RESULTS_FILE).exists()
+    # The same arguments: the stored results are read back.
+    results = reproduce.reproduce(str(out), "albert_base_v2", tasks=["rte"], glue_dir=str(glue),
+                                  strategy="one_device")
+    assert results["rte"]["rows"] == [("Accuracy", 70.0)]
+    # Results without their arguments (an older version) are not reused.
+    os.remove(out / "rte" / reproduce.TASK_RUN_FILE)
+    with pytest.raises(InputError, match="holds results without the arguments"):
+        reproduce.reproduce(str(out), "albert_base_v2", tasks=["rte"], glue_dir=str(glue), strategy="one_device")
