@@ -288,3 +288,24 @@ def test_reproduce_refuses_a_directory_of_a_run_with_other_arguments(tmp_path):
     os.remove(out / "rte" / reproduce.TASK_RUN_FILE)
     with pytest.raises(InputError, match="holds results without the arguments"):
         reproduce.reproduce(str(out), "albert_base_v2", tasks=["rte"], glue_dir=str(glue), strategy="one_device")
+
+
+# --- exports that cannot collide ----------------------------------------------------------------------------
+
+def test_an_export_whose_version_was_taken_meanwhile_goes_to_the_next_free_one(tmp_path):
+    from albert_tf.export import saved_model   # pylint: disable=import-outside-toplevel
+    export_dir = tmp_path / "export"
+    (export_dir / "1").mkdir(parents=True)
+    (export_dir / "1" / "saved_model.pb").write_bytes(b"the other export")
+    for name in ("a", "b"):
+        (export_dir / f".tmp-{name}").mkdir()
+        (export_dir / f".tmp-{name}" / "saved_model.pb").write_bytes(name.encode())
+    # The version was not given: the next free one, the other export left as it is.
+    written = saved_model._rename_to_free_version(str(export_dir / ".tmp-a"), str(export_dir / "1"), True)
+    assert written == str(export_dir / "2")
+    assert (export_dir / "2" / "saved_model.pb").read_bytes() == b"a"
+    assert (export_dir / "1" / "saved_model.pb").read_bytes() == b"the other export"
+    # A version the user gave: one line.
+    with pytest.raises(InputError, match=r"`.*/export/2` was written by another export meanwhile"):
+        saved_model._rename_to_free_version(str(export_dir / ".tmp-b"), str(export_dir / "2"), False)
+    assert (export_dir / "2" / "saved_model.pb").read_bytes() == b"a"
