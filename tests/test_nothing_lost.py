@@ -309,3 +309,16 @@ def test_an_export_whose_version_was_taken_meanwhile_goes_to_the_next_free_one(t
     with pytest.raises(InputError, match=r"`.*/export/2` was written by another export meanwhile"):
         saved_model._rename_to_free_version(str(export_dir / ".tmp-b"), str(export_dir / "2"), False)
     assert (export_dir / "2" / "saved_model.pb").read_bytes() == b"a"
+
+
+def test_the_quickstart_holds_its_output_dir(tmp_path):
+    from albert_tf.quickstart.run import run_quickstart   # pylint: disable=import-outside-toplevel
+    out = str(tmp_path / "quick")
+    child = _hold_in_child(out)
+    try:
+        with pytest.raises(InputError, match=f"is in use by another run: process {child.pid}"):
+            run_quickstart(output_dir=out, overwrite=True)
+    finally:
+        child.kill()
+        child.wait()
+    assert os.listdir(out) == [fileio.LOCK_FILE]   # the other run's lock: nothing of this run, nothing removed
