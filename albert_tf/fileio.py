@@ -186,22 +186,23 @@ def _acquire(directory, path):
 
 
 @contextlib.contextmanager
-def output_lock(directory, hold=True):
+def output_lock(directory, hold=True, name=LOCK_FILE):
     """Holds `directory` for this run: one writer per output directory.
 
     Makes `directory` and creates `<directory>/.albert_tf.lock` (host, PID, start time and command line) atomically;
     removes it on exit. A second run (another process) is refused with an `InputError` naming the directory and the
     holder; a lock whose process on this host is gone (killed) is taken over with a warning. Blocks of one process
     nest. `hold=False` (a multi-worker job's non-chief workers: the chief holds it) and directories on other file
-    systems than the local one (`gs://`: no atomic create) only make the directory.
+    systems than the local one (`gs://`: no atomic create) only make the directory. `name`: the lock file's name, for
+    an output that is one file of a directory others write too (`output_file_locks`).
     """
     directory = os.fspath(directory)
     tf.io.gfile.makedirs(directory)
     if not hold or "://" in directory:
         yield
         return
-    key = os.path.realpath(directory)
-    path = os.path.join(directory, LOCK_FILE)
+    path = os.path.join(directory, name)
+    key = os.path.realpath(path)
     if not _held_locks.get(key):
         _acquire(directory, path)
     _held_locks[key] = _held_locks.get(key, 0) + 1
@@ -214,3 +215,16 @@ def output_lock(directory, hold=True):
             holder = _read_holder(path)
             if holder and holder.get("pid") == os.getpid() and holder.get("host") == socket.gethostname():
                 os.remove(path)
+
+
+@contextlib.contextmanager
+def output_file_locks(paths):
+    """Holds each output file of `paths` for this run (`output_lock` on `.<file name>.albert_tf.lock` beside it):
+    two runs writing one file are refused, runs writing other files of one directory are not."""
+    with contextlib.ExitStack() as stack:
+        for path in paths:
+            directory, base = os.path.split(os.fspath(path))
+            directory = directory or "."
+            if os.path.isdir(directory):   # a missing directory is the writer's to refuse or make
+                stack.enter_context(output_lock(directory, name=f".{base}{LOCK_FILE}"))
+        yield

@@ -322,3 +322,25 @@ def test_the_quickstart_holds_its_output_dir(tmp_path):
         child.kill()
         child.wait()
     assert os.listdir(out) == [fileio.LOCK_FILE]   # the other run's lock: nothing of this run, nothing removed
+
+
+def test_the_data_writer_holds_its_output_files(tmp_path):
+    from albert_tf.tasks.pretraining.writer import create_data   # pylint: disable=import-outside-toplevel
+    out = str(tmp_path / "data")
+    held = os.path.join(out, "train.tfrecord")
+    os.makedirs(out)
+    child = subprocess.Popen([sys.executable, "-c", _HOLDER.replace(
+        "fileio.output_lock(sys.argv[1])", "fileio.output_file_locks([sys.argv[1]])"), held],
+        stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=REPO))
+    assert child.stdout.readline().strip() == "held"
+    try:
+        run = create_data.CreateDataOptions(input_file=str(tmp_path / "corpus.txt"),
+                                            output_file=f"{out}/other.tfrecord,{held}")
+        with pytest.raises(InputError, match=f"is in use by another run: process {child.pid}"):
+            create_data.create_pretraining_data(run, create_data.PretrainingDataOptions())
+        # Another file of the same directory is free.
+        with fileio.output_file_locks([os.path.join(out, "other.tfrecord")]):
+            pass
+    finally:
+        child.kill()
+        child.wait()
