@@ -17,6 +17,13 @@ from albert_tf.errors import InputError
 # every model, schema, serving signature and pipeline uses.
 TOKEN_INPUTS = ("input_ids", "input_mask", "segment_ids")
 ACTIVATIONS = ("gelu", "relu", "tanh", "linear")
+# The keys of an `albert_config.json` that decide the architecture: every released config has them. The original
+# `AlbertConfig.from_dict` fills a missing one from its constructor's defaults (xxlarge's 4096 / 64 heads / 12
+# layers), which can run silently over a checkpoint of another size (ALBERT shares its layers, so 12 layers run
+# over a 3-layer checkpoint without a shape error); a file without one is refused here instead.
+REQUIRED_KEYS = ("vocab_size", "embedding_size", "hidden_size", "num_hidden_layers", "num_hidden_groups",
+                 "num_attention_heads", "intermediate_size", "inner_group_num", "hidden_act",
+                 "max_position_embeddings", "type_vocab_size")
 
 # Released English models (the `albert_config.json` of each release tarball). Keys beyond the constructor are those of the JSONs.
 _COMMON = dict(
@@ -122,7 +129,7 @@ class AlbertConfig:
 
     @classmethod
     def from_json_file(cls, json_file):
-        """Reads an `albert_config.json`."""
+        """Reads an `albert_config.json`; a file without one of `REQUIRED_KEYS` is an `InputError` naming them."""
         json_file = os.fspath(json_file)
         try:
             with open(json_file, "r", encoding="utf-8") as reader:
@@ -137,6 +144,11 @@ class AlbertConfig:
         if not isinstance(data, dict):
             raise InputError(f"`{json_file}` must hold a JSON object of config fields. "
                              f"Received: {type(data).__name__}.")
+        missing = [key for key in REQUIRED_KEYS if key not in data]
+        if missing:
+            raise InputError(f"`{json_file}` lacks the key(s) {', '.join(missing)}, which decide the model's "
+                             "architecture: every released `albert_config.json` has them (the original filled a "
+                             "missing one from its constructor's defaults, built for xxlarge).")
         config = cls.from_dict(data)
         try:
             config.validate()

@@ -18,12 +18,20 @@ class MissingPackageError(ImportError):
     """An optional package that the asked-for feature needs is not installed (the message names it)."""
 
 
+# Lines of a graph-mode TensorFlow error that say where it was raised, not what went wrong.
+_TF_CONTEXT_LINE = re.compile(r"^(Graph execution error:|Detected at node .*|File \".*|\[\[\{\{node .*|"
+                              r"Detected unsupported operations.*)$")
+
+
 def tf_error_text(error):
-    """The first line of a TensorFlow error's message without its op context: `corrupted record at 0 (Is this
-    even a TFRecord file?)` rather than `{{function_node __wrapped__IteratorGetNext...}} ... [Op:IteratorGetNext]`."""
+    """The cause of a TensorFlow error on one line, without its op context: `corrupted record at 128` rather than
+    `Graph execution error:` (the first line of a graph-mode error) or `{{function_node
+    __wrapped__IteratorGetNext...}} ... [Op:IteratorGetNext]`."""
     message = getattr(error, "message", None)
     text = message if isinstance(message, str) else str(error)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    text = lines[0] if lines else type(error).__name__
+    causes = [line for line in lines if not _TF_CONTEXT_LINE.match(line)]
+    text = (causes or lines or [type(error).__name__])[0]
     text = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", text)
+    text = re.sub(r"'\s+failed with ", ": ", text)   # `truncated record at 464' failed with Read less bytes ...`
     return re.sub(r"\s*\[Op:[^\]]*\](\s*name:\s*\S*)?\s*$", "", text).strip() or type(error).__name__

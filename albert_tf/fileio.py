@@ -7,7 +7,11 @@ half-written file under the name a user or a later run reads. Paths go through `
 """
 
 import contextlib
+import json
 import os
+import socket
+import sys
+import time
 import uuid
 
 import tensorflow as tf
@@ -107,3 +111,120 @@ def read_text(path, lines=False):
         logging.warning("%s:%d: the last line has no line end (a cut file?); it is read as it is.", path,
                         text.count("\n") + 1)
     return text
+
+
+# --- one writer per output directory ------------------------------------------------------------------------
+
+LOCK_FILE = ".albert_tf.lock"
+_held_locks = {}   # real path of a directory -> how many nested `output_lock` blocks of this process hold it
+
+
+def _lock_text():
+    return json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "started": time.strftime(
+        "%Y-%m-%d %H:%M:%S"), "command": " ".join(sys.argv)[:300]}) + "\n"
+
+
+def _read_holder(path):
+    """The lock's `{"host", "pid", ...}`, or None when it cannot be read (removed meanwhile, or not ours)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            holder = json.loads(f.read())
+    except (OSError, ValueError):
+        return None
+    return holder if isinstance(holder, dict) and isinstance(holder.get("pid"), int) else None
+
+
+def _process_is_gone(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:   # alive, another user's
+        return False
+    return False
+
+
+def _take_lock(path):
+    """Creates the lock file `path` complete or not at all (a full temporary file hard-linked to `path`: the link
+    fails when `path` exists); returns whether it did."""
+    tmp = _temporary_name(path)
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(_lock_text())
+    try:
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        os.remove(tmp)
+
+
+def _acquire(directory, path):
+    for _ in range(3):
+        if _take_lock(path):
+            return
+        holder = _read_holder(path)
+        if holder is None:
+            if not os.path.exists(path):
+                continue   # released meanwhile
+            raise InputError(f"`{directory}` has a lock file {path} that is not albert_tf's: remove it if no run "
+                             "writes there.")
+        if holder.get("host") == socket.gethostname() and _process_is_gone(holder["pid"]):
+            logging.warning("Taking over the lock of %s from process %d, which is no longer running (%s).",
+                            directory, holder["pid"], path)
+            stale = _temporary_name(path)
+            try:
+                os.rename(path, stale)   # only one of two runs taking over at once moves it
+                os.remove(stale)
+            except FileNotFoundError:
+                pass
+            continue
+        raise InputError(f"`{directory}` is in use by another run: process {holder['pid']} on {holder.get('host')} "
+                         f"since {holder.get('started')} (`{holder.get('command', '')}`). Wait for it or give "
+                         f"another output directory; if that run is gone, remove {path}.")
+    raise InputError(f"Cannot take the lock {path} of `{directory}`: other runs take it at the same time.")
+
+
+@contextlib.contextmanager
+def output_lock(directory, hold=True, name=LOCK_FILE):
+    """Holds `directory` for this run: one writer per output directory.
+
+    Makes `directory` and creates `<directory>/.albert_tf.lock` (host, PID, start time and command line) atomically;
+    removes it on exit. A second run (another process) is refused with an `InputError` naming the directory and the
+    holder; a lock whose process on this host is gone (killed) is taken over with a warning. Blocks of one process
+    nest. `hold=False` (a multi-worker job's non-chief workers: the chief holds it) and directories on other file
+    systems than the local one (`gs://`: no atomic create) only make the directory. `name`: the lock file's name, for
+    an output that is one file of a directory others write too (`output_file_locks`).
+    """
+    directory = os.fspath(directory)
+    tf.io.gfile.makedirs(directory)
+    if not hold or "://" in directory:
+        yield
+        return
+    path = os.path.join(directory, name)
+    key = os.path.realpath(path)
+    if not _held_locks.get(key):
+        _acquire(directory, path)
+    _held_locks[key] = _held_locks.get(key, 0) + 1
+    try:
+        yield
+    finally:
+        _held_locks[key] -= 1
+        if not _held_locks[key]:
+            del _held_locks[key]
+            holder = _read_holder(path)
+            if holder and holder.get("pid") == os.getpid() and holder.get("host") == socket.gethostname():
+                os.remove(path)
+
+
+@contextlib.contextmanager
+def output_file_locks(paths):
+    """Holds each output file of `paths` for this run (`output_lock` on `.<file name>.albert_tf.lock` beside it):
+    two runs writing one file are refused, runs writing other files of one directory are not."""
+    with contextlib.ExitStack() as stack:
+        for path in paths:
+            directory, base = os.path.split(os.fspath(path))
+            directory = directory or "."
+            if os.path.isdir(directory):   # a missing directory is the writer's to refuse or make
+                stack.enter_context(output_lock(directory, name=f".{base}{LOCK_FILE}"))
+        yield

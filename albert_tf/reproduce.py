@@ -9,7 +9,10 @@ so, and `recipe="paper"` takes the paper's values instead. The recipes live in t
 (`albert_tf/tasks/<task>/recipes.py`, `RECIPES`), each with the data directory it reads (`DataDir`) and the
 published scores of every model; this module names no task. Each task runs in `<output_dir>/<task>/`; a task whose
 `reproduce_result.json` exists is not run again (a stopped job is started again with the same command: finished
-tasks are skipped, an interrupted one resumes from its latest checkpoint). `results.md` lists each task's best
+tasks are skipped, an interrupted one resumes from its latest checkpoint). A task directory keeps what its run was
+given (`reproduce_run.json`: weights, arguments, runtime, data); a rerun with anything else is refused naming the
+difference, so neither stored results nor checkpoints of another run are reused. `output_dir` is held by one run
+at a time (`fileio.output_lock`). `results.md` lists each task's best
 dev score (the original's selection: every checkpoint scored, the best kept) beside the published score of that
 model and version, with the difference.
 """
@@ -27,10 +30,11 @@ from absl import logging
 
 from albert_tf import options as options_lib
 from albert_tf.errors import InputError
-from albert_tf.fileio import write_text_atomic
+from albert_tf.fileio import output_lock, write_text_atomic
 
 RESULTS_FILE = "results.md"
 TASK_RESULT_FILE = "reproduce_result.json"
+TASK_RUN_FILE = "reproduce_run.json"   # what a task's run was given: its results are reused only for the same
 TASKS_PACKAGE = "albert_tf.tasks"
 RECIPES_MODULE = "recipes"   # the module of a task package that declares its `RECIPES`
 
@@ -186,25 +190,68 @@ def reproduce(output_dir, init_checkpoint, tasks=None, model_name=None, recipe="
         raise InputError(f"`model_name` must be one of {', '.join(MODEL_NAMES)}. Received: {model_name!r}.")
     runtime = dict(strategy=strategy or default_strategy(use_tpu, tpu_name), use_tpu=use_tpu, tpu_name=tpu_name,
                    mixed_precision=mixed_precision, jit_compile=jit_compile, random_seed=random_seed)
-    tf.io.gfile.makedirs(output_dir)
-    results = {}
-    for task in selected:
-        arguments = task_arguments(task, recipe, model_name, overrides)
-        results[task] = _task_result(task, os.path.join(output_dir, task), init_checkpoint, dirs, arguments,
-                                     runtime)
-        write_text_atomic(os.path.join(output_dir, RESULTS_FILE),
-                          format_results(results, model_name, recipe, init_checkpoint, runtime["strategy"]))
+    runs = {task: run_identity(init_checkpoint, model_name, task_arguments(task, recipe, model_name, overrides),
+                               runtime, dirs[recipes()[task].data.name]) for task in selected}
+    with output_lock(output_dir):
+        for task in selected:   # every task checked before any runs
+            check_same_run(os.path.join(output_dir, task), runs[task])
+        results = {}
+        for task in selected:
+            results[task] = _task_result(task, os.path.join(output_dir, task), init_checkpoint, dirs, runs[task],
+                                         runtime)
+            write_text_atomic(os.path.join(output_dir, RESULTS_FILE),
+                              format_results(results, model_name, recipe, init_checkpoint, runtime["strategy"]))
     return results
 
 
-def _task_result(task, task_dir, init_checkpoint, dirs, arguments, runtime):
-    """The task's saved result when it has one (a finished task is not run again), else runs it and saves it."""
+def run_identity(init_checkpoint, model_name, arguments, runtime, data_dir):
+    """What decides a task's results: the weights, the model name, the runner's arguments, the runtime and the
+    data directory, as plain JSON values."""
+    return json.loads(json.dumps({"init_checkpoint": str(init_checkpoint), "model_name": model_name,
+                                  "data_dir": str(data_dir), "arguments": arguments, "runtime": runtime},
+                                 sort_keys=True, default=str))
+
+
+def _flat(identity):
+    flat = {key: value for key, value in identity.items() if not isinstance(value, dict)}
+    for group in ("arguments", "runtime"):
+        flat.update({f"{group}.{key}": value for key, value in identity.get(group, {}).items()})
+    return flat
+
+
+def check_same_run(task_dir, identity):
+    """Raises `InputError` when `task_dir` holds a run (finished or not) given other weights or arguments than
+    `identity`: its checkpoints and results belong to that run, and resuming or reusing them would mix two runs."""
+    path = os.path.join(task_dir, TASK_RUN_FILE)
+    if not tf.io.gfile.exists(path):
+        if tf.io.gfile.exists(os.path.join(task_dir, TASK_RESULT_FILE)):
+            raise InputError(f"`{task_dir}` holds results without the arguments they were computed with (an older "
+                             f"albert_tf): give another `output_dir`, or remove `{task_dir}` to run it again.")
+        return
+    with tf.io.gfile.GFile(path) as f:
+        stored = json.load(f)
+    if stored == identity:
+        return
+    old, new = _flat(stored), _flat(identity)
+    differences = [f"{key} {old.get(key)!r} there, {new.get(key)!r} now" for key in sorted(set(old) | set(new))
+                   if old.get(key) != new.get(key)]
+    raise InputError(f"`{task_dir}` holds a run with other arguments ({'; '.join(differences[:3])}"
+                     f"{'; ...' if len(differences) > 3 else ''}): give another `output_dir`, or remove "
+                     f"`{task_dir}` to run it again.")
+
+
+def _task_result(task, task_dir, init_checkpoint, dirs, identity, runtime):
+    """The task's saved result when it has one (a finished task is not run again: `check_same_run` made sure it
+    was given the same), else runs it (its `identity` written first, `run_identity`) and saves it."""
+    arguments = identity["arguments"]
     path = os.path.join(task_dir, TASK_RESULT_FILE)
     if tf.io.gfile.exists(path):
         with tf.io.gfile.GFile(path) as f:
             saved = json.load(f)
         logging.info("%s: results found in %s, not run again.", task, path)
         return dict(saved, rows=[tuple(row) for row in saved["rows"]])
+    tf.io.gfile.makedirs(task_dir)
+    write_text_atomic(os.path.join(task_dir, TASK_RUN_FILE), json.dumps(identity, indent=1, sort_keys=True) + "\n")
     logging.info("***** albert-reproduce: %s with %s *****", task, arguments)
     entry = recipes()[task]
     rows, best_step = entry.run(task_dir, init_checkpoint, dirs[entry.data.name], arguments, runtime)

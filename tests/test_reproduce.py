@@ -146,20 +146,24 @@ def test_every_task_on_tiny_fixtures_writes_results_md_and_resumes(tmp_path):
     for task in reproduce.tasks():
         assert os.path.exists(out / task / reproduce.TASK_RESULT_FILE)
         assert os.path.exists(out / task / "model.ckpt-best.index") or task.startswith("squad")
-    # Resumable: the finished tasks are read back, not run again (no new file anywhere), through the command.
+    # Resumable: the finished tasks are read back, not run again (no new file anywhere), with the same arguments.
     before = {os.path.join(d, f): os.stat(os.path.join(d, f)).st_mtime_ns
               for d, _, files in os.walk(out / "mnli") for f in files}
+    again = reproduce.reproduce(str(out), release, glue_dir=data["glue"], squad_dir=data["squad"],
+                                race_dir=data["race"], overrides=TINY_OVERRIDES)
+    assert again == results and (out / reproduce.RESULTS_FILE).read_text() == text
+    after = {os.path.join(d, f): os.stat(os.path.join(d, f)).st_mtime_ns
+             for d, _, files in os.walk(out / "mnli") for f in files}
+    assert after == before
+    # The command without the tiny overrides: other arguments, refused in one line naming the difference.
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
     code = ("import sys; from albert_tf import commands; sys.argv = ['albert-reproduce'] + sys.argv[1:]; "
             "commands.run('albert-reproduce')")
     proc = subprocess.run([sys.executable, "-c", code, f"--output_dir={out}", f"--init_checkpoint={release}",
                            f"--glue_dir={data['glue']}", f"--squad_dir={data['squad']}", f"--race_dir={data['race']}"],
                           capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout == text
-    after = {os.path.join(d, f): os.stat(os.path.join(d, f)).st_mtime_ns
-             for d, _, files in os.walk(out / "mnli") for f in files}
-    assert after == before
+    assert proc.returncode == 2 and "holds a run with other arguments" in proc.stderr.splitlines()[-1], proc.stderr
+    assert (out / reproduce.RESULTS_FILE).read_text() == text
     proc = subprocess.run([sys.executable, "-c", code, f"--output_dir={out}"], capture_output=True, text=True,
                           env=env, timeout=600)
     assert proc.returncode == 2 and re.fullmatch(r"albert-reproduce: error: `--init_checkpoint` is required\.\n",

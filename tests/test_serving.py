@@ -13,6 +13,7 @@ export under `saved_model_cli run`, without tensorflow-text.
 The module is marked `cpu_kernels`: `.ci/run` runs it again with oneDNN flipped.
 """
 
+import importlib
 import json
 import os
 import subprocess
@@ -461,3 +462,34 @@ def test_doc_saved_model_cli_show_output(served):
         return [line.rstrip() for line in text.strip().splitlines() if not line.strip().startswith("name:")]
 
     assert without_names(proc.stdout) == without_names(shown)
+
+
+def test_the_session_path_refuses_inputs_it_would_cast(served):
+    """A `Session::Run` casts float ids (1.7 -> 1) and reshapes nothing: `SessionModel` refuses such inputs naming
+    the signature and the input, as it refuses text that is not UTF-8 and inputs of different batch sizes."""
+    importlib.import_module("tensorflow_text")   # the SentencePiece ops of serve_text
+    from albert_tf.errors import InputError   # pylint: disable=import-outside-toplevel
+    ids = np.full((2, MAX_SEQ), 3, np.int32)
+    good = dict(input_ids=ids, input_mask=np.ones_like(ids), segment_ids=np.zeros_like(ids))
+    with SessionModel(served["paths"]["classifier"]) as model:
+        expected = model.run(**good)
+        cases = [
+            (dict(good, input_ids=ids + 0.7), "Input `input_ids` of signature `serving_default` takes int32 values. "
+                                              "Received: float64 values (ids are whole numbers)."),
+            (dict(good, input_ids=ids[0]), f"Input `input_ids` of signature `serving_default` takes the shape "
+                                           f"[batch, ?] (rank 2). Received: shape [{MAX_SEQ}]."),
+            (dict(good, input_mask=np.ones((1, MAX_SEQ), np.int32)),
+             "The inputs of signature `serving_default` must have one batch size. Received: input_ids 2, "
+             "input_mask 1, segment_ids 2."),
+        ]
+        for inputs, message in cases:
+            with pytest.raises(InputError) as caught:
+                model.run(**inputs)
+            assert str(caught.value) == message
+        with pytest.raises(InputError, match=r"Input `text_a` of signature `serve_text`: row 1 is not UTF-8 text"):
+            model.run("serve_text", text_a=[b"fine", b"caf\xe9"], text_b=[b"", b""])
+        with pytest.raises(InputError, match="must have one batch size. Received: text_a 2, text_b 1"):
+            model.run("serve_text", text_a=["one", "two"], text_b=[""])
+        again = model.run(**good)
+    for name in expected:   # the good inputs still run, to the same outputs
+        np.testing.assert_array_equal(again[name], expected[name])

@@ -268,6 +268,7 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
     """
     spec = serving_spec(model)
     warmup = _check_warmup(warmup)
+    version_given = version
     final_dir, version, lengths = _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_length,
                                                           version, threshold, lengths)
     config = as_config(config) if config is not None else model.config
@@ -300,8 +301,8 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
             requests = _warmup_requests(spec, module.signatures(), int(max_seq_length), lengths)
         metadata = _metadata(model, spec, module, spm_model_file if proto is not None else None, do_lower_case,
                              max_seq_length, lengths)
-        _save_then_rename(module, tmp_dir, final_dir, os.path.basename(os.path.normpath(export_dir)), requests,
-                          metadata)
+        final_dir = _save_then_rename(module, tmp_dir, final_dir, os.path.basename(os.path.normpath(export_dir)),
+                                      requests, metadata, next_free=version_given is None)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     logging.info("Exported signatures %s to %s", sorted(module.signatures()), final_dir)
@@ -363,9 +364,12 @@ def _metadata(model, spec, module, spm_model_file, do_lower_case, max_seq_length
     return facts
 
 
-def _save_then_rename(module, tmp_dir, final_dir, model_name, warmup_requests=None, metadata=None):
+def _save_then_rename(module, tmp_dir, final_dir, model_name, warmup_requests=None, metadata=None, next_free=False):
     """`tf.saved_model.save` (the warm-up requests and `metadata`) into `tmp_dir`, then a rename to `final_dir`
-    (nothing left behind on errors)."""
+    (nothing left behind on errors); returns the version directory written.
+
+    When another export took `final_dir` meanwhile (two exports into one directory at once), the export goes to
+    the next free version with `next_free` (the version was not given), else it is an `InputError`."""
     try:
         if tf.io.gfile.exists(tmp_dir):
             tf.io.gfile.rmtree(tmp_dir)
@@ -374,11 +378,29 @@ def _save_then_rename(module, tmp_dir, final_dir, model_name, warmup_requests=No
             warmup_lib.write_warmup_requests(tmp_dir, model_name, warmup_requests)
         if metadata is not None:
             metadata_lib.write(tmp_dir, metadata)
-        tf.io.gfile.rename(tmp_dir, final_dir)
+        final_dir = _rename_to_free_version(tmp_dir, final_dir, next_free)
     except BaseException:
         if tf.io.gfile.exists(tmp_dir):
             tf.io.gfile.rmtree(tmp_dir)
         raise
+    return final_dir
+
+
+def _rename_to_free_version(tmp_dir, final_dir, next_free):
+    export_dir = os.path.dirname(final_dir)
+    for _ in range(100):
+        try:
+            tf.io.gfile.rename(tmp_dir, final_dir)
+            return final_dir
+        except (tf.errors.OpError, OSError):
+            if not tf.io.gfile.exists(final_dir):
+                raise
+            if not next_free:
+                raise InputError(f"`{final_dir}` was written by another export meanwhile; pass another `version` "
+                                 "or none for the next one.") from None
+            taken, final_dir = final_dir, os.path.join(export_dir, str(next_version(export_dir)))
+            logging.warning("%s was written by another export meanwhile: exporting to %s.", taken, final_dir)
+    raise InputError(f"No free version in `{export_dir}`: other exports write there at the same time.")
 
 
 def export_from_checkpoint(input_path, export_dir, model="encoder", num_labels=2, albert_config_file=None,

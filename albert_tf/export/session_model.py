@@ -59,13 +59,20 @@ class SessionModel:
 
         Returns:
             {output key: numpy array}.
+
+        Raises:
+            InputError: an input of another kind than its tensor's (float or string ids for an integer input: a
+            session would cast 1.7 to 1), of another rank, inputs of different batch sizes, or `serve_text`
+            strings that are not UTF-8; each names the signature and the input.
         """
         signature_def = self._signature(signature)
         expected = set(signature_def.inputs)
         if set(inputs) != expected:
             raise InputError(f"Signature `{signature}` of {self.export_path} takes the inputs "
                              f"{sorted(expected)}. Received: {sorted(inputs)}.")
-        feeds = {signature_def.inputs[name].name: _as_array(value) for name, value in inputs.items()}
+        arrays = {name: _as_array(value) for name, value in inputs.items()}
+        _check_inputs(signature, signature_def, arrays)
+        feeds = {signature_def.inputs[name].name: arrays[name] for name in arrays}
         fetches = {name: info.name for name, info in signature_def.outputs.items()}
         return self.session.run(fetches, feeds)
 
@@ -95,3 +102,36 @@ def _as_array(value):
         array = np.array(value, dtype=object)
     encode = np.vectorize(lambda s: s.encode("utf-8") if isinstance(s, str) else s, otypes=[object])
     return encode(array) if array.size else array
+
+
+def _check_inputs(signature, signature_def, arrays):
+    """Raises `InputError` for inputs a `Session::Run` would cast or reshape without a word, or fail on in the
+    graph's words (see `SessionModel.run`)."""
+    batch = {}
+    for name, array in arrays.items():
+        info = signature_def.inputs[name]
+        dtype = tf.dtypes.as_dtype(info.dtype)
+        where = f"Input `{name}` of signature `{signature}`"
+        if dtype.is_integer and array.dtype.kind not in "iu":
+            raise InputError(f"{where} takes {dtype.name} values. Received: {array.dtype} values"
+                             f"{' (ids are whole numbers)' if array.dtype.kind == 'f' else ''}.")
+        if dtype == tf.string and array.dtype.kind not in "SUO":
+            raise InputError(f"{where} takes strings. Received: {array.dtype} values.")
+        if not info.tensor_shape.unknown_rank:
+            dims = [dim.size for dim in info.tensor_shape.dim]
+            if array.ndim != len(dims):
+                shape = "[" + ", ".join(("batch" if i == 0 else "?") if d == -1 else str(d) for i, d in enumerate(dims)) + "]"
+                raise InputError(f"{where} takes the shape {shape} (rank {len(dims)}). Received: shape "
+                                 f"{list(array.shape)}.")
+            if dims and dims[0] == -1:
+                batch[name] = array.shape[0]
+        if signature == "serve_text" and dtype == tf.string:
+            for row, text in enumerate(array.reshape(-1)):
+                try:
+                    text.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise InputError(f"{where}: row {row} is not UTF-8 text (the bytes "
+                                     f"{text[e.start:e.start + 4]!r}).") from None
+    if len(set(batch.values())) > 1:
+        sizes = ", ".join(f"{name} {size}" for name, size in sorted(batch.items()))
+        raise InputError(f"The inputs of signature `{signature}` must have one batch size. Received: {sizes}.")

@@ -134,9 +134,22 @@ def run_quickstart(options=None, **kwargs):
     text_ops.require_tensorflow_text()
     started = time.time()
     output_dir = os.path.abspath(o.output_dir)
-    if o.overwrite and os.path.exists(output_dir):
-        shutil.rmtree(output_dir)
-    os.makedirs(output_dir, exist_ok=True)
+    # One run per output directory (`fileio.output_lock`), taken before `overwrite` empties it.
+    with fileio.output_lock(output_dir):
+        if o.overwrite:
+            for name in os.listdir(output_dir):
+                path = os.path.join(output_dir, name)
+                if name == fileio.LOCK_FILE:
+                    continue
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path)
+                else:
+                    os.remove(path)
+        return _run_steps(o, output_dir, started)
+
+
+def _run_steps(o, output_dir, started):
+    """The steps of `run_quickstart` in `output_dir`, which this run holds."""
     summary = {"output_dir": output_dir, "init": o.init or None}
     timer = _Timer()
     with contextlib.ExitStack() as stack:

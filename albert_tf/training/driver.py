@@ -38,8 +38,8 @@ from albert_tf.checkpoints import resolve_source
 from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
 from albert_tf.checkpoints.sources import FOREIGN_KINDS
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import InputError
-from albert_tf.fileio import write_text_atomic
+from albert_tf.errors import InputError, tf_error_text
+from albert_tf.fileio import output_lock, write_text_atomic
 from albert_tf.text import tokenization
 from albert_tf.training import distribution, loop, optimization
 
@@ -248,11 +248,16 @@ def check_checkpoints(options):
 
     The `evaluate` stage reads every `model.ckpt-<step>` of `output_dir`; `predict` and `export` read
     `model.ckpt-best`, else the latest one; the initial weights (`options.checked_init_path`) are read when
-    `output_dir` has no checkpoint yet. A TF checkpoint is checked for truncated files (`check_readable`); other
+    `output_dir` has no checkpoint yet. With a `train` stage, the checkpoints of `output_dir` are left to
+    training, which goes on past a damaged newest one. A TF checkpoint is checked for truncated files (`check_readable`); other
     sources are only resolved here (an archive is checked when it is extracted).
     """
     output_dir, init_path = options.output_dir, options.checked_init_path
     checkpoints = loop.list_checkpoints(output_dir)
+    if "train" in options.stages():
+        # Training restores the newest intact checkpoint and moves damaged ones aside (`loop.run_training`);
+        # the stages after it read what training leaves.
+        checkpoints = []
     if init_path and not checkpoints and not os.path.isfile(os.path.expanduser(init_path)):
         with resolve_source(init_path) as source:
             if source.kind not in FOREIGN_KINDS:
@@ -318,12 +323,31 @@ def train(task, model, runtime, output_dir):
     def dataset_fn(input_context=None, start_batch=0):
         return data.dataset(input_context, per_replica, start_batch)
 
-    result = loop.run_training(
-        model, opt, task.loss, dataset_fn, strategy, output_dir, data.num_train_steps,
-        iterations_per_loop=int(min(per_loop, save_every or per_loop)), save_checkpoints_steps=save_every,
-        keep_checkpoint_max=keep, gradient_accumulation_steps=accumulation, jit_compile=jit_compile,
-        positional_input=data.positional and runtime.options.random_seed is not None)
+    try:
+        result = loop.run_training(
+            model, opt, task.loss, dataset_fn, strategy, output_dir, data.num_train_steps,
+            iterations_per_loop=int(min(per_loop, save_every or per_loop)), save_checkpoints_steps=save_every,
+            keep_checkpoint_max=keep, gradient_accumulation_steps=accumulation, jit_compile=jit_compile,
+            positional_input=data.positional and runtime.options.random_seed is not None)
+    except tf.errors.DataLossError as e:
+        damaged = damaged_record_file(data.files)
+        if damaged is None:
+            raise
+        raise InputError(f"{damaged[0]}: {damaged[1]} (a cut or damaged TFRecord file: write it again; the "
+                         f"checkpoints in {output_dir} are kept and the same command resumes).") from e
     return dict(result, num_train_steps=data.num_train_steps)
+
+
+def damaged_record_file(files):
+    """`(path, TensorFlow's words: "truncated record at 464: ...")` of the first of the TFRecord `files` that cannot
+    be read to its end, or None. Each file is read once, in a graph (fast): only after reading failed."""
+    for path in files:
+        logging.info("Reading failed: checking %s.", path)
+        try:
+            tf.data.TFRecordDataset(path).reduce(tf.constant(0, tf.int64), lambda count, _: count + 1)
+        except tf.errors.DataLossError as e:
+            return path, tf_error_text(e)
+    return None
 
 
 def evaluate(task, model, output_dir, init_path):
@@ -418,7 +442,8 @@ def run(task_class, options, runtime_options=None):
 
     Every check (the task's options, the sources, the sequence length, the task's inputs, the checkpoints to
     read) is made before anything is written to `output_dir`; the feature files a failed run wrote are removed
-    (`removed_on_failure`). The model starts from the initial weights (`options.checked_init_path`) when
+    (`removed_on_failure`). `output_dir` is held by this run (`fileio.output_lock`): a second run there is
+    refused. The model starts from the initial weights (`options.checked_init_path`) when
     `output_dir` has no checkpoint yet; otherwise the stages restore their checkpoints.
 
     Args:
@@ -436,7 +461,8 @@ def run(task_class, options, runtime_options=None):
         task.check()
         # The strategy after the checks: a missing TPU stops the run before `output_dir` is made.
         runtime.strategy = prepare_runtime(runtime_options)
-        tf.io.gfile.makedirs(options.output_dir)
+        # One run per output directory: a second one would write its checkpoints over this one's. The chief holds it.
+        stack.enter_context(output_lock(options.output_dir, hold=distribution.worker_info(runtime.strategy)[2]))
         init_path = None if loop.list_checkpoints(options.output_dir) else options.checked_init_path
         with runtime.strategy.scope():
             model = task.build_model(init_path)

@@ -32,7 +32,7 @@ import tensorflow as tf
 from absl import logging
 
 from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
-from albert_tf.errors import InputError
+from albert_tf.errors import InputError, tf_error_text
 from albert_tf.fileio import copy_atomic, write_text_atomic
 from albert_tf.training import interrupt
 from albert_tf.training.distribution import worker_info
@@ -164,11 +164,7 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
     # The weights and the step are restored before the input is built: a positional input starts at the step.
     checkpoint_dir, is_chief = _chief_checkpoint_dir(model_dir, strategy)
     objects = dict(checkpoint_objects(model), optimizer=optimizer)
-    latest = tf.train.latest_checkpoint(model_dir)
-    if latest:
-        check_readable(latest)
-        logging.info("Resuming from %s.", latest)
-        tf.train.Checkpoint(**objects).restore(latest).expect_partial()
+    latest = _restore_newest_intact(objects, model_dir, is_chief)
     step = int(optimizer.iterations.numpy())
     if step >= num_train_steps:
         logging.info("Global step %d >= num_train_steps %d: nothing to train.", step, num_train_steps)
@@ -194,6 +190,73 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
                                 None if is_chief else checkpoint_dir, loop_callback)
     finally:
         writer.close()
+
+
+DAMAGED_SUFFIX = "-damaged"
+
+
+def _restore_newest_intact(objects, model_dir, is_chief):
+    """Restores `objects` from the newest intact `model.ckpt-<step>` of `model_dir`; returns its prefix, or None
+    when `model_dir` has no checkpoint.
+
+    Checkpoints are found from their own files (`list_checkpoints`), not from the `checkpoint` state file, which
+    a cut write can damage (TensorFlow then ignores it and a run would start again from step 0 over intact
+    checkpoints); a damaged state file is written again from what is on disk. A damaged checkpoint (a truncated
+    `.data-*` file, a checksum that does not match) is moved aside to `model.ckpt-<step>-damaged.*` (never
+    deleted) by the chief, with a warning naming both, and the one before it is restored: a job preempted while
+    writing its last checkpoint goes on from the one before. When every checkpoint is damaged the run stops
+    (`InputError`): the variables may hold a part of a damaged checkpoint.
+    """
+    checkpoints = list_checkpoints(model_dir)
+    for step, prefix in reversed(checkpoints):
+        try:
+            check_readable(prefix)
+            tf.train.Checkpoint(**objects).restore(prefix).expect_partial()
+        except (InputError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
+            reason = str(e).splitlines()[0] if isinstance(e, InputError) else tf_error_text(e)
+            aside = _move_aside(prefix) if is_chief else prefix
+            logging.warning("Checkpoint %s is damaged (%s): moved aside to %s; trying the one before it.",
+                            prefix, reason, aside)
+            continue
+        logging.info("Resuming from %s.", prefix)
+        if is_chief and _state_file_latest(model_dir) != prefix:
+            logging.warning("The `checkpoint` state file of %s does not name %s (damaged or stale): writing it "
+                            "again from the checkpoints on disk.", model_dir, prefix)
+            _write_state_file(model_dir, [p for s_, p in checkpoints if s_ <= step])
+        return prefix
+    if checkpoints:
+        raise InputError(f"Every checkpoint in {model_dir} is damaged (moved aside to model.ckpt-<step>"
+                         f"{DAMAGED_SUFFIX}.*): the same command now starts again from the initial weights; or "
+                         "copy intact checkpoints back.")
+    return None
+
+
+def _write_state_file(model_dir, prefixes):
+    """Writes the `checkpoint` state file naming `prefixes` (the last one the latest) that still have their index:
+    the `CheckpointState` text proto `tf.train.CheckpointManager` writes, with relative paths."""
+    names = [os.path.basename(p) for p in prefixes if tf.io.gfile.exists(p + ".index")]
+    write_text_atomic(os.path.join(model_dir, "checkpoint"), f'model_checkpoint_path: "{names[-1]}"\n'
+                      + "".join(f'all_model_checkpoint_paths: "{name}"\n' for name in names))
+
+
+def _state_file_latest(model_dir):
+    """The checkpoint the `checkpoint` state file names, or None (no file, or one that does not parse)."""
+    try:
+        return tf.train.latest_checkpoint(model_dir)
+    except (tf.errors.OpError, ValueError):
+        return None
+
+
+def _move_aside(prefix):
+    """Renames every file of checkpoint `prefix` to `<prefix>-damaged<suffix>` (the index first, so that the
+    checkpoint is no longer listed); returns the new prefix."""
+    target = prefix + DAMAGED_SUFFIX
+    directory, base = os.path.split(prefix)
+    suffixes = sorted((name[len(base):] for name in tf.io.gfile.listdir(directory) if name.startswith(base + ".")),
+                      key=lambda suffix: suffix != ".index")
+    for suffix in suffixes:
+        tf.io.gfile.rename(prefix + suffix, target + suffix, overwrite=True)
+    return target
 
 
 def _train_loops(train_loop, iterator, optimizer, manager, writer, num_train_steps, iterations_per_loop, every,

@@ -125,7 +125,7 @@ class PretrainingTask(driver.Task):
                                        masked_lm_budget=o.masked_lm_budget, seed=self.runtime.options.random_seed,
                                        start_batch=start_batch)
 
-        return driver.TrainData(o.num_train_steps, o.num_warmup_steps, dataset)
+        return driver.TrainData(o.num_train_steps, o.num_warmup_steps, dataset, files=tuple(self.input_files))
 
     def loss(self, model, features, training):
         return pretraining_loss_fn(model, features, training, self.options.sentence_loss_weight)

@@ -19,6 +19,7 @@ from typing import Optional
 
 from albert_tf import options as options_lib
 from albert_tf.errors import InputError
+from albert_tf.fileio import output_file_locks
 from albert_tf.options import option
 from albert_tf.tasks.pretraining.writer.instances import PretrainingDataOptions
 from albert_tf.tasks.pretraining.writer.local import write_pretraining_examples
@@ -59,6 +60,12 @@ class CreateDataOptions:
 def create_pretraining_data(run, options, pipeline_args=()):
     """Writes the pretraining data of `CreateDataOptions` `run` and `PretrainingDataOptions` `options`: with the local
     writer, or with `run.runner` and the Beam pipeline options `pipeline_args`."""
+    outputs = [path.strip() for path in run.output_file.split(",") if path.strip()]
+    with output_file_locks(outputs):   # one writer per output file
+        _create_pretraining_data(run, options, pipeline_args)
+
+
+def _create_pretraining_data(run, options, pipeline_args):
     common = dict(vocab_file=options.vocab_file, spm_model_file=options.spm_model_file, options=options,
                   shard_size_mb=run.shard_size_mb)
     if not run.runner:
