@@ -358,7 +358,7 @@ def test_offline_404_no_network_timeout_and_unknown_names(model_files, caches, m
 
 
 def test_a_server_that_stalls_after_the_headers_fails_in_one_line_after_the_retries(caches, monkeypatch):
-    """Issue #56: the stall timeout is `ALBERT_TF_DOWNLOAD_TIMEOUT` (and `albert-download --timeout`); a server
+    """The stall timeout is `ALBERT_TF_DOWNLOAD_TIMEOUT` (and `albert-download --timeout`, the next test); a server
     that sends its headers and then nothing is retried `RETRIES` times (each resuming what arrived), then refused with
     one line naming the URL."""
     body = b"x" * 1000
@@ -382,15 +382,28 @@ def test_a_server_that_stalls_after_the_headers_fails_in_one_line_after_the_retr
         monkeypatch.setenv("ALBERT_TF_DOWNLOAD_TIMEOUT", "soon")
         with pytest.raises(InputError, match=r"ALBERT_TF_DOWNLOAD_TIMEOUT='soon': expected a number of seconds"):
             hub.fetch(url)
-        monkeypatch.delenv("ALBERT_TF_DOWNLOAD_TIMEOUT")
-        # The command's flag, in a fresh process: the same one line, naming the URL, on stderr.
+
+
+@pytest.mark.e2e
+def test_albert_download_timeout_flag_refuses_a_stalled_server_in_one_line(caches):
+    """`albert-download --timeout=1` in a fresh process (the default `RETRIES`): one line on stderr naming the
+    URL, exit 2."""
+
+    def app(method, path, headers, body_in):
+        del method, headers, body_in
+        return Reply(body=b"x" * 1000, stall_body=3.0)
+
+    with serving(app) as server:
+        url = server.url + "/stalls.bin"
         code = ("import sys; from albert_tf import commands; sys.argv = ['albert-download'] + sys.argv[1:]; "
                 "commands.run('albert-download')")
         proc = subprocess.run([sys.executable, "-c", code, "--timeout=1", url], capture_output=True, text=True,
                               env=_env(ALBERT_TF_CACHE=str(caches / "flag_cache")), cwd=caches, timeout=120)
+        gets = len(server.requests("GET", "/stalls.bin"))
     last = proc.stderr.strip().splitlines()[-1]
     assert proc.returncode == 2 and proc.stdout == "", proc.stderr[-2000:]
     assert last.startswith("albert-download: error: Cannot download") and url in last and "after 1 s" in last, last
+    assert gets == hub.RETRIES + 1, gets
 
 
 def _env(**extra):
