@@ -107,6 +107,13 @@ def test_a_plain_install_runs_every_runner_and_the_readme_block(plain_venv, tmp_
         help_text = helps[runner][1].split("--[no]version_2_with_negative:")[1].split("\n  --")[0]
         assert f"(default: '{default}')" in help_text, (runner, help_text)
 
+    # The console script: `hf:` names need the hub extra, and say so in one line (before any network).
+    code, out, err = _run([str(python.parent / "albert-download"), "hf:albert/albert-base-v2"], outside, env)
+    last = err.strip().splitlines()[-1]
+    assert code == 2 and last.startswith("albert-download: error: `hf:albert/albert-base-v2` needs the "
+                                         "`huggingface_hub` package"), err[-2000:]
+    assert "release names and http(s) URLs need no extra" in last, last
+
     import doc_fixtures  # Deferred: it loads TensorFlow.
 
     fixture = tmp_path / "fixture"
