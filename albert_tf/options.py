@@ -235,7 +235,9 @@ class ModelOptions:
 
     albert_config_file: Optional[str] = option(None, "The config json file corresponding to the pre-trained ALBERT "
                                                "model. This specifies the model architecture.")
-    init_checkpoint: Optional[str] = option(None, "Initial checkpoint (usually from a pre-trained ALBERT model).")
+    init_checkpoint: Optional[str] = option(None, "Initial checkpoint (usually from a pre-trained ALBERT model): a "
+                                            "path, or a name fetched once into the cache: a release name "
+                                            "(albert_base_v2, ...), hf:<org>/<repo>, kaggle:<handle>, https://...")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

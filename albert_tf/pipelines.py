@@ -298,8 +298,13 @@ class Pipeline:
         show = self.progress if self.progress is not None else len(rows) > self.batch_size
         bar = None
         if show:
-            from tqdm.auto import tqdm   # Only when a bar is shown.
-            bar = tqdm(total=len(rows), desc=self.task, unit="input")
+            try:
+                from tqdm.auto import tqdm   # Only when a bar is shown; a plain install has no tqdm.
+            except ImportError:
+                if self.progress:
+                    raise MissingPackageError("`progress=True` draws its bar with tqdm: pip install tqdm") from None
+                tqdm = None
+            bar = tqdm(total=len(rows), desc=self.task, unit="input") if tqdm else None
         try:
             for start in range(0, len(rows), self.batch_size):
                 batch = rows[start:start + self.batch_size]

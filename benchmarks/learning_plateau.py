@@ -1,7 +1,7 @@
 """How long the all-shared ALBERT encoder takes to learn to look at its neighbour: albert_tf against keras-hub.
 
-A diagnostic for the quickstart's learning budget (issue #31, `benchmarks/README.md`, "The quickstart's
-learning budget"): there, a 4-minute pretraining run stays at the unigram guess at `[MASK]` positions, and this
+A diagnostic for the quickstart's learning budget (`benchmarks/README.md`, "Pretraining on the
+quickstart's corpus"): there, a 4-minute pretraining run stays at the unigram guess at `[MASK]` positions, and this
 asks whether that is our encoder or the architecture. The task is the easiest one that needs context: every
 sequence is pairs of equal random tokens (`a a b b c c ...`), `--predictions` of the second tokens of the pairs
 are replaced by `[MASK]`, and the answer at a masked position is its left neighbour. One attention head that

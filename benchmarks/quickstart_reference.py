@@ -1,7 +1,7 @@
 """What a plain Transformer encoder learns in the quickstart's budget, on the quickstart's own records.
 
-A reference for issue #31 (`benchmarks/README.md`, "The quickstart's learning budget"): the quickstart's small
-ALBERT reaches a held-out masked-LM accuracy of about 0.16 in its 1500 steps, against a goal of 0.30. This trains
+A reference for `benchmarks/README.md`, "Pretraining on the quickstart's corpus": the quickstart's small
+ALBERT reaches a held-out masked-LM accuracy of about 0.16 in 1500 steps, against a goal of 0.30. This trains
 an encoder that is not ALBERT on the same records, with the same batches, steps and metric, to tell the
 architecture's share from the budget's:
 

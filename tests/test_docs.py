@@ -46,8 +46,8 @@ class Block:
 
 
 def doc_files():
-    """README.md and every docs/*.md (pages other helpers add are picked up here)."""
-    return [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+    """README.md and every docs/**/*.md (pages other helpers add are picked up here, docs/migrating/ too)."""
+    return [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
 
 
 def _markers(lines, fence_index):
@@ -152,8 +152,8 @@ def test_readme_is_a_front_door():
 
 def test_index_lists_every_page():
     index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
-    unlisted = [page.name for page in sorted((ROOT / "docs").glob("*.md"))
-                if page.name != "index.md" and f"]({page.name})" not in index]
+    pages = [page.relative_to(ROOT / "docs").as_posix() for page in sorted((ROOT / "docs").rglob("*.md"))]
+    unlisted = [page for page in pages if page != "index.md" and f"]({page})" not in index]
     assert not unlisted, f"docs/index.md does not link {unlisted}"
 
 

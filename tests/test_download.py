@@ -52,7 +52,7 @@ CONFIG = dict(vocab_size=53, embedding_size=8, hidden_size=16, num_attention_hea
 @dataclasses.dataclass
 class Reply:
     """What the server answers: `cut` closes the connection after half the body; `throttle` sleeps per 16 KiB
-    chunk; `stall` sleeps before answering."""
+    chunk; `stall` sleeps before answering; `stall_body` sleeps after the headers, before the body."""
 
     status: int = 200
     body: bytes = b""
@@ -60,6 +60,7 @@ class Reply:
     cut: bool = False
     throttle: float = 0.0
     stall: float = 0.0
+    stall_body: float = 0.0
 
 
 class Server:
@@ -104,6 +105,9 @@ class Server:
                 self.end_headers()
                 if method == "HEAD":
                     return
+                if reply.stall_body:
+                    self.wfile.flush()
+                    time.sleep(reply.stall_body)
                 payload = data[:len(data) // 2] if reply.cut else data
                 for i in range(0, len(payload), 16384):
                     self.wfile.write(payload[i:i + 16384])
@@ -344,13 +348,62 @@ def test_offline_404_no_network_timeout_and_unknown_names(model_files, caches, m
         url = server.url + "/missing/albert_base_v2.tar.gz"
         with pytest.raises(InputError, match=rf"Cannot download `{re.escape(url)}`: {re.escape(url)} answered 404"):
             hub.fetch(url)
-        monkeypatch.setattr(hub, "TIMEOUT", (2.0, 0.5))
-        with pytest.raises(InputError, match=r"slow.tar.gz.*timed out"):
+        monkeypatch.setenv("ALBERT_TF_DOWNLOAD_TIMEOUT", "0.5")
+        with pytest.raises(InputError, match=r"slow.tar.gz.*timed out after 0.5 s \(ALBERT_TF_DOWNLOAD_TIMEOUT\)"):
             hub.fetch(server.url + "/slow.tar.gz")
         _release(monkeypatch, server, name="albert_large_v1")
     with pytest.raises(InputError, match=rf"`albert_large_v1` from {re.escape(server.url)}/albert_models/"
                                          r"albert_large_v1.tar.gz: cannot connect"):
         hub.fetch("albert_large_v1")   # The server is stopped: no network.
+
+
+def test_a_server_that_stalls_after_the_headers_fails_in_one_line_after_the_retries(caches, monkeypatch):
+    """The stall timeout is `ALBERT_TF_DOWNLOAD_TIMEOUT` (and `albert-download --timeout`, the next test); a server
+    that sends its headers and then nothing is retried `RETRIES` times (each resuming what arrived), then refused with
+    one line naming the URL."""
+    body = b"x" * 1000
+
+    def app(method, path, headers, body_in):
+        del method, headers, body_in
+        return Reply(body=body, stall_body=3.0) if path == "/stalls.bin" else Reply(404, b"Not Found")
+
+    monkeypatch.setattr(hub, "RETRIES", 2)
+    with serving(app) as server:
+        url = server.url + "/stalls.bin"
+        monkeypatch.setenv("ALBERT_TF_DOWNLOAD_TIMEOUT", "1")
+        started = time.monotonic()
+        with pytest.raises(InputError) as info:
+            hub.fetch(url)
+        elapsed = time.monotonic() - started
+        gets = len(server.requests("GET", "/stalls.bin"))
+        message = str(info.value)
+        assert "\n" not in message and url in message and "timed out after 1 s" in message, message
+        assert gets == 3 and elapsed < 8, (gets, elapsed)   # The first try and two retries, 1 s each.
+        monkeypatch.setenv("ALBERT_TF_DOWNLOAD_TIMEOUT", "soon")
+        with pytest.raises(InputError, match=r"ALBERT_TF_DOWNLOAD_TIMEOUT='soon': expected a number of seconds"):
+            hub.fetch(url)
+
+
+@pytest.mark.e2e
+def test_albert_download_timeout_flag_refuses_a_stalled_server_in_one_line(caches):
+    """`albert-download --timeout=1` in a fresh process (the default `RETRIES`): one line on stderr naming the
+    URL, exit 2."""
+
+    def app(method, path, headers, body_in):
+        del method, headers, body_in
+        return Reply(body=b"x" * 1000, stall_body=3.0)
+
+    with serving(app) as server:
+        url = server.url + "/stalls.bin"
+        code = ("import sys; from albert_tf import commands; sys.argv = ['albert-download'] + sys.argv[1:]; "
+                "commands.run('albert-download')")
+        proc = subprocess.run([sys.executable, "-c", code, "--timeout=1", url], capture_output=True, text=True,
+                              env=_env(ALBERT_TF_CACHE=str(caches / "flag_cache")), cwd=caches, timeout=120)
+        gets = len(server.requests("GET", "/stalls.bin"))
+    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 2 and proc.stdout == "", proc.stderr[-2000:]
+    assert last.startswith("albert-download: error: Cannot download") and url in last and "after 1 s" in last, last
+    assert gets == hub.RETRIES + 1, gets
 
 
 def _env(**extra):

@@ -6,6 +6,7 @@ import logging
 import os
 import re
 import shutil
+import sys
 import tarfile
 
 import numpy as np
@@ -18,7 +19,7 @@ from albert_tf.export import saved_model as export_lib
 from albert_tf.checkpoints import convert, save_tf1_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.tasks.glue import data as glue
-from albert_tf.errors import InputError
+from albert_tf.errors import InputError, MissingPackageError
 from albert_tf.tasks.glue.model import AlbertClassifier
 from albert_tf.tasks.pretraining.model import AlbertPretrainer
 from albert_tf.tasks.race.model import AlbertRace
@@ -317,6 +318,26 @@ def test_feature_extraction_reads_every_source_kind(pretrainer_sources):
             assert result["sequence_output"].shape == sequence.shape, kind
             np.testing.assert_allclose(result["pooled_output"], pooled, atol=1e-5, err_msg=kind)
             np.testing.assert_allclose(result["sequence_output"], sequence, atol=1e-5, err_msg=kind)
+
+
+def test_without_tqdm_a_pipeline_runs_without_its_bar_and_progress_true_says_what_it_needs(pretrainer_sources,
+                                                                                           monkeypatch, capsys):
+    """A plain install has no tqdm: the default bar is left out, `progress=True` is a one-line
+    MissingPackageError."""
+    texts = ["The river Amazon discharges water.", "Zürich is a city.", "It lies at a lake."]
+    expected = albert_tf.pipeline("feature-extraction", pretrainer_sources["release"], max_seq_length=SEQ,
+                                  batch_size=1, progress=False)(texts)
+    monkeypatch.setitem(sys.modules, "tqdm", None)   # `import tqdm.auto` now raises ImportError.
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)
+    capsys.readouterr()
+    results = albert_tf.pipeline("feature-extraction", pretrainer_sources["release"], max_seq_length=SEQ,
+                                 batch_size=1)(texts)
+    assert "feature-extraction" not in capsys.readouterr().err
+    for result, reference in zip(results, expected):
+        np.testing.assert_array_equal(result["pooled_output"], reference["pooled_output"])
+    with pytest.raises(MissingPackageError, match=r"^`progress=True` draws its bar with tqdm: pip install tqdm$"):
+        albert_tf.pipeline("feature-extraction", pretrainer_sources["release"], max_seq_length=SEQ, batch_size=1,
+                           progress=True)(texts)
 
 
 def test_lengths_come_from_the_export_or_the_config_and_long_questions_warn(squad_env, pretrainer_sources,

@@ -15,11 +15,17 @@ Names, besides paths (a path that exists always wins over a name):
   end pins its checksum.
 
 What is written here, because none of the clients does it: the download of release tarballs and plain URLs
-(`keras.utils.get_file` neither resumes nor locks): a `.part` file resumed with HTTP `Range` (within a call
-after a cut connection, and on the next call), a file lock per entry so two processes end with one copy, the
-SHA-256 and size check (a mismatch removes the file and names it), a safe extraction into the cache, and a
-progress bar (size, speed, ETA) for files over `PROGRESS_MIN_BYTES`; for Kaggle, a file lock around
-`kagglehub` (it takes none) and the look-up of its cache when offline (it has no offline mode). Our cache is
+(`keras.utils.get_file` neither resumes nor locks), with the standard library only (`urllib`, an OS file lock),
+so that release names and URLs work on a plain `pip install`: a `.part` file resumed with HTTP `Range` (within
+a call after a cut or stalled connection, and on the next call), a file lock per entry so two processes end
+with one copy, the SHA-256 and size check (a mismatch removes the file and names it), a safe extraction into the
+cache, and a progress bar (size, speed, ETA) for files over `PROGRESS_MIN_BYTES`;
+for Kaggle, a file lock around `kagglehub` (it takes none) and the look-up of its cache when offline (it has no
+offline mode). `hf:` and `kaggle:` names need their clients (`pip install 'albert_tf[hub]'`).
+
+Timeouts: `ALBERT_TF_DOWNLOAD_TIMEOUT` seconds (default 60; `albert-download --timeout`) to connect and to wait
+for the next bytes; a server that stalls longer is retried `RETRIES` times (each resuming), then the download
+fails with one line naming the URL. Our cache is
 `ALBERT_TF_CACHE` (default `~/.cache/albert_tf`); each entry's `complete.json` records the size and SHA-256 of
 every file it holds, checked on every use: a damaged entry is an error naming the file and
 `albert-download --force NAME`, which downloads it again.
@@ -32,14 +38,18 @@ never logged. Nothing here touches the network at import.
 
 import contextlib
 import hashlib
+import http.client
 import importlib
 import json
 import os
 import re
 import shutil
+import sys
 import tarfile
 import time
+import urllib.error
 import urllib.parse
+import urllib.request
 import zipfile
 
 from absl import logging
@@ -49,12 +59,13 @@ from albert_tf.errors import InputError, MissingPackageError
 
 CACHE_ENV = "ALBERT_TF_CACHE"
 OFFLINE_ENV = "ALBERT_TF_OFFLINE"
+TIMEOUT_ENV = "ALBERT_TF_DOWNLOAD_TIMEOUT"
 DEFAULT_CACHE = os.path.join("~", ".cache", "albert_tf")
 EXTRA = "pip install 'albert_tf[hub]'"
 # Downloads smaller than this show no progress bar.
 PROGRESS_MIN_BYTES = 4 << 20
-# Seconds to connect, and to wait for the next bytes.
-TIMEOUT = (10.0, 60.0)
+# Seconds to connect, and to wait for the next bytes, unless `ALBERT_TF_DOWNLOAD_TIMEOUT` says otherwise.
+DEFAULT_TIMEOUT = 60.0
 # Retries of a download that was cut after it received bytes (each resumes where the last one stopped).
 RETRIES = 4
 CHUNK = 1 << 20
@@ -68,6 +79,24 @@ _NAME_LIKE = re.compile(r"^albert[-_][A-Za-z0-9_.-]*$")
 def cache_dir():
     """Our cache directory: `ALBERT_TF_CACHE`, default `~/.cache/albert_tf`."""
     return os.path.abspath(os.path.expanduser(os.environ.get(CACHE_ENV, "").strip() or DEFAULT_CACHE))
+
+
+def download_timeout(timeout=None):
+    """The stall timeout in seconds: `timeout` when given, else `ALBERT_TF_DOWNLOAD_TIMEOUT`, else 60."""
+    if timeout is None:
+        text = os.environ.get(TIMEOUT_ENV, "").strip()
+        if not text:
+            return DEFAULT_TIMEOUT
+        try:
+            timeout = float(text)
+        except ValueError:
+            raise InputError(f"{TIMEOUT_ENV}={text!r}: expected a number of seconds, e.g. 120.") from None
+        what = f"{TIMEOUT_ENV}={text!r}"
+    else:
+        what = f"The download timeout {timeout!r}"
+    if not timeout > 0:
+        raise InputError(f"{what}: expected a number of seconds above 0.")
+    return float(timeout)
 
 
 def offline(hf=False):
@@ -103,12 +132,14 @@ def local_path(path):
     return local
 
 
-def fetch(name, force=False):
+def fetch(name, force=False, timeout=None):
     """Fetches `name` into its cache (or finds it there, checked) and returns the local path to read.
 
     Args:
         name: str, a release name, `hf:...`, `kaggle:...` or `http(s)://...` (module docstring).
         force: bool, download again even when the cache holds it (`albert-download --force`).
+        timeout: float or None, seconds to connect and to wait for the next bytes of a release or URL download
+            (None: `ALBERT_TF_DOWNLOAD_TIMEOUT`, else 60).
 
     Returns:
         str, a directory (an extracted archive, a Hugging Face snapshot, a Kaggle model version) or a file.
@@ -131,19 +162,48 @@ def fetch(name, force=False):
                 raise InputError(f"`{name}`: the only URL fragment understood is `#sha256=<64 hex digits>`.")
             sha256 = value.lower()
         digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]
-        return fetch_url(url, key=f"url-{digest}", label=name, sha256=sha256, force=force)
+        return fetch_url(url, key=f"url-{digest}", label=name, sha256=sha256, force=force, timeout=timeout)
     release = names.RELEASES.get(name)
     if release is None:
         raise InputError(f"Unknown model name `{name}`. Known names: {', '.join(names.RELEASES)}.")
     return fetch_url(release.url, key=release.name, label=release.name, sha256=release.sha256,
-                     size=release.size, force=force)
+                     size=release.size, force=force, timeout=timeout)
 
 
 def _require(module, what):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise MissingPackageError(f"{what} needs the `{module}` package: {EXTRA}") from None
+        raise MissingPackageError(f"{what} needs the `{module}` package: {EXTRA} (release names and http(s) URLs "
+                                  "need no extra)") from None
+
+
+@contextlib.contextmanager
+def file_lock(path):
+    """An exclusive OS lock on the file `path` (created if missing), held for the `with` block: `fcntl.flock`
+    on POSIX, `msvcrt.locking` on Windows. The OS releases it when the process dies, so no stale lock remains."""
+    with open(path, "a+b") as f:
+        if sys.platform == "win32":
+            import msvcrt  # pylint: disable=import-outside-toplevel,import-error
+            f.seek(0)
+            while True:
+                try:
+                    msvcrt.locking(f.fileno(), msvcrt.LK_LOCK, 1)
+                    break
+                except OSError:   # LK_LOCK gives up after 10 s: keep waiting.
+                    continue
+            try:
+                yield
+            finally:
+                f.seek(0)
+                msvcrt.locking(f.fileno(), msvcrt.LK_UNLCK, 1)
+        else:
+            import fcntl  # pylint: disable=import-outside-toplevel
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(f.fileno(), fcntl.LOCK_UN)
 
 
 # --- release tarballs and URLs ----------------------------------------------------------------------------------
@@ -211,7 +271,7 @@ def _cached(entry, sha256, label):
     return path
 
 
-def fetch_url(url, key, label, sha256=None, size=None, force=False):
+def fetch_url(url, key, label, sha256=None, size=None, force=False, timeout=None):
     """Downloads `url` into `<cache>/downloads/<key>/` (resumed, locked, checked, extracted) or finds it there.
 
     A cached entry is checked on every use against the size and SHA-256 of each of its files, recorded in its
@@ -225,6 +285,7 @@ def fetch_url(url, key, label, sha256=None, size=None, force=False):
         sha256: str or None, the expected SHA-256 (hex).
         size: int or None, the expected size in bytes.
         force: bool, remove the cache entry and download it again.
+        timeout: float or None, the stall timeout in seconds (`download_timeout`).
 
     Returns:
         str, the extracted archive's directory (its one top-level folder when it has one) or the file.
@@ -236,9 +297,9 @@ def fetch_url(url, key, label, sha256=None, size=None, force=False):
     if offline():
         raise InputError(f"`{label}` is not in the cache (`{entry}`) and {OFFLINE_ENV}=1 forbids downloading "
                          f"{url}. Run `albert-download {label}` where there is network and copy `{entry}`.")
-    filelock = _require("filelock", f"Downloading `{label}`")
+    timeout = download_timeout(timeout)
     os.makedirs(entry, exist_ok=True)
-    with filelock.FileLock(entry + ".lock"):
+    with file_lock(entry + ".lock"):
         if force:
             _clear_entry(entry)
         found = _cached(entry, sha256, label)   # Another process may have finished it while this one waited.
@@ -246,7 +307,7 @@ def fetch_url(url, key, label, sha256=None, size=None, force=False):
             return found
         filename = os.path.basename(urllib.parse.urlparse(url).path) or "download"
         part = os.path.join(entry, filename + ".part")
-        _download(url, part, label)
+        _download(url, part, label, timeout)
         actual = _verify(part, url, label, sha256, size)
         relative = _unpack(part, filename, entry, label)
         marker = {"url": url, "sha256": actual, "size": size, "path": relative,
@@ -270,65 +331,111 @@ def _clear_entry(entry):
             os.remove(path)
 
 
+def _size_text(n):
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+class _Progress:
+    """A one-line progress bar on stderr (size, percentage, speed, ETA), redrawn at most twice a second."""
+
+    def __init__(self, total, initial, label):
+        self.total, self.done, self.label = total, initial, label
+        self.start, self.start_bytes, self.drawn = time.monotonic(), initial, 0.0
+
+    def update(self, n):
+        self.done += n
+        if time.monotonic() - self.drawn >= 0.5:
+            self.draw()
+
+    def draw(self, end=""):
+        now = time.monotonic()
+        self.drawn = now
+        speed = (self.done - self.start_bytes) / max(now - self.start, 1e-6)
+        line = f"{self.label}: {_size_text(self.done)}"
+        if self.total:
+            line = (f"{self.label}: {100 * self.done // self.total:3d}% {_size_text(self.done)}/"
+                    f"{_size_text(self.total)}")
+        line += f", {_size_text(speed)}/s"
+        if self.total and speed > 0 and self.done < self.total:
+            line += f", ETA {int((self.total - self.done) / speed)} s"
+        sys.stderr.write("\r" + line.ljust(79) + end)
+        sys.stderr.flush()
+
+
 @contextlib.contextmanager
 def _progress(total, initial, label):
-    try:
-        from tqdm.auto import tqdm  # pylint: disable=import-outside-toplevel
-    except ImportError:
-        tqdm = None
-    if tqdm is None or (total is not None and total < PROGRESS_MIN_BYTES):
+    """Yields `advance(n)`; draws a progress bar for downloads of `PROGRESS_MIN_BYTES` or more (or unknown size)."""
+    if total is not None and total < PROGRESS_MIN_BYTES:
         yield lambda n: None
         return
-    with tqdm(total=total, initial=initial, unit="B", unit_scale=True, unit_divisor=1024, desc=label,
-              dynamic_ncols=True) as bar:
+    bar = _Progress(total, initial, label)
+    bar.draw()
+    try:
         yield bar.update
+    finally:
+        bar.draw(end="\n")
 
 
-def _download(url, part, label):
-    """Downloads `url` to `part`, resuming what `part` already holds (HTTP `Range`); retries a cut transfer."""
-    requests = _require("requests", f"Downloading `{label}`")
-    urllib3 = _require("urllib3", f"Downloading `{label}`")
-    timeouts = (requests.Timeout, urllib3.exceptions.TimeoutError)
-    retryable = (requests.ConnectionError, requests.exceptions.ChunkedEncodingError, urllib3.exceptions.HTTPError,
-                 *timeouts)
+class _Cut(Exception):
+    """The server closed the connection before the whole body arrived."""
+
+
+def _open(url, have, timeout, label):
+    """The response to a GET of `url` from byte `have` on; None when the server says `part` is already whole."""
+    request = urllib.request.Request(url, headers={"Range": f"bytes={have}-"} if have else {})
+    try:
+        return urllib.request.urlopen(request, timeout=timeout)  # nosec B310: http(s) only (`fetch`)
+    except urllib.error.HTTPError as e:
+        e.close()
+        if e.code == 416 and have:
+            return None   # `part` already holds the whole file.
+        raise InputError(f"Cannot download `{label}`: {url} answered {e.code} {e.reason}.") from None
+
+
+def _download(url, part, label, timeout):
+    """Downloads `url` to `part`, resuming what `part` already holds (HTTP `Range`); retries a cut or stalled
+    transfer `RETRIES` times, each resuming where the last stopped."""
+    retryable = (OSError, http.client.HTTPException, _Cut)   # URLError, timeouts and resets are OSErrors.
     attempt = 0
     while True:
         have = os.path.getsize(part) if os.path.isfile(part) else 0
         started = False
-        headers = {"Range": f"bytes={have}-"} if have else {}
         try:
-            with requests.get(url, stream=True, timeout=TIMEOUT, headers=headers) as response:
-                started = True
-                if response.status_code == 416 and have:
-                    return   # `part` already holds the whole file.
-                if response.status_code >= 400:
-                    raise InputError(f"Cannot download `{label}`: {url} answered {response.status_code} "
-                                     f"{response.reason}.")
-                if have and response.status_code != 206:
+            response = _open(url, have, timeout, label)
+            if response is None:
+                return
+            started = True
+            with response:
+                if have and response.status != 206:
                     have = 0   # The server ignored `Range`: start over.
                 length = response.headers.get("Content-Length")
                 total = have + int(length) if length and length.isdigit() else None
                 # `read1` hands over what has arrived, so the bytes before a cut reach `part` and are kept.
-                response.raw.decode_content = True
                 with open(part, "ab" if have else "wb") as f, _progress(total, have, label) as advance:
-                    for chunk in iter(lambda: response.raw.read1(CHUNK), b""):
+                    for chunk in iter(lambda: response.read1(CHUNK), b""):
                         f.write(chunk)
                         advance(len(chunk))
-                if total is not None and os.path.getsize(part) < total:
-                    raise requests.exceptions.ChunkedEncodingError(
-                        f"connection closed after {os.path.getsize(part)} of {total} bytes")
-                return
+            if total is not None and os.path.getsize(part) < total:
+                raise _Cut(f"connection closed after {os.path.getsize(part)} of {total} bytes")
+            return
         except retryable as e:
             if not started or attempt >= RETRIES:
                 kept = (f" The {os.path.getsize(part)} bytes received stay in `{part}`; the next try resumes there."
                         if os.path.isfile(part) and os.path.getsize(part) else "")
-                reason = ("timed out" if isinstance(e, timeouts) or "timed out" in str(e)
+                timed_out = isinstance(e, TimeoutError) or isinstance(getattr(e, "reason", None), TimeoutError) \
+                    or "timed out" in str(e)
+                reason = (f"timed out after {timeout:g} s ({TIMEOUT_ENV})" if timed_out
                           else "cannot connect" if not started else "connection cut")
                 raise InputError(f"Cannot download `{label}` from {url}: {reason} ({_first_line(e)}).{kept}") \
                     from None
             attempt += 1
-            logging.warning("Download of `%s` cut after %d bytes; resuming (%d/%d).", label,
-                            os.path.getsize(part), attempt, RETRIES)
+            logging.warning("Download of `%s` from %s %s after %d bytes; resuming (%d/%d).", label, url,
+                            "stalled" if isinstance(e, TimeoutError) else "cut",
+                            os.path.getsize(part) if os.path.isfile(part) else 0, attempt, RETRIES)
             time.sleep(0.2 * attempt)
 
 
@@ -523,11 +630,10 @@ def _fetch_kaggle(spec, force=False):
             return found
         raise InputError(f"`{label}` is not in the kagglehub cache (`{kagglehub.config.get_cache_folder()}`) and "
                          f"{OFFLINE_ENV}=1 forbids fetching {url}.")
-    filelock = _require("filelock", f"`{label}`")
     requests = _require("requests", f"`{label}`")
     locks = os.path.join(cache_dir(), "locks")
     os.makedirs(locks, exist_ok=True)
-    with filelock.FileLock(os.path.join(locks, "kaggle-" + "+".join(parts) + ".lock")):
+    with file_lock(os.path.join(locks, "kaggle-" + "+".join(parts) + ".lock")):
         try:
             return kagglehub.model_download(spec, force_download=force)
         except (requests.ConnectionError, requests.Timeout) as e:

@@ -36,7 +36,8 @@ class ConvertOptions(options_lib.ModelOptions):
     # A weights source (as `albert-export`'s), not the text files of `albert-train-vocab`.
     input: str = option(help_text="Checkpoint prefix, release directory, .tar.gz, TF-Hub TF1 module directory, TF2 "
                         "SavedModel (tf-models AlbertEncoder), keras-hub preset, Hugging Face directory, or an "
-                        "albert_tf TF2 checkpoint.")
+                        "albert_tf TF2 checkpoint; or a name, fetched once into the cache: a release name "
+                        "(albert_base_v2, albert_large_zh, ...), hf:<org>/<repo>, kaggle:<handle> or an https:// URL.")
     # The directory of the converted weights, not of a run's checkpoints (the runners' `output_dir`).
     output_dir: str = option(help_text="Directory for albert_config.json, the weights and 30k-clean.model.")
     format: str = option("keras", "keras: model.weights.h5; tf1: model.ckpt-best with the original variable names; "

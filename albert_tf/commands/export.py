@@ -36,7 +36,9 @@ class ExportOptions(options_lib.ModelOptions, options_lib.TokenizerOptions, opti
 
     # A weights source, as albert-convert's `input` (which also reads TF2 and Hugging Face forms).
     input: str = option(help_text="Checkpoint source: Google TF1 checkpoint prefix, release directory or .tar.gz, "
-                        "TF-Hub TF1 module directory, or an albert_tf checkpoint prefix.")
+                        "TF-Hub TF1 module directory, or an albert_tf checkpoint prefix; or a name, fetched once into "
+                        "the cache: a release name (albert_base_v2, albert_large_zh, ...), hf:<org>/<repo>, "
+                        "kaggle:<handle> or an https:// URL.")
     # A model kind of the registry (albert-convert's `model` also has `auto`).
     model: str = option("encoder", "Which model the checkpoint holds.", enum_values=export_lib.model_kinds)
     num_labels: int = option(2, "Classifier labels (1 = STS-B style regression).")

@@ -56,8 +56,8 @@ def _pretraining_lines(summary):
         lines.append(f"    {row['sentence']:<55} {'/'.join(row['answers'][:3]):<22} {rank}  first choice "
                      f"{row['top_after']}")
     lines.append("  A few minutes of pretraining on 2 cores reach the plateau where the model predicts frequent "
-                 "pieces (benchmarks/README.md, the quickstart's learning budget); the fine-tuning below is where "
-                 "learning shows in minutes.")
+                 "pieces (benchmarks/README.md, \"Pretraining on the quickstart's corpus\"); the fine-tuning below "
+                 "is where learning shows in minutes.")
     return lines
 
 
