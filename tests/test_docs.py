@@ -18,7 +18,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGUAGES = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
-KNOWN_FIXTURES = ("tiny_release", "tiny_hf", "tiny_run", "tiny_finetuned", "tiny_ner")
+KNOWN_FIXTURES = ("tiny_release", "tiny_hf", "tiny_run", "tiny_finetuned", "tiny_ner", "tiny_tfalbert",
+                  "tiny_keras_hub")
 README_MAX_LINES = 230
 FIRST_BLOCK = "bash scripts/quickstart.sh\nbash scripts/test.sh"
 
@@ -46,8 +47,8 @@ class Block:
 
 
 def doc_files():
-    """README.md and every docs/*.md (pages other helpers add are picked up here)."""
-    return [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
+    """README.md, every docs/*.md and docs/migrating/*.md (pages added later are picked up here)."""
+    return [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md")) + sorted((ROOT / "docs").glob("migrating/*.md"))
 
 
 def _markers(lines, fence_index):
@@ -152,8 +153,9 @@ def test_readme_is_a_front_door():
 
 def test_index_lists_every_page():
     index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
-    unlisted = [page.name for page in sorted((ROOT / "docs").glob("*.md"))
-                if page.name != "index.md" and f"]({page.name})" not in index]
+    pages = sorted((ROOT / "docs").glob("*.md")) + sorted((ROOT / "docs").glob("migrating/*.md"))
+    unlisted = [page.relative_to(ROOT / "docs").as_posix() for page in pages if page.name != "index.md"
+                and f"]({page.relative_to(ROOT / 'docs').as_posix()})" not in index]
     assert not unlisted, f"docs/index.md does not link {unlisted}"
 
 

@@ -96,3 +96,18 @@ def test_a_head_that_cannot_be_read_raises(presets, tmp_path):
 def test_a_classifier_preset_with_another_label_count_asked_for_raises(presets):
     with pytest.raises(InputError, match="output_weights"):
         AlbertClassifier.from_pretrained(presets["classifier"], num_labels=2)
+
+
+def test_our_keras_hub_preset_of_a_classifier_keeps_its_head_in_keras_hub(presets, tmp_path):
+    from albert_tf.checkpoints import convert
+
+    out = str(tmp_path / "ours")
+    convert(presets["classifier"], out, output_format="keras_hub")
+    assert {"task.json", "task.weights.h5", "preprocessor.json"} <= set(os.listdir(out))
+    task = keras_hub.models.AlbertTextClassifier.from_preset(out)   # keras-hub reads our files.
+    assert task.num_classes == 3
+    logits = np.asarray(task(presets["inputs"], training=False))
+    np.testing.assert_allclose(logits, presets["classifier_logits"], atol=1e-5)
+    model = AlbertClassifier.from_pretrained(out)   # And we read them back.
+    np.testing.assert_allclose(model(our_inputs(presets), training=False)["logits"].numpy(),
+                               presets["classifier_logits"], atol=1e-5)

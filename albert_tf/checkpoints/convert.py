@@ -11,7 +11,8 @@ Output directory layout:
 * `hf_tf`: the same with transformers 4.x's TensorFlow `tf_model.h5` instead of `model.safetensors`, for the
   `TFAlbert*` classes of transformers before v5;
 * `keras_hub`: a keras-hub `AlbertBackbone` preset (`config.json`, `model.weights.h5`, `metadata.json`,
-  `tokenizer.json`, `assets/tokenizer/vocabulary.spm`); it holds the encoder only.
+  `tokenizer.json`, `assets/tokenizer/vocabulary.spm`); a sequence classifier's head is written with it as
+  keras-hub's `AlbertTextClassifier` task (`task.json`, `task.weights.h5`, `preprocessor.json`).
 
 Everything is written into a temporary directory beside `output_dir` and moved into place at the end, so an
 error leaves no half-written output.
@@ -142,11 +143,15 @@ def _write(built, config, output_format, out, source):
             fileio.copy_atomic(spm, os.path.join(out, hf.SPM))
         return os.path.join(out, hf_tf.WEIGHTS if output_format == "hf_tf" else hf.WEIGHTS)
     if output_format == "keras_hub":
-        dropped = [c for c in components if c != table.ENCODER]
+        dropped = [c for c in components if c not in (table.ENCODER, "classifier")]
         if dropped:
-            logging.warning("A keras-hub AlbertBackbone preset holds the encoder only; not written: %s heads.",
-                            ", ".join(dropped))
+            logging.warning("A keras-hub preset holds the encoder and a sequence classifier's head; not written: "
+                            "%s heads.", ", ".join(dropped))
         keras_hub.write(tf1_values(built, {table.ENCODER}), config, out, spm_model_file=spm)
+        if "classifier" in components:   # keras-hub's AlbertTextClassifier: the same head.
+            head = tf1_values(built, {"classifier"})
+            keras_hub.write_classifier_task(out, config, head["output_weights"][1](), head["output_bias"][1](),
+                                            spm_written=bool(spm))
         return os.path.join(out, keras_hub.WEIGHTS)
     config.to_json_file(os.path.join(out, CONFIG_NAME))
     if output_format == "keras":

@@ -388,3 +388,44 @@ def write(tf1_values, config, directory, spm_model_file=None):
                        "add_bos": False, "add_eos": False},
             "registered_name": "keras_hub>AlbertTokenizer",
         }, indent=4) + "\n")
+
+
+def write_classifier_task(directory, config, output_weights, output_bias, spm_written):
+    """Writes keras-hub's `AlbertTextClassifier` task files (`task.json`, `task.weights.h5`, and with the tokenizer
+    `preprocessor.json`) beside a backbone preset `write` made, from the original classifier head.
+
+    Args:
+        directory: str, the preset directory (its `config.json` is the backbone's).
+        config: `AlbertConfig`.
+        output_weights: array `[num_classes, H]` (the original's root-scope `output_weights`).
+        output_bias: array `[num_classes]`.
+        spm_written: bool, whether the preset has the tokenizer (then the task has its preprocessor).
+    """
+    num_classes = int(output_weights.shape[0])
+    preprocessor = None
+    if spm_written:
+        tokenizer = foreign.read_json(os.path.join(directory, TOKENIZER))
+        preprocessor = {
+            "module": "keras_hub.src.models.albert.albert_text_classifier_preprocessor",
+            "class_name": "AlbertTextClassifierPreprocessor",
+            "config": {"name": "albert_text_classifier_preprocessor", "trainable": True,
+                       "dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"},
+                                 "registered_name": None},
+                       "tokenizer": tokenizer, "config_file": PREPROCESSOR,
+                       "sequence_length": min(512, config.max_position_embeddings), "truncate": "round_robin"},
+            "registered_name": "keras_hub>AlbertTextClassifierPreprocessor"}
+        fileio.write_text_atomic(os.path.join(directory, PREPROCESSOR), json.dumps(preprocessor, indent=4) + "\n")
+    task = {"module": "keras_hub.src.models.albert.albert_text_classifier", "class_name": "AlbertTextClassifier",
+            "config": {"backbone": backbone_config(config), "preprocessor": preprocessor,
+                       "name": "albert_text_classifier", "num_classes": num_classes, "activation": "linear",
+                       "dropout": 0.1},
+            "registered_name": "keras_hub>AlbertTextClassifier"}
+    with fileio.atomic_path(os.path.join(directory, TASK_WEIGHTS)) as tmp:
+        with h5py.File(tmp, "w") as handle:
+            handle.create_group("vars").attrs["name"] = "albert_text_classifier"
+            dense = handle.create_group("layers/dense/vars")
+            dense.attrs["name"] = "logits"
+            dense.create_dataset("0", data=np.asarray(output_weights, np.float32).T)
+            dense.create_dataset("1", data=np.asarray(output_bias, np.float32))
+            handle.create_group("layers/dropout/vars").attrs["name"] = "output_dropout"
+    fileio.write_text_atomic(os.path.join(directory, TASK), json.dumps(task, indent=4) + "\n")
