@@ -37,9 +37,7 @@ import shutil
 import sys
 import tempfile
 
-os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "transformers_tf")
@@ -177,6 +175,7 @@ def run_ours(directory):
 
 
 def main(argv):
+    os.environ.setdefault("TF_USE_LEGACY_KERAS", "1")   # transformers' TF classes run on tf-keras (Keras 2).
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ours", default=None, help="A tf_model.h5 directory albert_tf wrote, run by transformers.")
     args = parser.parse_args(argv)
