@@ -90,6 +90,17 @@ def test_label_count_and_names_come_from_id2label(name, cls, labels):
         assert [f"{v}" for _, v in sorted(json.load(f)["id2label"].items())] == labels
 
 
+def test_a_safetensors_directory_takes_its_label_count_from_the_head(tmp_path):
+    """The same 3-label classifier as transformers' safetensors layout: no `num_labels=` needed either."""
+    refs = references()
+    out = str(tmp_path / "pt")
+    convert(os.path.join(REFERENCES, "TFAlbertForSequenceClassification"), out, output_format="hf")
+    assert "model.safetensors" in os.listdir(out)
+    model = AlbertClassifier.from_pretrained(out)
+    assert model.num_labels == 3 and model.labels == ["negative", "neutral", "positive"]
+    compare(model, "TFAlbertForSequenceClassification", refs)
+
+
 def test_multiple_choice_takes_the_number_of_choices_from_the_input():
     refs = references()
     model = AlbertRace.from_pretrained(os.path.join(REFERENCES, "TFAlbertForMultipleChoice"))
