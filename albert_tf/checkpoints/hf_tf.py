@@ -5,8 +5,8 @@ transformers v5 removed its TensorFlow classes; the files its 4.x `TFAlbertModel
 `TFAlbertForQuestionAnswering` and `TFAlbertForMultipleChoice` wrote stay. `tf_model.h5` is Keras 2's HDF5
 `save_weights` layout: root attribute `layer_names` (the model's top layers: `albert`, `predictions`,
 `sop_classifier`, `classifier`, `qa_outputs`, dropouts), and per layer a group whose attribute `weight_names` lists
-its variables, stored as datasets under those names, e.g.
-`tf_albert_for_sequence_classification/albert/encoder/albert_layer_groups_._0/albert_layers_._0/attention/query/kernel:0`.
+its variables, stored as datasets under those names, e.g. `tf_albert_for_sequence_classification/albert/encoder/`
+`albert_layer_groups_._0/albert_layers_._0/attention/query/kernel:0`.
 It holds plain arrays: h5py reads them and runs no code.
 
 Names map one to one to transformers' PyTorch names (`modeling_tf_pytorch_utils` does the same): the first part

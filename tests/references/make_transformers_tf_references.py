@@ -11,7 +11,7 @@ Command (from the repository root; a side environment, not the project's):
 
     /root/.pyenv/versions/3.11.7/bin/python -m venv .venv-side
     .venv-side/bin/pip install "tensorflow==2.20.*" "tf-keras==2.20.*" "transformers==4.57.*" sentencepiece h5py
-    TF_USE_LEGACY_KERAS=1 CUDA_VISIBLE_DEVICES= .venv-side/bin/python tests/references/make_transformers_tf_references.py
+    CUDA_VISIBLE_DEVICES= .venv-side/bin/python tests/references/make_transformers_tf_references.py
 
 Versions used: Python 3.11.7, tensorflow 2.20.0, tf-keras 2.20.1, transformers 4.57.6, sentencepiece 0.2.3,
 h5py 3.16.0.
@@ -26,9 +26,13 @@ With `--ours=DIR` it instead loads the `tf_model.h5` directory DIR that `albert-
 (its `config.json` names the class) with transformers, runs it on the stored ids and adds its outputs, and the
 `h5_digest` of the file it ran, to `transformers_tf/ours_outputs.npz` under `<class>/<output name>`. It was run
 once for each class albert_tf writes, on the directories tests/test_transformers_tf.py writes from the
-references (`python tests/test_transformers_tf.py OUT_DIR` writes them), e.g.
+references, after the references themselves (which start `transformers_tf/` afresh), e.g.
 
-    for d in OUT_DIR/*/; do .venv-side/bin/python tests/references/make_transformers_tf_references.py --ours=$d; done
+    PYTHONPATH=$PWD /work/main/.venv-newest/bin/python tests/test_transformers_tf.py OUT_DIR   # albert_tf's env
+
+    for d in OUT_DIR/*/; do
+        .venv-side/bin/python tests/references/make_transformers_tf_references.py --ours=$d
+    done
 """
 
 import argparse
