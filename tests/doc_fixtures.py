@@ -118,5 +118,38 @@ def tiny_ner(root, out):
                                   max_seq_length=SEQ)
 
 
+_TRANSFORMERS_TF = os.path.join(os.path.dirname(os.path.abspath(__file__)), "references", "transformers_tf")
+
+
+def tiny_tfalbert(root, out):
+    """transformers 4.x `save_pretrained` directories (written by transformers' own TFAlbert classes, see
+    tests/references/make_transformers_tf_references.py), each with its `spiece.model`: `tf_sentiment_model/`
+    (`TFAlbertForSequenceClassification`, labels negative, neutral, positive), `tf_ner_model/`
+    (`TFAlbertForTokenClassification`) and `tf_albert/` (`TFAlbertModel`)."""
+    for name, target in (("TFAlbertForSequenceClassification", "tf_sentiment_model"),
+                         ("TFAlbertForTokenClassification", "tf_ner_model"), ("TFAlbertModel", "tf_albert")):
+        shutil.copytree(os.path.join(_TRANSFORMERS_TF, name), os.path.join(out, target))
+        shutil.copy(os.path.join(_TRANSFORMERS_TF, "spiece.model"), os.path.join(out, target, "spiece.model"))
+
+
+def tiny_keras_hub(root, out):
+    """keras-hub's own presets (`save_to_preset`): `my_classifier/` (an `AlbertTextClassifier` with 3 classes and
+    sequence length 64) and `my_backbone/` (its `AlbertBackbone` alone)."""
+    import keras_hub  # Deferred: only this fixture needs it.
+
+    spm_file, config, _ = _common(root)
+    tf.keras.utils.set_random_seed(6)
+    tokenizer = keras_hub.models.AlbertTokenizer(proto=spm_file)
+    backbone = keras_hub.models.AlbertBackbone(
+        vocabulary_size=config.vocab_size, num_layers=2, num_heads=2, embedding_dim=8, hidden_dim=16,
+        intermediate_dim=32, dropout=0.0, max_sequence_length=128)
+    preprocessor = keras_hub.models.AlbertTextClassifierPreprocessor(tokenizer, sequence_length=64)
+    keras_hub.models.AlbertTextClassifier(backbone, num_classes=3, preprocessor=preprocessor).save_to_preset(
+        os.path.join(out, "my_classifier"))
+    backbone.save_to_preset(os.path.join(out, "my_backbone"))
+    tokenizer.save_to_preset(os.path.join(out, "my_backbone"))
+
+
 FIXTURES = {"tiny_release": tiny_release, "tiny_hf": tiny_hf, "tiny_run": tiny_run,
-            "tiny_finetuned": tiny_finetuned, "tiny_ner": tiny_ner}
+            "tiny_finetuned": tiny_finetuned, "tiny_ner": tiny_ner, "tiny_tfalbert": tiny_tfalbert,
+            "tiny_keras_hub": tiny_keras_hub}

@@ -18,7 +18,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGUAGES = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash"}
-KNOWN_FIXTURES = ("tiny_release", "tiny_hf", "tiny_run", "tiny_finetuned", "tiny_ner")
+KNOWN_FIXTURES = ("tiny_release", "tiny_hf", "tiny_run", "tiny_finetuned", "tiny_ner", "tiny_tfalbert",
+                  "tiny_keras_hub")
 README_MAX_LINES = 230
 FIRST_BLOCK = "bash scripts/quickstart.sh\nbash scripts/test.sh"
 

@@ -8,8 +8,11 @@ Output directory layout:
 * `hf`: `config.json`, `model.safetensors` (transformers' names for the model's class: `AlbertModel`,
   `AlbertForPreTraining`, `AlbertForSequenceClassification`, `AlbertForQuestionAnswering`,
   `AlbertForMultipleChoice`), `spiece.model`;
+* `hf_tf`: the same with transformers 4.x's TensorFlow `tf_model.h5` instead of `model.safetensors`, for the
+  `TFAlbert*` classes of transformers before v5;
 * `keras_hub`: a keras-hub `AlbertBackbone` preset (`config.json`, `model.weights.h5`, `metadata.json`,
-  `tokenizer.json`, `assets/tokenizer/vocabulary.spm`); it holds the encoder only.
+  `tokenizer.json`, `assets/tokenizer/vocabulary.spm`); a sequence classifier's head is written with it as
+  keras-hub's `AlbertTextClassifier` task (`task.json`, `task.weights.h5`, `preprocessor.json`).
 
 Everything is written into a temporary directory beside `output_dir` and moved into place at the end, so an
 error leaves no half-written output.
@@ -25,7 +28,7 @@ import numpy as np
 from absl import logging
 
 from albert_tf import fileio, registry
-from albert_tf.checkpoints import hf, keras_hub, table
+from albert_tf.checkpoints import hf, hf_tf, keras_hub, table
 from albert_tf.checkpoints import reader as reader_lib
 from albert_tf.checkpoints.restore import restore_source
 from albert_tf.checkpoints.sources import CONFIG_NAME, RELEASE_CHECKPOINT, SPM_MODEL_NAME, resolve_source
@@ -33,7 +36,7 @@ from albert_tf.checkpoints.writer import save_tf1_checkpoint
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError
 
-FORMATS = ("keras", "tf1", "hf", "keras_hub")
+FORMATS = ("keras", "tf1", "hf", "hf_tf", "keras_hub")
 KERAS_WEIGHTS_NAME = "model.weights.h5"
 
 
@@ -64,15 +67,20 @@ def _holds(reader, kind, shape):
     return all(shape(name) is not None for name in kind.tf1_names)
 
 
-def detect_model(reader):
+def detect_model(reader, architecture=None):
     """Picks the model kind whose heads the checkpoint holds (see `albert_tf.registry`: most head variables,
-    then the lower `order`; the root-scope `output_weights` reads as `classifier`).
+    then the lower `order`; the root-scope `output_weights` reads as `classifier`). A Hugging Face directory's
+    transformers class (`architecture`, from `config.json`) names its kind when the heads are there: the
+    classifier and multiple choice heads share their names (`classifier.weight`).
 
     Returns:
         `(kind, constructor kwargs)`: `num_labels` from the first dimension of the kind's `labels_variable`.
     """
     shape = _shape_getter(reader)
     held = [kind for kind in registry.kinds() if _holds(reader, kind, shape)]
+    named = [kind for kind in held if architecture and kind.hf_architecture == architecture]
+    if named:
+        held = named
     if not held:
         return "encoder", {}
     best = max(held, key=lambda kind: (len(kind.tf1_names), -kind.order))
@@ -125,21 +133,25 @@ def _write(built, config, output_format, out, source):
     """Writes `built` in `output_format` into the directory `out`; returns the weights path."""
     components = table.model_components(built)
     spm = source.spm_model_file
-    if output_format == "hf":
+    if output_format in ("hf", "hf_tf"):
         kind = registry.kind_of(built)
         num_labels = getattr(built, "num_labels", None) if kind is not None and kind.labels_variable else None
         arch = hf.write(tf1_values(built), config, components, out, num_labels=num_labels,
-                        labels=_label_names(built, source, num_labels))
-        logging.info("Hugging Face class: %s", arch)
+                        labels=_label_names(built, source, num_labels), tensorflow=output_format == "hf_tf")
+        logging.info("Hugging Face class: %s%s", "TF" if output_format == "hf_tf" else "", arch)
         if spm:
             fileio.copy_atomic(spm, os.path.join(out, hf.SPM))
-        return os.path.join(out, hf.WEIGHTS)
+        return os.path.join(out, hf_tf.WEIGHTS if output_format == "hf_tf" else hf.WEIGHTS)
     if output_format == "keras_hub":
-        dropped = [c for c in components if c != table.ENCODER]
+        dropped = [c for c in components if c not in (table.ENCODER, "classifier")]
         if dropped:
-            logging.warning("A keras-hub AlbertBackbone preset holds the encoder only; not written: %s heads.",
-                            ", ".join(dropped))
+            logging.warning("A keras-hub preset holds the encoder and a sequence classifier's head; not written: "
+                            "%s heads.", ", ".join(dropped))
         keras_hub.write(tf1_values(built, {table.ENCODER}), config, out, spm_model_file=spm)
+        if "classifier" in components:   # keras-hub's AlbertTextClassifier: the same head.
+            head = tf1_values(built, {"classifier"})
+            keras_hub.write_classifier_task(out, config, head["output_weights"][1](), head["output_bias"][1](),
+                                            spm_written=bool(spm))
         return os.path.join(out, keras_hub.WEIGHTS)
     config.to_json_file(os.path.join(out, CONFIG_NAME))
     if output_format == "keras":
@@ -161,7 +173,7 @@ def convert(input_path, output_dir, output_format="keras", model="auto", config_
         input_path: str, checkpoint prefix, release dir, `.tar.gz`, TF-Hub TF1 module dir, our TF2 checkpoint,
             a TF2 SavedModel of tf-models' AlbertEncoder, a keras-hub preset or a Hugging Face directory.
         output_dir: str, created if needed; files already there with other names are kept.
-        output_format: `keras`, `tf1`, `hf` or `keras_hub` (see the module docstring).
+        output_format: `keras`, `tf1`, `hf`, `hf_tf` or `keras_hub` (see the module docstring).
         model: `auto` (from the heads in the checkpoint) or a registered model kind; every variable the chosen
             model has must be in the source.
         config_file: str or None, `albert_config.json` to use instead of the source's.
@@ -184,7 +196,8 @@ def convert(input_path, output_dir, output_format="keras", model="auto", config_
             raise InputError(f"No config for `{input_path}`: {reason} Pass `config_file` (`--albert_config_file`).")
         config = AlbertConfig.from_json_file(config_path)
         reader = reader_lib.open_reader(source)
-        kind, detected_kwargs = detect_model(reader) if model == "auto" else (model, {})
+        architecture = hf.architecture_of(source.directory) if source.layout == "hf_model" else None
+        kind, detected_kwargs = detect_model(reader, architecture) if model == "auto" else (model, {})
         cls = model_class(kind)
         built = cls(config, **dict(detected_kwargs, **model_kwargs))
         logging.info("Converting `%s` (%s) as %s.", input_path, source.kind, cls.__name__)
@@ -200,9 +213,9 @@ def convert(input_path, output_dir, output_format="keras", model="auto", config_
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     weights = os.path.join(output_dir, os.path.relpath(weights, tmp))
-    spm_name = {"hf": hf.SPM, "keras_hub": keras_hub.SPM}.get(output_format, SPM_MODEL_NAME)
+    spm_name = {"hf": hf.SPM, "hf_tf": hf.SPM, "keras_hub": keras_hub.SPM}.get(output_format, SPM_MODEL_NAME)
     spm_out = os.path.join(output_dir, spm_name) if source.spm_model_file else None
     logging.info("Wrote %s weights of %s (%d parameters) to `%s` in %.1f s.", output_format, cls.__name__,
                  built.count_params(), output_dir, time.time() - start)
-    config_out = None if output_format in ("hf", "keras_hub") else os.path.join(output_dir, CONFIG_NAME)
+    config_out = None if output_format in ("hf", "hf_tf", "keras_hub") else os.path.join(output_dir, CONFIG_NAME)
     return {"model": cls.__name__, "weights": weights, "config_file": config_out, "spm_model_file": spm_out}

@@ -15,7 +15,7 @@ import numpy as np
 from absl import logging
 
 from albert_tf import fileio, registry
-from albert_tf.checkpoints import foreign
+from albert_tf.checkpoints import foreign, hf_tf
 from albert_tf.checkpoints.foreign import TRANSPOSE, Link
 from albert_tf.checkpoints.safetensors_io import SafetensorsFile, write_safetensors
 from albert_tf.errors import InputError
@@ -26,7 +26,8 @@ INDEX = "model.safetensors.index.json"
 SPM = "spiece.model"
 PREFIX = "albert."
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl", ".pickle")
-PICKLE_NAMES = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
+PICKLE_NAMES = ("pytorch_model.bin", "pytorch_model.bin.index.json")
+FLAX = "flax_model.msgpack"
 
 # HF `hidden_act` -> the original's; HF `gelu` is the erf form, `gelu_new` the tanh form the original uses.
 _ACT_FROM_HF = {"gelu_new": "gelu", "gelu_pytorch_tanh": "gelu", "gelu_fast": "gelu", "gelu": "gelu",
@@ -114,7 +115,8 @@ def refuse_pickle(path):
     """Raises for a pickled PyTorch (or other non-safetensors) weight file: loading a pickle can run code."""
     raise InputError(
         f"`{path}` is a pickled PyTorch checkpoint; albert_tf never unpickles downloaded files (unpickling can "
-        "run arbitrary code). Use the `model.safetensors` file that Hugging Face repositories carry, or convert "
+        "run arbitrary code). Use the `model.safetensors` (or transformers 4.x TensorFlow `tf_model.h5`) file that "
+        "Hugging Face repositories carry, or convert "
         "the checkpoint to safetensors in a trusted environment (e.g. `transformers` "
         "`model.save_pretrained(dir, safe_serialization=True)`), then pass that directory.")
 
@@ -133,7 +135,7 @@ def check_model_type(directory):
         raise InputError(f"`{path}` has `model_type: {model_type!r}`; expected `albert`.")
 
 
-def _architecture_of(directory):
+def architecture_of(directory):
     """The first of `config.json`'s `architectures` (the transformers class that wrote it), or None."""
     architectures = foreign.read_json(os.path.join(directory, CONFIG)).get("architectures")
     return architectures[0] if isinstance(architectures, list) and architectures else None
@@ -221,15 +223,27 @@ def weight_files(directory):
     single = os.path.join(directory, WEIGHTS)
     if os.path.isfile(single):
         return [single], None
+    if os.path.isfile(os.path.join(directory, hf_tf.WEIGHTS)):
+        return [os.path.join(directory, hf_tf.WEIGHTS)], None
     pickles = [name for name in sorted(os.listdir(directory))
                if name in PICKLE_NAMES or name.endswith(PICKLE_SUFFIXES)]
     if pickles:
         refuse_pickle(os.path.join(directory, pickles[0]))
-    raise FileNotFoundError(f"Hugging Face directory `{directory}` has neither `{WEIGHTS}` nor `{INDEX}`.")
+    if os.path.isfile(os.path.join(directory, FLAX)):
+        raise InputError(f"`{os.path.join(directory, FLAX)}`: Flax weights are not read; save the model with "
+                         "transformers as safetensors (`save_pretrained(dir, safe_serialization=True)`).")
+    raise FileNotFoundError(f"Hugging Face directory `{directory}` has neither `{WEIGHTS}`, `{INDEX}` nor "
+                            f"`{hf_tf.WEIGHTS}`.")
 
 
-def open_reader(directory, config):
-    """A `MappedReader` of the HF directory's safetensors under the original names."""
+def is_tf_weights(directory):
+    """True when the directory's weights are transformers 4.x TensorFlow `tf_model.h5` (no safetensors)."""
+    files, _ = weight_files(directory)
+    return os.path.basename(files[0]) == hf_tf.WEIGHTS
+
+
+def _safetensors_tensors(directory):
+    """`(source path, shapes, read)` of the directory's safetensors under transformers' names (with `albert.`)."""
     files, weight_map = weight_files(directory)
     head_roots = _head_roots()
     tensors, where = {}, {}
@@ -253,13 +267,23 @@ def open_reader(directory, config):
         return shard.read(name)
 
     source = files[0] if len(files) == 1 else os.path.join(directory, INDEX)
+    return source, tensors, read
+
+
+def open_reader(directory, config):
+    """A `MappedReader` of the HF directory's weights (safetensors, or transformers 4.x TensorFlow `tf_model.h5`)
+    under the original names."""
+    if is_tf_weights(directory):
+        source, tensors, read, _ = hf_tf.open_tensors(directory)
+    else:
+        source, tensors, read = _safetensors_tensors(directory)
     skipped = [name for name in _BUFFERS if name in tensors]
-    all_links = links(config, _architecture_of(directory))
+    all_links = links(config, architecture_of(directory))
     if config.embedding_size == config.hidden_size and _PROJECTION[0] in tensors:
         # transformers always projects E -> H; our writer stores the identity there.
         foreign.check_identity_projection(source, read(_PROJECTION[0]), read(_PROJECTION[1]), _PROJECTION[0])
         skipped += list(_PROJECTION)
-    tensors_for_links = dict(tensors)
+    tensors_for_links, renamed = dict(tensors), {}
     if _DECODER_WEIGHT in tensors:
         # Tied to the word embeddings in transformers (`_tied_weights_keys`), as in the original.
         if not np.array_equal(read(_DECODER_WEIGHT), read(PREFIX + "embeddings.word_embeddings.weight")):
@@ -274,9 +298,9 @@ def open_reader(directory, config):
             skipped.append(_DECODER_BIAS)
         else:
             tensors_for_links["predictions.bias"] = tensors_for_links.pop(_DECODER_BIAS)
-            where["predictions.bias"] = where[_DECODER_BIAS]
+            renamed["predictions.bias"] = _DECODER_BIAS
     entries = foreign.build_entries(
-        source, all_links, tensors_for_links, read, "Hugging Face ALBERT",
+        source, all_links, tensors_for_links, lambda name: read(renamed.get(name, name)), "Hugging Face ALBERT",
         f"Expected the weights of transformers' {' or '.join(name for _, name in _architectures())} for "
         f"this config.json ({config.num_hidden_groups} groups x {config.inner_group_num} inner groups).",
         skipped=set(skipped))
@@ -310,8 +334,9 @@ def architecture(components):
                      "encoder alone.")
 
 
-def write(tf1_values, config, components, directory, num_labels=None, labels=None):
-    """Writes `config.json` and `model.safetensors` of a transformers model into `directory`.
+def write(tf1_values, config, components, directory, num_labels=None, labels=None, tensorflow=False):
+    """Writes `config.json` and `model.safetensors` (or, with `tensorflow`, transformers 4.x's TensorFlow
+    `tf_model.h5`) of a transformers model into `directory`.
 
     Args:
         tf1_values: `OrderedDict` TF1 name -> `(shape, producer)`, the model's variables in the original layout.
@@ -320,6 +345,7 @@ def write(tf1_values, config, components, directory, num_labels=None, labels=Non
         directory: str, existing output directory.
         num_labels: int or None, rows of a classifier head.
         labels: optional names of those rows (`config.json`'s `id2label`).
+        tensorflow: bool, write `tf_model.h5` for transformers 4.x `TFAlbert*` classes instead of safetensors.
 
     Returns:
         str, the transformers class written.
@@ -342,7 +368,10 @@ def write(tf1_values, config, components, directory, num_labels=None, labels=Non
                         values["bert/embeddings/word_embeddings"][1]))
         entries.append((_DECODER_BIAS, values["cls/predictions/output_bias"][0], np.float32,
                         values["cls/predictions/output_bias"][1]))
-    write_safetensors(os.path.join(directory, WEIGHTS), entries, metadata={"format": "pt"})
+    if tensorflow:
+        hf_tf.write(os.path.join(directory, hf_tf.WEIGHTS), entries, arch)
+    else:
+        write_safetensors(os.path.join(directory, WEIGHTS), entries, metadata={"format": "pt"})
     fileio.write_text_atomic(os.path.join(directory, CONFIG),
                              json.dumps(to_hf_config(config, arch, num_labels, labels), indent=2, sort_keys=True) + "\n")
     return arch

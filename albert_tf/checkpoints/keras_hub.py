@@ -184,8 +184,83 @@ class _H5:
                 from None
 
 
+# --- task presets -----------------------------------------------------------------------------------------------
+
+TASK = "task.json"
+TASK_WEIGHTS = "task.weights.h5"
+PREPROCESSOR = "preprocessor.json"
+# keras-hub task class -> the TF1 names of its head, each with (layer name of the `vars` group, path below that
+# layer's group, transform). `AlbertTextClassifier`: pooled -> dropout -> Dense `logits` (the original GLUE head,
+# `output_weights [n, H]` is the transposed kernel); `AlbertMaskedLM`: `MaskedLMHead` `mlm_head` (dense, LayerNorm,
+# the tied embeddings, `output_bias`), as `cls/predictions` of the original.
+_TASK_HEADS = {
+    "AlbertTextClassifier": (
+        ("output_weights", "logits", "vars/0", foreign.TRANSPOSE),
+        ("output_bias", "logits", "vars/1", foreign.IDENTITY)),
+    "AlbertMaskedLM": (
+        ("cls/predictions/transform/dense/kernel", "mlm_head", "_intermediate_dense/vars/0", foreign.IDENTITY),
+        ("cls/predictions/transform/dense/bias", "mlm_head", "_intermediate_dense/vars/1", foreign.IDENTITY),
+        ("cls/predictions/transform/LayerNorm/gamma", "mlm_head", "_intermediate_layer_norm/vars/0",
+         foreign.IDENTITY),
+        ("cls/predictions/transform/LayerNorm/beta", "mlm_head", "_intermediate_layer_norm/vars/1",
+         foreign.IDENTITY),
+        ("cls/predictions/output_bias", "mlm_head", "vars/0", foreign.IDENTITY)),
+}
+
+
+def task_class(directory):
+    """The keras-hub task class of a `save_to_preset` directory of a task (`task.json`), or None."""
+    path = os.path.join(directory, TASK)
+    if not os.path.isfile(path):
+        return None
+    data = foreign.read_json(path)
+    return data.get("class_name") if isinstance(data, dict) else None
+
+
+def sequence_length(directory):
+    """The preset's preprocessor `sequence_length` (`preprocessor.json`, else `task.json`'s), or None."""
+    for name in (PREPROCESSOR, TASK):
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            data = foreign.read_json(path).get("config", {})
+            data = data.get("preprocessor", {}).get("config", {}) if name == TASK else data
+            if isinstance(data.get("sequence_length"), int):
+                return data["sequence_length"]
+    return None
+
+
+def _task_entries(directory):
+    """`{TF1 name: (tf1 shape, read)}` of the head in the preset's `task.weights.h5` (empty without a task)."""
+    cls = task_class(directory)
+    if cls is None:
+        return {}
+    path = os.path.join(directory, TASK_WEIGHTS)
+    if cls not in _TASK_HEADS:
+        raise InputError(f"`{os.path.join(directory, TASK)}` is a keras-hub `{cls}`, whose head albert_tf cannot "
+                         f"read (it reads {', '.join(_TASK_HEADS)}); load the backbone preset (`config.json`, "
+                         f"`{WEIGHTS}`) without `{TASK}` to use the encoder alone.")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"keras-hub task preset `{directory}` has `{TASK}` but no `{TASK_WEIGHTS}`.")
+    h5 = _H5(path)
+    layers = {}
+    for group_name, group in (h5.handle.get("layers") or {}).items():
+        vars_group = group.get("vars")
+        name = vars_group.attrs.get("name") if vars_group is not None else None
+        layers[name.decode("utf-8") if isinstance(name, bytes) else name] = f"layers/{group_name}"
+    entries = {}
+    for tf1_name, layer, relative, transform in _TASK_HEADS[cls]:
+        dataset = f"{layers.get(layer)}/{relative}"
+        if layer not in layers or dataset not in h5.handle:
+            raise InputError(f"`{path}` ({cls}) has no `{relative}` in a layer named `{layer}`; the head cannot "
+                             "be read.")
+        shape = transform.tf1_shape(tuple(h5.handle[dataset].shape))
+        entries[tf1_name] = (shape, lambda dataset=dataset, transform=transform: transform.to_tf1(h5.read(dataset)))
+    return entries
+
+
 def open_reader(directory, config):
-    """A `MappedReader` of the preset's `model.weights.h5` under the original names."""
+    """A `MappedReader` of the preset's `model.weights.h5` (and of a task preset's head in `task.weights.h5`)
+    under the original names."""
     path = os.path.join(directory, WEIGHTS)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"keras-hub preset `{directory}` has no `{WEIGHTS}`.")
@@ -206,6 +281,7 @@ def open_reader(directory, config):
         f"Expected the variables of keras-hub's AlbertBackbone with {config.num_hidden_groups} groups x "
         f"{config.inner_group_num} inner layers (its config.json).", skipped=set(skipped))
     foreign.log_skipped(path, skipped)
+    entries.update(_task_entries(directory))
     return foreign.MappedReader(path, entries, skipped)
 
 
@@ -312,3 +388,44 @@ def write(tf1_values, config, directory, spm_model_file=None):
                        "add_bos": False, "add_eos": False},
             "registered_name": "keras_hub>AlbertTokenizer",
         }, indent=4) + "\n")
+
+
+def write_classifier_task(directory, config, output_weights, output_bias, spm_written):
+    """Writes keras-hub's `AlbertTextClassifier` task files (`task.json`, `task.weights.h5`, and with the tokenizer
+    `preprocessor.json`) beside a backbone preset `write` made, from the original classifier head.
+
+    Args:
+        directory: str, the preset directory (its `config.json` is the backbone's).
+        config: `AlbertConfig`.
+        output_weights: array `[num_classes, H]` (the original's root-scope `output_weights`).
+        output_bias: array `[num_classes]`.
+        spm_written: bool, whether the preset has the tokenizer (then the task has its preprocessor).
+    """
+    num_classes = int(output_weights.shape[0])
+    preprocessor = None
+    if spm_written:
+        tokenizer = foreign.read_json(os.path.join(directory, TOKENIZER))
+        preprocessor = {
+            "module": "keras_hub.src.models.albert.albert_text_classifier_preprocessor",
+            "class_name": "AlbertTextClassifierPreprocessor",
+            "config": {"name": "albert_text_classifier_preprocessor", "trainable": True,
+                       "dtype": {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float32"},
+                                 "registered_name": None},
+                       "tokenizer": tokenizer, "config_file": PREPROCESSOR,
+                       "sequence_length": min(512, config.max_position_embeddings), "truncate": "round_robin"},
+            "registered_name": "keras_hub>AlbertTextClassifierPreprocessor"}
+        fileio.write_text_atomic(os.path.join(directory, PREPROCESSOR), json.dumps(preprocessor, indent=4) + "\n")
+    task = {"module": "keras_hub.src.models.albert.albert_text_classifier", "class_name": "AlbertTextClassifier",
+            "config": {"backbone": backbone_config(config), "preprocessor": preprocessor,
+                       "name": "albert_text_classifier", "num_classes": num_classes, "activation": "linear",
+                       "dropout": 0.1},
+            "registered_name": "keras_hub>AlbertTextClassifier"}
+    with fileio.atomic_path(os.path.join(directory, TASK_WEIGHTS)) as tmp:
+        with h5py.File(tmp, "w") as handle:
+            handle.create_group("vars").attrs["name"] = "albert_text_classifier"
+            dense = handle.create_group("layers/dense/vars")
+            dense.attrs["name"] = "logits"
+            dense.create_dataset("0", data=np.asarray(output_weights, np.float32).T)
+            dense.create_dataset("1", data=np.asarray(output_bias, np.float32))
+            handle.create_group("layers/dropout/vars").attrs["name"] = "output_dropout"
+    fileio.write_text_atomic(os.path.join(directory, TASK), json.dumps(task, indent=4) + "\n")

@@ -311,15 +311,19 @@ def source_num_labels(path, kind=None):
     """
     kinds = [registry.get(kind)] if kind is not None else [k for k in registry.kinds() if k.labels_variable]
     with resolve_source(path) as source:
-        reader = open_reader(source)
-        for labelled in kinds:
-            if labelled.labels_variable is None:
-                return None
-            (row,) = [row for head in labelled.heads for row in head.rows if row.name == labelled.labels_variable]
-            shape = reader.tf2_shape("model/" + row.path.replace(".", "/")) if reader.is_tf2 else \
-                reader.shapes.get(row.name)
-            if shape is not None and len(shape) == 2:
-                return int(shape[0])
+        return reader_num_labels(open_reader(source), kinds)
+
+
+def reader_num_labels(reader, kinds):
+    """Rows of the first of `kinds`' labelled heads that `reader` (any reader of `open_reader`) holds, or None."""
+    for labelled in kinds:
+        if labelled.labels_variable is None:
+            return None
+        (row,) = [row for head in labelled.heads for row in head.rows if row.name == labelled.labels_variable]
+        shape = reader.tf2_shape("model/" + row.path.replace(".", "/")) if reader.is_tf2 else \
+            reader.shapes.get(row.name)
+        if shape is not None and len(shape) == 2:
+            return int(shape[0])
     return None
 
 

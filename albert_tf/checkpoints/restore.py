@@ -16,6 +16,8 @@ a damaged one (a truncated `.data-*` file, `DamagedCheckpointError`) says so. Ne
 
 import tensorflow as tf
 
+from albert_tf import registry
+from albert_tf.checkpoints import hf
 from albert_tf.checkpoints import reader as reader_lib
 from albert_tf.checkpoints.reader import CheckpointMismatchError, DamagedCheckpointError
 from albert_tf.checkpoints.sources import FOREIGN_KINDS, resolve_source
@@ -178,6 +180,29 @@ def load_pretrained(model_cls, path, config=None, allow_missing_heads=True, **mo
                                                 f"(checkpoint `{source.checkpoint_prefix}`).")
                 raise InputError(f"No config for `{path}`: {reason} Pass `config=`.")
             config = source.config_file
+        model_kwargs = _source_labels(model_cls, source, model_kwargs)
         model = model_cls(config, **model_kwargs)   # Every model class accepts a config, dict or JSON path.
         restore_source(model, source, allow_missing_heads)
     return model
+
+
+def _source_labels(model_cls, source, model_kwargs):
+    """`model_kwargs` with `num_labels` (when not given) taken from the rows of the source's head of this class's
+    kind, and `labels` (for a class that takes them) from a Hugging Face `config.json`'s `id2label`; a fine-tuned
+    3-label head then loads as one without `num_labels=3`."""
+    kind = registry.kind_of(model_cls)
+    if kind is None or kind.labels_variable is None:
+        return model_kwargs
+    kwargs = dict(model_kwargs)
+    if kwargs.get("num_labels") is None:
+        try:
+            num_labels = reader_lib.reader_num_labels(reader_lib.open_reader(source), [kind])
+        except InputError:
+            num_labels = None   # The restore that follows names what is wrong with the source.
+        if num_labels is not None:
+            kwargs["num_labels"] = num_labels
+    if "labels" in getattr(model_cls, "_CONFIG_ARGUMENTS", ()) and kwargs.get("labels") is None:
+        labels = hf.labels_of(source.directory, kwargs.get("num_labels")) if source.layout == "hf_model" else None
+        if labels is not None:
+            kwargs.update(labels=labels, num_labels=len(labels))
+    return kwargs

@@ -12,8 +12,8 @@ published in today, told apart by their files:
 * a keras-hub preset: `config.json` naming `keras_hub>AlbertBackbone`, `model.weights.h5`,
   `assets/tokenizer/vocabulary.spm`;
 * a Hugging Face directory: `config.json` with `model_type: albert`, `model.safetensors` (or shards and
-  `model.safetensors.index.json`), `spiece.model`. Pickled PyTorch files (`pytorch_model.bin`, `*.pt`, ...) are
-  refused without being opened.
+  `model.safetensors.index.json`) or transformers 4.x's TensorFlow `tf_model.h5` (an HDF5 file of arrays),
+  `spiece.model`. Pickled PyTorch files (`pytorch_model.bin`, `*.pt`, ...) are refused without being opened.
 
 For these three, the config is translated to an `albert_config.json` in a temporary directory that lives as
 long as the `resolve_source` context, so every caller finds `config_file` and `spm_model_file` as for a release.
@@ -30,7 +30,7 @@ import tempfile
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.checkpoints import hf, keras_hub
+from albert_tf.checkpoints import hf, hf_tf, keras_hub
 from albert_tf.checkpoints import download as hub
 from albert_tf.checkpoints import tfhub as saved_model
 from albert_tf.config import AlbertConfig
@@ -186,7 +186,7 @@ def _resolve_plain(path, local, stack):
             return _resolve_directory(path, directory, stack)
         raise InputError(f"`{path}` is a safetensors file without a Hugging Face `config.json` beside it; pass the "
                          "model directory.")
-    if os.path.isfile(local) and base in (keras_hub.WEIGHTS, saved_model.SAVED_MODEL, "config.json"):
+    if os.path.isfile(local) and base in (keras_hub.WEIGHTS, saved_model.SAVED_MODEL, "config.json", hf_tf.WEIGHTS):
         return _resolve_directory(path, os.path.dirname(local) or ".", stack)
     raise FileNotFoundError(
         f"Checkpoint source `{path}` not found. Expected a checkpoint prefix (with `{os.path.basename(local)}.index` "

@@ -18,13 +18,15 @@ from albert_tf.options import option
 CLI_HELP = (
     "Converts ALBERT weights between the forms they are published and used in. --input is read from its files, "
     "whatever it is: a TF1 checkpoint prefix, a Google release directory or .tar.gz, a TF-Hub TF1 module, a "
-    "TF2 SavedModel of tf-models' AlbertEncoder (TF-Hub/Kaggle albert_en_*), a keras-hub AlbertBackbone preset, "
-    "a Hugging Face directory (config.json + model.safetensors; pickled pytorch_model.bin files are refused), "
-    "or an albert_tf training checkpoint. --output_dir receives, per --format: keras (albert_config.json, "
-    "model.weights.h5), tf1 (a release directory with model.ckpt-best under the original variable names), hf "
-    "(config.json, model.safetensors, spiece.model for transformers) or keras_hub (a preset for "
-    "keras_hub.models.AlbertBackbone.from_preset), plus the SentencePiece model when the source has one. The "
-    "output is assembled in a temporary directory beside --output_dir and moved there when complete."
+    "TF2 SavedModel of tf-models' AlbertEncoder (TF-Hub/Kaggle albert_en_*), a keras-hub AlbertBackbone or task "
+    "preset, a Hugging Face directory (config.json + model.safetensors or transformers 4.x tf_model.h5; pickled "
+    "pytorch_model.bin files are refused), or an albert_tf training checkpoint. --output_dir receives, per "
+    "--format: keras (albert_config.json, model.weights.h5), tf1 (a release directory with model.ckpt-best under "
+    "the original variable names), hf (config.json, model.safetensors, spiece.model for transformers), hf_tf (the "
+    "same with tf_model.h5 for transformers 4.x TFAlbert* classes) or keras_hub (a preset for "
+    "keras_hub.models.AlbertBackbone.from_preset; a sequence classifier also as an AlbertTextClassifier task), "
+    "plus the SentencePiece model when the source has one. The output is assembled in a temporary directory "
+    "beside --output_dir and moved there when complete."
 )
 
 
@@ -41,7 +43,9 @@ class ConvertOptions(options_lib.ModelOptions):
     # The directory of the converted weights, not of a run's checkpoints (the runners' `output_dir`).
     output_dir: str = option(help_text="Directory for albert_config.json, the weights and 30k-clean.model.")
     format: str = option("keras", "keras: model.weights.h5; tf1: model.ckpt-best with the original variable names; "
-                         "hf: transformers directory (safetensors); keras_hub: keras-hub AlbertBackbone preset.",
+                         "hf: transformers directory (safetensors); hf_tf: the same with tf_model.h5 for "
+                         "transformers 4.x TFAlbert* classes; keras_hub: keras-hub AlbertBackbone preset (and "
+                         "AlbertTextClassifier task of a classifier).",
                          enum_values=FORMATS)
     model: str = option("auto", "Model whose variables to convert; auto picks from the heads in the checkpoint.",
                         enum_values=models)

@@ -23,7 +23,7 @@ import tensorflow as tf
 
 from albert_tf.text import modes as text_modes
 from albert_tf.text import ops as text_ops
-from albert_tf.checkpoints import resolve_source
+from albert_tf.checkpoints import keras_hub, resolve_source
 from albert_tf.config import AlbertConfig, check_max_seq_length
 from albert_tf.errors import InputError
 
@@ -264,7 +264,8 @@ class AlbertPreprocessor(keras.layers.Layer):
             source: anything `albert_tf.checkpoints.resolve_source` reads (a release directory or `.tar.gz`, a
                 checkpoint prefix, a TF-Hub module, a keras-hub preset, a Hugging Face directory, one of our
                 checkpoint directories, a release name).
-            max_seq_length: optional int; default 512, or the source's `max_position_embeddings` when smaller.
+            max_seq_length: optional int; default a keras-hub preset's preprocessor `sequence_length`, else 512,
+                or the source's `max_position_embeddings` when smaller.
             spm_model: optional bytes or path of the SentencePiece model, for sources without one.
             **kwargs: more constructor arguments (`do_lower_case`, `max_query_length`, ...).
 
@@ -279,6 +280,8 @@ class AlbertPreprocessor(keras.layers.Layer):
                 spm_model = resolved.spm_model_file
             proto = _proto_bytes(spm_model)
             config = AlbertConfig.from_json_file(resolved.config_file) if resolved.config_file else None
+            if max_seq_length is None and resolved.layout == "keras_hub_preset":
+                max_seq_length = keras_hub.sequence_length(resolved.directory)   # A task preset's preprocessor.
         if max_seq_length is None:
             max_seq_length = DEFAULT_MAX_SEQ_LENGTH
             if config is not None:

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from albert_tf.errors import InputError
 from albert_tf.models.base import PretrainedMixin, build_encoder, check_dropout_rate, check_positive_int
 
 
@@ -29,22 +30,27 @@ class AlbertClassifier(PretrainedMixin, keras.Model):
             in keeps its own).
         preprocessor: optional `albert_tf.AlbertPreprocessor`: the model then also takes raw strings, or pairs
             as a tuple `(texts_a, texts_b)`, in `fit`, `evaluate`, `predict` and calls (see `PretrainedMixin`).
+        labels: optional names of the `num_labels` classes (e.g. a Hugging Face `config.json`'s `id2label`, which
+            `from_pretrained` passes); None when unnamed.
 
     `compile()` defaults: `SparseCategoricalCrossentropy(from_logits=True)` on the logits (the original's mean
     cross entropy) and accuracy, or `MeanSquaredError` for regression; AdamW with the original's schedule and
     the MNLI settings of `run_glue.sh` (peak 3e-5, 10000 steps, 1000 warm-up steps).
     """
 
-    _CONFIG_ARGUMENTS = ("num_labels", "dropout_rate", "recompute")
+    _CONFIG_ARGUMENTS = ("num_labels", "labels", "dropout_rate", "recompute")
 
     def __init__(self, config=None, num_labels=2, encoder=None, dropout_rate=0.1, recompute=False, preprocessor=None,
-                 **kwargs):
+                 labels=None, **kwargs):
         kwargs.setdefault("name", "albert_classifier")
         check_positive_int("num_labels", num_labels)
         check_dropout_rate("dropout_rate", dropout_rate)
         self.init_encoder(build_encoder(config, encoder, recompute, kwargs.get("dtype"),
                                         "Pass `config` or `encoder` to AlbertClassifier."), **kwargs)
+        if labels is not None and len(labels) != num_labels:
+            raise InputError(f"`labels` must name the {num_labels} labels. Received {len(labels)}: {labels!r}.")
         self.num_labels = num_labels
+        self.labels = None if labels is None else [str(label) for label in labels]
         self.dropout_rate = dropout_rate
         # Dropout is `tf.nn.dropout` in `call`, as the original, not a Keras `Dropout`: that layer owns a
         # seed-generator variable whose auto-numbered path would have to match between saved and restored models.

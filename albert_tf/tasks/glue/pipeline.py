@@ -8,7 +8,7 @@ original's order), else `LABEL_<i>`. A regression head (STS-B, one label) gives 
 import numpy as np
 
 from albert_tf import registry
-from albert_tf.checkpoints import source_num_labels
+from albert_tf.checkpoints import hf, source_num_labels
 from albert_tf.errors import InputError
 from albert_tf.pipelines import KerasRunner, Pipeline
 from albert_tf.tasks.glue import data as glue
@@ -27,7 +27,10 @@ class TextClassificationPipeline(Pipeline):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.labels = resolve_labels(self.labels, self.task_name, self.runner_num_labels())
+        labels = self.labels
+        if labels is None and self.task_name is None and isinstance(self.runner, KerasRunner):
+            labels = self.runner.model.labels   # A Hugging Face directory's `id2label`, when it names them.
+        self.labels = resolve_labels(labels, self.task_name, self.runner_num_labels())
 
     def runner_num_labels(self):
         runner = self.runner
@@ -66,7 +69,8 @@ class TextClassificationPipeline(Pipeline):
         if wanted is not None and len(list(wanted)) != num_labels:
             raise InputError(f"`labels` has {len(list(wanted))} names but the classifier head of `{source}` has "
                              f"{num_labels} outputs.")
-        return AlbertClassifier(config, num_labels=num_labels)
+        labels = hf.labels_of(resolved.directory, num_labels) if resolved.layout == "hf_model" else None
+        return AlbertClassifier(config, num_labels=num_labels, labels=labels)
 
     @classmethod
     def runner_options(cls, runner, options):

@@ -11,13 +11,14 @@ from albert_tf.tasks.race.data import RACE_NUM_CHOICES
 
 @keras.saving.register_keras_serializable(package="albert_tf")
 class AlbertRace(PretrainedMixin, keras.Model):
-    """ALBERT scoring each of the 4 (article, question + option) pairs with one unit, softmax over the choices.
+    """ALBERT scoring each (article, question + option) pair with one unit, softmax over the choices.
 
-    Inputs: a dict of int32 `[batch, 4, seq]` tensors `input_ids`, `input_mask`, `segment_ids`. The choices are
-    folded into the batch (`[batch * 4, seq]`), encoded, and the pooled output goes through dropout
-    (`dropout_prob`, training only) and the 1-unit scorer `race_head` (TF1 `output_weights [1, H]`,
-    `output_bias [1]` at the root scope). Outputs, float32 except `predictions`:
-    `logits [batch, 4]`, `probabilities [batch, 4]` (softmax), `predictions [batch]` int32 (argmax).
+    Inputs: a dict of int32 `[batch, choices, seq]` tensors `input_ids`, `input_mask`, `segment_ids`; RACE has 4
+    choices (its data, serving signature and export), and any number is taken, as transformers'
+    `AlbertForMultipleChoice`. The choices are folded into the batch (`[batch * choices, seq]`), encoded, and the
+    pooled output goes through dropout (`dropout_prob`, training only) and the 1-unit scorer `race_head` (TF1
+    `output_weights [1, H]`, `output_bias [1]` at the root scope). Outputs, float32 except `predictions`:
+    `logits [batch, choices]`, `probabilities [batch, choices]` (softmax), `predictions [batch]` int32 (argmax).
 
     Attributes used by the checkpoint table: `encoder` (`AlbertModel`), `race_head` (`AlbertOutputProjection(1)`).
 
@@ -48,7 +49,7 @@ class AlbertRace(PretrainedMixin, keras.Model):
             raise InputError(f"`dropout_prob` must be in [0, 1). Received: `dropout_prob={dropout_prob}`.")
         self.init_encoder(encoder, **kwargs)
         self.dropout_prob = float(dropout_prob)
-        self.num_choices = RACE_NUM_CHOICES
+        self.num_choices = RACE_NUM_CHOICES   # RACE's; the data and the serving signature use it.
 
         # === Layers ===
         # Dropout is `tf.nn.dropout` in `call` (as the original), not a Keras `Dropout`: that one owns a
@@ -62,10 +63,11 @@ class AlbertRace(PretrainedMixin, keras.Model):
             raise TypeError("AlbertRace inputs must be a dict with `input_ids`, `input_mask`, `segment_ids`. "
                             f"Received: {type(inputs).__name__}.")
         input_ids = tf.convert_to_tensor(inputs["input_ids"])
-        if input_ids.shape.rank != 3 or input_ids.shape[1] not in (None, RACE_NUM_CHOICES):
-            raise InputError("AlbertRace `input_ids` must be `[batch, 4, seq]`. "
+        if input_ids.shape.rank != 3:
+            raise InputError("AlbertRace `input_ids` must be `[batch, choices, seq]` (RACE: 4 choices). "
                              f"Received shape: {input_ids.shape}.")
         seq_length = tf.shape(input_ids)[-1]
+        num_choices = input_ids.shape[1] or tf.shape(input_ids)[1]   # Static when known (RACE's signature: 4).
         flat = {}
         for name in TOKEN_INPUTS:
             if inputs.get(name) is not None:
@@ -73,8 +75,8 @@ class AlbertRace(PretrainedMixin, keras.Model):
         pooled = self.encoder(flat, training=training)["pooled_output"]                     # [batch*4, H]
         if training and self.dropout_prob > 0:
             pooled = tf.nn.dropout(pooled, rate=self.dropout_prob)
-        scores = self.race_head(pooled)                                                      # [batch*4, 1]
-        logits = tf.reshape(scores, [-1, self.num_choices])                                  # [batch, 4]
+        scores = self.race_head(pooled)                                                      # [batch*c, 1]
+        logits = tf.reshape(scores, [-1, num_choices])                                       # [batch, c]
         probabilities = tf.nn.softmax(logits, axis=-1)
         return {
             "logits": logits,
