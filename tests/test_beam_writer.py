@@ -173,7 +173,8 @@ def test_command_line_with_a_runner(corpus, local, tmp_path):
     _, local_records = local
     out = tmp_path / "cli"
     out.mkdir()
-    args = [sys.executable, "-m", "albert_tf.tasks.pretraining.writer.create_data", f"--input_file={corpus['pattern']}",
+    args = [sys.executable, "-m", "albert_tf.commands", "create_pretraining_data",
+            f"--input_file={corpus['pattern']}",
             f"--output_file={out / 'train'}", f"--spm_model_file={corpus['model']}",
             f"--vocab_file={corpus['vocab']}", f"--max_seq_length={OPTIONS.max_seq_length}",
             f"--max_predictions_per_seq={OPTIONS.max_predictions_per_seq}", f"--dupe_factor={OPTIONS.dupe_factor}",
