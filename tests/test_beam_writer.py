@@ -33,10 +33,9 @@ IN_MEMORY = ["--runner=DirectRunner", "--direct_num_workers=1"]
 MULTI_PROCESS = ["--runner=DirectRunner", "--direct_num_workers=4", "--direct_running_mode=multi_processing"]
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    """About 1.7 MB of text in four files (the pydoc topics, each file with its own document order)."""
-    root = tmp_path_factory.mktemp("beam")
+def make_corpus(root):
+    """About 1.7 MB of text in four files under `root` (the pydoc topics, each file with its own document
+    order) and a SentencePiece model trained on the first."""
     documents = quickstart_corpus.topic_documents()
     files = []
     for i in range(4):
@@ -51,6 +50,11 @@ def corpus(tmp_path_factory):
                 vocab=str(root / "spm.vocab"))
 
 
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    return make_corpus(tmp_path_factory.mktemp("beam"))
+
+
 def _records(paths):
     return collections.Counter(r.numpy() for r in tf.data.TFRecordDataset(sorted(paths)))
 
@@ -59,8 +63,8 @@ def _outputs(directory, prefix):
     return sorted(str(directory / f) for f in os.listdir(directory) if f.startswith(prefix + "-0"))
 
 
-@pytest.fixture(scope="module")
-def local(corpus):
+def run_local(corpus):
+    """The local writer's (stats, multiset of records) on `corpus`, with `OPTIONS` and `SHARD_MB`."""
     out = corpus["root"] / "local"
     out.mkdir()
     paths = [str(out / f"local-{i}.tfrecord") for i in range(2)]
@@ -68,6 +72,11 @@ def local(corpus):
         corpus["pattern"], paths, spm_model_file=corpus["model"], options=OPTIONS, shard_size_mb=SHARD_MB)
     assert stats.instances > 1000
     return stats, _records(paths)
+
+
+@pytest.fixture(scope="module")
+def local(corpus):
+    return run_local(corpus)
 
 
 def _run_beam(corpus, out, pipeline_args, prefixes=("train",), **kwargs):
@@ -166,6 +175,70 @@ def test_bad_inputs_fail_naming_the_file(corpus, tmp_path):
     with pytest.raises(Exception, match="unreadable.txt"):
         pretraining_beam.run_pipeline(str(unreadable), str(out / "u"), **run)
     assert _no_outputs(out) == []
+
+
+# Runs `run_pipeline` with the runner argv[1] on the corpus argv[2:] under an audit hook that refuses every
+# connection and name lookup beyond loopback (so nothing is downloaded even where the network is open) and
+# records it; prints the records as the last line. Beam's INFO lines go to stderr.
+_NO_NETWORK = r"""
+import ipaddress, json, logging, sys, urllib.parse
+
+refused = []
+
+
+def _local(host):
+    if host is None or host == "localhost" or isinstance(host, bytes) and host == b"localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.decode() if isinstance(host, bytes) else host).is_loopback
+    except ValueError:
+        return False
+
+
+def _hook(event, args):
+    if event == "socket.connect" and isinstance(args[1], tuple):
+        host = args[1][0]
+    elif event == "socket.getaddrinfo":
+        host = args[0]
+    elif event == "urllib.Request":
+        host = urllib.parse.urlparse(args[0]).hostname
+    else:
+        return
+    if not _local(host):
+        refused.append(f"{event} {host}")
+        raise OSError(f"refused by the test: {event} {host}")
+
+
+sys.addaudithook(_hook)
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+from albert_tf.tasks.pretraining.writer import beam
+from albert_tf.tasks.pretraining.writer.instances import PretrainingDataOptions
+
+runner, pattern, model, out = sys.argv[1:]
+beam.run_pipeline(pattern, out, spm_model_file=model, shard_size_mb=0.2, pipeline_args=[f"--runner={runner}"],
+                  options=PretrainingDataOptions(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1))
+print(json.dumps(refused))
+"""
+
+
+def _run_without_network(corpus, runner, out):
+    result = subprocess.run([sys.executable, "-c", _NO_NETWORK, runner, corpus["files"][0], corpus["model"], str(out)],
+                            capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1]), result.stderr
+
+
+def test_direct_runner_reaches_no_network(corpus, tmp_path):
+    refused, log = _run_without_network(corpus, "DirectRunner", tmp_path / "train")
+    assert refused == [], f"the DirectRunner run reached beyond loopback: {refused}"
+    assert "prism" not in log.lower(), log[-3000:]
+    assert "Summary:" in log
+    # The check sees what it looks for: Beam's own DirectRunner class (not mapped) tries Prism's download,
+    # which the hook refuses, and then falls back.
+    refused, log = _run_without_network(
+        corpus, "apache_beam.runners.direct.direct_runner.DirectRunner", tmp_path / "control")
+    assert any("github.com" in r for r in refused), refused
+    assert "Downloading prism" in log or "prism" in log.lower()
 
 
 @pytest.mark.e2e
