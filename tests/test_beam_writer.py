@@ -228,6 +228,7 @@ def _run_without_network(corpus, runner, out):
     return json.loads(result.stdout.strip().splitlines()[-1]), result.stderr
 
 
+@pytest.mark.e2e
 def test_direct_runner_reaches_no_network(corpus, tmp_path):
     refused, log = _run_without_network(corpus, "DirectRunner", tmp_path / "train")
     assert refused == [], f"the DirectRunner run reached beyond loopback: {refused}"

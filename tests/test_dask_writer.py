@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SHARD_LINE = re.compile(r"Shard (\d+): \d+ documents, \d+ instances")
 
-pytestmark = pytest.mark.timeout(170)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(170)]  # commands in subprocesses; a cluster each
 
 
 @pytest.fixture(scope="module")
@@ -227,8 +227,8 @@ def test_the_docs_dask_commands_run_as_written(corpus, local, tmp_path):
     (work / "30k-clean.model").write_bytes(Path(corpus["model"]).read_bytes())
     (work / "30k-clean.vocab").write_bytes(Path(corpus["vocab"]).read_bytes())
     options = beam_tests.OPTIONS
-    small = [f"--max_seq_length={options.max_seq_length}", f"--max_predictions_per_seq={options.max_predictions_per_seq}",
-             f"--dupe_factor={options.dupe_factor}", f"--random_seed={options.random_seed}",
+    small = [f"--max_seq_length={options.max_seq_length}",
+             f"--max_predictions_per_seq={options.max_predictions_per_seq}", f"--dupe_factor={options.dupe_factor}", f"--random_seed={options.random_seed}",
              f"--shard_size_mb={beam_tests.SHARD_MB}"]  # the local run's options, so the examples compare
     code = block.code.replace(DOC_PORT, _free_port()).replace(
         "albert-create-pretraining-data ", f"albert-create-pretraining-data {' '.join(small)} ", 1)

@@ -1,25 +1,32 @@
-"""The pretraining data writer on Apache Beam (DirectRunner, Dataflow, Flink, Spark): same examples, any scale.
+"""The pretraining data writer on Apache Beam (DirectRunner, Dask, Dataflow, Flink, Spark): same examples, any scale.
 
 The pipeline cuts the corpus into the local writer's shards, processes each shard with the same
-`pretraining_instances.ShardProcessor` and seed (`shard_seed(random_seed, k)`), and writes the records to
-sharded TFRecord files; only reading, distribution and writing differ from `pretraining_writer`, so the
-multiset of serialized examples equals the local writer's for the same `shard_size_mb`, whichever worker
-processes which shard.
+`instances.ShardProcessor` and seed (`shard_seed(random_seed, k)`) and in the same order (`local.run_shard`), and
+writes the records to sharded TFRecord files; only reading, distribution and writing differ from the local
+writer, so the multiset of serialized examples equals the local writer's for the same `shard_size_mb`,
+whichever worker processes which shard.
 
 1. Files: `--input_file` globs and comma lists expand through Beam's file systems (local, `gs://`, `s3://`,
-   `hdfs://` where the Beam extras are installed), in the order of `pretraining_input.expand_input_files`.
+   `hdfs://` where the Beam extras are installed), in the order of `inputs.expand_input_files`.
 2. Shards: one worker per file finds the byte offsets of its blank lines (the document boundaries); one step
-   then cuts the concatenated corpus exactly as `pretraining_writer.iter_shards` does (the first blank line
-   at least `shard_size_mb` after the previous cut), so a document is never split between two workers. That
-   step holds 8 bytes per document of the corpus. A document longer than a shard is an error naming its
-   file and offset: it would break the memory bound.
+   then cuts the concatenated corpus exactly as `local.iter_shards` does (the first blank line at least
+   `shard_size_mb` after the previous cut), so a document is never split between two workers. That step holds
+   8 bytes per document of the corpus. A document longer than a shard is an error naming its file and offset:
+   it would break the memory bound. The shards are grouped by index, which spreads them over the workers.
 3. Work: each shard is read by one worker from its byte ranges (memory: one shard of text and its tokens).
-   The SentencePiece model reaches workers as a file path, read once per worker in `DoFn.setup`.
-4. Output: each `--output_file` entry is a prefix; record i of shard k goes to prefix (k + i) mod the number
-   of prefixes, written as `PREFIX-SSSSS-of-NNNNN` (`WriteToTFRecord`, `num_output_shards` files, 0 = the
-   runner chooses) under a temporary directory beside the prefix, moved to the final names by one last step
-   once every file is written and the corpus is known not to be empty; a failed run removes that directory. The summary
-   (`PretrainingStats`, as the local writer logs it) goes to `FIRST_PREFIX-summary.json`.
+   The SentencePiece model reaches workers as a file path, read once per worker in `DoFn.setup`. The worker
+   writes the shard's records itself, record i of shard k to prefix (k + i) mod the number of prefixes, as
+   `TEMP_PREFIX-shard-KKKKK` (a unique name, then a rename: a shard made twice, when a worker is lost and its
+   work redone, leaves one copy); only the file names and the shard's `PretrainingStats` travel on.
+4. Output: with `num_output_shards` 0, the shards' files are the output files; otherwise files of shard k are
+   concatenated into file k mod `num_output_shards` (TFRecord files concatenate). One last step, which
+   depends on every other, checks the corpus is not empty, moves the files from the temporary directory
+   beside each prefix to `PREFIX-SSSSS-of-NNNNN` and writes the summary (`PretrainingStats`, as the local
+   writer logs it) to `FIRST_PREFIX-summary.json`; a failed run removes the temporary directories.
+
+The steps use Beam's primitive transforms only (`Create`, `ParDo` with one output, `GroupByKey`, `Flatten`),
+without side inputs: Beam's DaskRunner merges the outputs of a multi-output `ParDo` and recomputes a side
+input inside the task that reads it, and it computes only the graph under the last step.
 """
 
 import json
@@ -358,7 +365,7 @@ def _finalize(element, prefixes, temp_prefixes, input_files, ngram, num_output_s
         found.sort()
         if num_output_shards:
             present = {s for s, _, _ in found}
-            for s in range(num_output_shards):  # the runner-chosen count of other writers is exact: fill gaps
+            for s in range(num_output_shards):  # exactly that many files, empty ones too
                 if s not in present:
                     path = f"{temp_prefixes[p]}-{s:05d}-of-{num_output_shards:05d}"
                     _concatenate([], path)
@@ -488,7 +495,7 @@ def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None
         spm_model_file: SentencePiece `.model`.
         options: `PretrainingDataOptions` (the original's flags).
         shard_size_mb: float, raw text per shard, as the local writer (same shards, same examples).
-        num_output_shards: int, files per prefix (0: the runner chooses).
+        num_output_shards: int, files per prefix (0: one per shard, in shard order).
         pipeline_args: list of Beam pipeline options, e.g. `["--runner=DirectRunner"]`.
     """
     prefixes = _checked_prefixes(output_files, vocab_file, spm_model_file, options, shard_size_mb,
