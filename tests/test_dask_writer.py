@@ -1,12 +1,12 @@
 """The Beam pretraining data writer on a real Dask cluster (`--runner=DaskRunner`).
 
-Each test starts `dask scheduler` and two `dask worker` processes (one thread each, no nanny) on loopback, on
-random ports, and runs `albert-create-pretraining-data` through them on the quickstart's Python documentation
-corpus: the multiset of examples and the statistics equal the local writer's for the same seed and sharding,
-both workers make shards (their logs name each shard), and a worker killed mid-run either leaves the run to
-the other worker (the same examples) or fails it with one line and nothing under the final names. The
-`dask` commands of docs/pretraining.md run here as written (only the port differs). The cluster is stopped
-in a `finally`.
+Each test starts `dask scheduler` and two `dask worker` processes (one thread each) on loopback, on random
+ports, and runs `albert-create-pretraining-data` through them on the quickstart's Python documentation corpus.
+The `dask` block of docs/pretraining.md runs as written (its port replaced by a free one, the test's small
+options added): the multiset of examples and the statistics equal the local writer's for the same seed and
+sharding, and both workers make shards (the workers' log lines name each shard, tests/dask_worker_logging.py).
+A worker killed mid-run (SIGKILL, no nanny to restart it) either leaves the run to the other worker (the same
+examples) or fails it with one line and nothing under the final names. The clusters are stopped in a `finally`.
 """
 
 import dataclasses
@@ -33,7 +33,8 @@ import test_docs  # noqa: E402  (the blocks of docs/pretraining.md)
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-SHARD_LINE = re.compile(r"Shard (\d+): \d+ documents, \d+ instances")
+SHARD_LINE = re.compile(r"\[worker (\S+)\] Shard (\d+): \d+ documents, \d+ instances")
+PRELOAD = ROOT / "tests" / "dask_worker_logging.py"
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(170)]  # commands in subprocesses; a cluster each
 
@@ -49,7 +50,8 @@ def local(corpus):
 
 
 def _environment():
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    # The preload through Dask's configuration, so that the docs' `dask worker` lines run as written.
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", DASK_DISTRIBUTED__WORKER__PRELOAD=f'["{PRELOAD}"]')
     env["PATH"] = str(BIN) + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
@@ -79,9 +81,7 @@ class Cluster:
             self._start(f"worker{i}", _dask(
                 "worker", "--scheduler-file", str(self.scheduler_file), "--host", "127.0.0.1", "--nthreads", "1",
                 "--no-nanny", "--no-dashboard", "--name", f"worker{i}", "--local-directory",
-                str(self.directory / f"worker{i}"), "--preload", str(ROOT / "tests" / "dask_worker_logging.py")))
-        with distributed.Client(self.address, timeout=60) as client:
-            client.wait_for_workers(workers, timeout=90)
+                str(self.directory / f"worker{i}")))
 
     def _start(self, name, command):
         log = self.directory / f"{name}.log"
@@ -90,17 +90,18 @@ class Cluster:
             self.processes.append(subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
                                                    env=_environment(), cwd=self.directory))
 
-    def _check(self, deadline):
+    def _check(self, deadline, sleep=0.2):
         for process, log in zip(self.processes, self.logs):
-            if process.poll() is not None:
+            if process.poll() is not None and process.returncode != -signal.SIGKILL:
                 raise RuntimeError(f"{log.name} exited {process.returncode}: {log.read_text()[-2000:]}")
         if time.time() > deadline:
             raise TimeoutError("the Dask scheduler did not start in 60 s")
-        time.sleep(0.2)
+        time.sleep(sleep)
 
     def shards(self, worker):
         """The shard indices that worker `worker` logged as made."""
-        return [int(k) for k in SHARD_LINE.findall(self.logs[1 + worker].read_text(errors="replace"))]
+        self._check(float("inf"), sleep=0)
+        return sum(_shards_by_worker(self.logs[1 + worker].read_text(errors="replace")).values(), [])
 
     def kill(self, worker):
         self.processes[1 + worker].send_signal(signal.SIGKILL)
@@ -129,6 +130,14 @@ def _command(corpus, out, address, dupe_factor=None):
             f"--shard_size_mb={beam_tests.SHARD_MB}"]
 
 
+def _shards_by_worker(log):
+    """{worker address: [shard index, ...]} from the workers' `Shard K:` lines in `log`."""
+    made = {}
+    for address, k in SHARD_LINE.findall(log):
+        made.setdefault(address, []).append(int(k))
+    return made
+
+
 def _shard_count(corpus):
     files = sorted(str(p) for p in Path(corpus["root"]).glob("part-*.txt"))
     return sum(1 for _ in pretraining_writer.iter_shards(files, int(beam_tests.SHARD_MB * 1e6)))
@@ -143,41 +152,24 @@ def _check_same_as_local(out, local):
     assert tuple(summary["ngram_draws"]) == local_stats.ngram_draws
 
 
-def test_two_workers_write_the_local_writers_examples(corpus, local, tmp_path):
-    cluster = Cluster(tmp_path / "cluster")
-    try:
-        out = tmp_path / "out"
-        result = subprocess.run(_command(corpus, out, cluster.address), capture_output=True, text=True,
-                                env=_environment(), timeout=150)
-        assert result.returncode == 0, result.stderr[-3000:]
-        # The command logs the original's statistics; they are the local writer's.
-        assert f"Summary: {local[0].summary()}" in result.stderr
-        _check_same_as_local(out, local)
-        made = [cluster.shards(0), cluster.shards(1)]
-    finally:
-        cluster.stop()
-    assert made[0] and made[1], f"a worker made no shard: {made}"
-    assert sorted(set(made[0] + made[1])) == list(range(_shard_count(corpus)))
-    assert sorted(os.listdir(out)) == [f"train-{i:05d}-of-{_shard_count(corpus):05d}"
-                                       for i in range(_shard_count(corpus))] + ["train-summary.json"]
-
-
 def test_a_killed_worker_leaves_the_run_to_the_other(corpus, tmp_path):
     """One worker is killed (SIGKILL) once it has made a shard: the run ends through the other worker with the
     local writer's examples, or fails with one line and no file under the final names."""
     dupe_factor = 4  # longer shards, so the worker dies with work left
-    expected_dir = tmp_path / "local"
-    expected_dir.mkdir()
-    options = dataclasses.replace(beam_tests.OPTIONS, dupe_factor=dupe_factor)
-    stats = pretraining_writer.write_pretraining_examples(
-        corpus["pattern"], [str(expected_dir / "train-0")], spm_model_file=corpus["model"], options=options,
-        shard_size_mb=beam_tests.SHARD_MB)
-    expected = (stats, beam_tests._records([str(expected_dir / "train-0")]))
-    cluster = Cluster(tmp_path / "cluster")
+    cluster = Cluster(tmp_path / "cluster")  # its workers start while the local writer runs
+    run, log = None, tmp_path / "command.log"
     out = tmp_path / "out"
     try:
-        run = subprocess.Popen(_command(corpus, out, cluster.address, dupe_factor), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=_environment())
+        expected_dir = tmp_path / "local"
+        expected_dir.mkdir()
+        options = dataclasses.replace(beam_tests.OPTIONS, dupe_factor=dupe_factor)
+        stats = pretraining_writer.write_pretraining_examples(
+            corpus["pattern"], [str(expected_dir / "train-0")], spm_model_file=corpus["model"], options=options,
+            shard_size_mb=beam_tests.SHARD_MB)
+        expected = (stats, beam_tests._records([str(expected_dir / "train-0")]))
+        with open(log, "wb") as stderr:
+            run = subprocess.Popen(_command(corpus, out, cluster.address, dupe_factor), stdout=subprocess.DEVNULL,
+                                   stderr=stderr, env=_environment())
         deadline = time.time() + 120
         victim = None
         while victim is None and run.poll() is None and time.time() < deadline:
@@ -185,19 +177,20 @@ def test_a_killed_worker_leaves_the_run_to_the_other(corpus, tmp_path):
             time.sleep(0.05)
         assert victim is not None, "no worker made a shard before the run ended"
         cluster.kill(victim)
-        _, stderr = run.communicate(timeout=150)
+        run.wait(timeout=150)
         survivor_made = cluster.shards(1 - victim)
     finally:
-        if run.poll() is None:
+        if run is not None and run.poll() is None:
             run.kill()
+            run.wait()
         cluster.stop()
     if run.returncode == 0:
         _check_same_as_local(out, expected)
         assert survivor_made, "the surviving worker made no shard"
     else:
-        last = stderr.strip().splitlines()[-1]
-        assert last.startswith("albert-create-pretraining-data: error:"), stderr[-3000:]
-        assert not [f for f in os.listdir(out) if f.startswith("train")] if out.exists() else True
+        text = log.read_text(errors="replace")
+        assert text.strip().splitlines()[-1].startswith("albert-create-pretraining-data: error:"), text[-3000:]
+        assert not (out.exists() and [f for f in os.listdir(out) if f.startswith("train")]), os.listdir(out)
 
 
 DOC_PORT = "8786"
@@ -216,9 +209,10 @@ def _free_port():
         return str(s.getsockname()[1])
 
 
-def test_the_docs_dask_commands_run_as_written(corpus, local, tmp_path):
-    """The Dask block of docs/pretraining.md, in a directory with `corpus/*.txt`, `30k-clean.model` and
-    `30k-clean.vocab`; its port 8786 is replaced by a free one."""
+def test_the_docs_dask_cluster_writes_the_local_writers_examples(corpus, local, tmp_path):
+    """The Dask block of docs/pretraining.md (a scheduler, two workers, the command), in a directory with
+    `corpus/*.txt`, `30k-clean.model` and `30k-clean.vocab`; its port 8786 is replaced by a free one and the
+    local run's options are added to the command."""
     block = _dask_block()
     work = tmp_path / "work"
     (work / "corpus").mkdir(parents=True)
@@ -228,12 +222,26 @@ def test_the_docs_dask_commands_run_as_written(corpus, local, tmp_path):
     (work / "30k-clean.vocab").write_bytes(Path(corpus["vocab"]).read_bytes())
     options = beam_tests.OPTIONS
     small = [f"--max_seq_length={options.max_seq_length}",
-             f"--max_predictions_per_seq={options.max_predictions_per_seq}", f"--dupe_factor={options.dupe_factor}", f"--random_seed={options.random_seed}",
-             f"--shard_size_mb={beam_tests.SHARD_MB}"]  # the local run's options, so the examples compare
+             f"--max_predictions_per_seq={options.max_predictions_per_seq}", f"--dupe_factor={options.dupe_factor}",
+             f"--random_seed={options.random_seed}", f"--shard_size_mb={beam_tests.SHARD_MB}"]
     code = block.code.replace(DOC_PORT, _free_port()).replace(
         "albert-create-pretraining-data ", f"albert-create-pretraining-data {' '.join(small)} ", 1)
     (work / "block.sh").write_text(code, encoding="utf-8")
-    result = subprocess.run(["bash", "-euo", "pipefail", "block.sh"], cwd=work, env=_environment(),
-                            capture_output=True, text=True, timeout=150, start_new_session=True)
-    assert result.returncode == 0, f"{block.name}:\n{code}\n--- output ---\n{(result.stdout + result.stderr)[-4000:]}"
+    # A session of its own: the block's `trap` stops its cluster; a test that times out kills the group.
+    process = subprocess.Popen(["bash", "-euo", "pipefail", "block.sh"], cwd=work, env=_environment(),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = process.communicate(timeout=150)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == 0, f"{block.name}:\n{code}\n--- output ---\n{output[-4000:]}"
+    # The command logs the original's statistics; they are the local writer's, and so are the examples.
+    assert f"Summary: {local[0].summary()}" in output
     _check_same_as_local(work / "data", local)
+    n = _shard_count(corpus)
+    assert sorted(os.listdir(work / "data")) == [f"train-{i:05d}-of-{n:05d}" for i in range(n)] + ["train-summary.json"]
+    made = _shards_by_worker(output)
+    assert len(made) == 2, f"shards by worker: {made}"
+    assert sorted(set(sum(made.values(), []))) == list(range(n))
