@@ -3,7 +3,8 @@
 On DirectRunner, in memory and with 4 worker processes, on the Python documentation corpus of the quickstart:
 the multiset of serialized examples equals the local writer's for the same seed and sharding; the statistics
 of the original's algorithm hold; bad inputs fail with a message naming the file and leave nothing under the
-final names.
+final names. Runner names map to Beam's classes (the DirectRunner to the FnApiRunner it falls back to, without
+the PrismRunner's download), and a DirectRunner run reaches nothing beyond loopback.
 """
 
 import collections
@@ -175,6 +176,26 @@ def test_bad_inputs_fail_naming_the_file(corpus, tmp_path):
     with pytest.raises(Exception, match="unreadable.txt"):
         pretraining_beam.run_pipeline(str(unreadable), str(out / "u"), **run)
     assert _no_outputs(out) == []
+
+
+def test_runner_names_map_to_beams_runners():
+    from apache_beam.runners.dask.dask_runner import DaskRunner
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+    from apache_beam.runners.runner import create_runner
+
+    def runner(args):
+        return create_runner(next(a for a in args if a.startswith("--runner=")).split("=", 1)[1])
+
+    # No runner, or the DirectRunner: Beam's FnApiRunner, which the DirectRunner falls back to after Prism.
+    assert type(runner(pretraining_beam.runner_args([]))) is FnApiRunner
+    direct = pretraining_beam.runner_args(["--runner=DirectRunner", "--direct_num_workers=4"])
+    assert type(runner(direct)) is FnApiRunner and direct[1:] == ["--direct_num_workers=4"]
+    args = pretraining_beam.runner_args(["--runner=DaskRunner", "--dask_client_address=tcp://127.0.0.1:8786"])
+    assert type(runner(args)) is DaskRunner and "--dask_partition_size=1" in args
+    partitioned = pretraining_beam.runner_args(["--runner=DaskRunner", "--dask_npartitions=3"])
+    assert "--dask_partition_size=1" not in partitioned
+    assert pretraining_beam.runner_args(["--runner=DataflowRunner", "--project=p"]) == [
+        "--runner=DataflowRunner", "--project=p"]
 
 
 # Runs `run_pipeline` with the runner argv[1] on the corpus argv[2:] under an audit hook that refuses every

@@ -468,9 +468,9 @@ RUNNERS = {
 
 
 def runner_args(pipeline_args):
-    """`pipeline_args` with `--runner=NAME` of `RUNNERS` replaced by the class; on the DaskRunner,
-    `--dask_partition_size=1` unless a partitioning is given (one partition per created element: the
-    parallelism of a Dask bag is its number of partitions)."""
+    """`pipeline_args` with `--runner=NAME` of `RUNNERS` replaced by the class (no runner: Beam's default, the
+    DirectRunner, so its class too); on the DaskRunner, `--dask_partition_size=1` unless a partitioning is
+    given (one partition per created element: the parallelism of a Dask bag is its number of partitions)."""
     args, runner = [], None
     for arg in pipeline_args:
         name, _, value = arg.partition("=")
@@ -478,6 +478,9 @@ def runner_args(pipeline_args):
             runner = RUNNERS.get(value, value)
             arg = f"--runner={runner}"
         args.append(arg)
+    if runner is None:
+        runner = RUNNERS["DirectRunner"]
+        args.append(f"--runner={runner}")
     if runner == RUNNERS["DaskRunner"] and not any(
             a.split("=")[0] in ("--dask_npartitions", "--dask_partition_size") for a in args):
         args.append("--dask_partition_size=1")
@@ -515,13 +518,20 @@ def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None
         temp_prefixes.append(FileSystems.join(temp_dirs[-1], base))
     shard_bytes = int(shard_size_mb * 1e6)
     pipeline_options = PipelineOptions(runner_args(pipeline_args))
+    p = beam.Pipeline(options=pipeline_options)
     try:
-        with beam.Pipeline(options=pipeline_options) as p:
+        with p:
             _build_pipeline(p, files, sizes, shard_bytes, vocab_file, spm_model_file, options, num_output_shards,
                             prefixes, temp_prefixes)
     except BaseException:
         _remove(sorted(set(temp_dirs)))
         raise
+    finally:
+        # Beam's DaskRunner leaves the `distributed.Client` it opened on its result: closed here, so a caller's
+        # process keeps no connection to the scheduler (the cluster itself runs on).
+        client = getattr(getattr(p, "result", None), "client", None)
+        if client is not None:
+            client.close()
     _remove(sorted(set(temp_dirs)))
     with FileSystems.open(f"{prefixes[0]}-summary.json") as f:
         summary = json.loads(f.read().decode("utf-8"))
