@@ -3,10 +3,10 @@
 On DirectRunner, in memory and with 4 worker processes, on the Python documentation corpus of the quickstart:
 the multiset of serialized examples equals the local writer's for the same seed and sharding; the statistics
 of the original's algorithm hold; bad inputs fail with a message naming the file and leave nothing under the
-final names.
+final names. Runner names map to Beam's classes (the DirectRunner to the FnApiRunner it falls back to, without
+the PrismRunner's download), and a DirectRunner run reaches nothing beyond loopback.
 """
 
-import collections
 import json
 import os
 import random
@@ -14,60 +14,29 @@ import subprocess
 import sys
 
 import pytest
-import tensorflow as tf
 
 apache_beam = pytest.importorskip(
     "apache_beam", reason="apache_beam is not installed (the optional `pip install albert_tf[beam]` extra)")
 
-from albert_tf.quickstart import corpus as quickstart_corpus  # noqa: E402
 from albert_tf.tasks.pretraining.writer import beam as pretraining_beam
 from albert_tf.tasks.pretraining.writer import local as pretraining_writer  # noqa: E402
-from albert_tf.tasks.pretraining.writer.instances import PretrainingDataOptions  # noqa: E402
 from albert_tf.text.vocab import train_sentencepiece  # noqa: E402
 
 import pretraining_fixtures  # noqa: E402  (the statistics check shared with the local writer)
+from beam_fixtures import OPTIONS, SHARD_MB, _outputs, _records, make_corpus, run_local
 
-OPTIONS = PretrainingDataOptions(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1, random_seed=17)
-SHARD_MB = 0.2
 IN_MEMORY = ["--runner=DirectRunner", "--direct_num_workers=1"]
 MULTI_PROCESS = ["--runner=DirectRunner", "--direct_num_workers=4", "--direct_running_mode=multi_processing"]
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory):
-    """About 1.7 MB of text in four files (the pydoc topics, each file with its own document order)."""
-    root = tmp_path_factory.mktemp("beam")
-    documents = quickstart_corpus.topic_documents()
-    files = []
-    for i in range(4):
-        order = list(documents)
-        random.Random(i).shuffle(order)
-        path = root / f"part-{i}.txt"
-        text = "\n\n".join("\n".join(sentences) for _, sentences in order)
-        path.write_text(text + ("\n" if i % 2 else ""), encoding="utf-8")  # some files end without "\n"
-        files.append(str(path))
-    model = train_sentencepiece(files[:1], str(root / "spm"), vocab_size=2000, minloglevel=2)
-    return dict(root=root, files=files, pattern=str(root / "part-*.txt"), model=model,
-                vocab=str(root / "spm.vocab"))
-
-
-def _records(paths):
-    return collections.Counter(r.numpy() for r in tf.data.TFRecordDataset(sorted(paths)))
-
-
-def _outputs(directory, prefix):
-    return sorted(str(directory / f) for f in os.listdir(directory) if f.startswith(prefix + "-0"))
+    return make_corpus(tmp_path_factory.mktemp("beam"))
 
 
 @pytest.fixture(scope="module")
 def local(corpus):
-    out = corpus["root"] / "local"
-    out.mkdir()
-    paths = [str(out / f"local-{i}.tfrecord") for i in range(2)]
-    stats = pretraining_writer.write_pretraining_examples(
-        corpus["pattern"], paths, spm_model_file=corpus["model"], options=OPTIONS, shard_size_mb=SHARD_MB)
-    assert stats.instances > 1000
-    return stats, _records(paths)
+    return run_local(corpus)
 
 
 def _run_beam(corpus, out, pipeline_args, prefixes=("train",), **kwargs):
@@ -168,12 +137,98 @@ def test_bad_inputs_fail_naming_the_file(corpus, tmp_path):
     assert _no_outputs(out) == []
 
 
+def test_runner_names_map_to_beams_runners():
+    from apache_beam.runners.dask.dask_runner import DaskRunner
+    from apache_beam.runners.portability.fn_api_runner import FnApiRunner
+    from apache_beam.runners.runner import create_runner
+
+    def runner(args):
+        return create_runner(next(a for a in args if a.startswith("--runner=")).split("=", 1)[1])
+
+    # No runner, or the DirectRunner: Beam's FnApiRunner, which the DirectRunner falls back to after Prism.
+    assert type(runner(pretraining_beam.runner_args([]))) is FnApiRunner
+    direct = pretraining_beam.runner_args(["--runner=DirectRunner", "--direct_num_workers=4"])
+    assert type(runner(direct)) is FnApiRunner and direct[1:] == ["--direct_num_workers=4"]
+    args = pretraining_beam.runner_args(["--runner=DaskRunner", "--dask_client_address=tcp://127.0.0.1:8786"])
+    assert type(runner(args)) is DaskRunner and "--dask_partition_size=1" in args
+    partitioned = pretraining_beam.runner_args(["--runner=DaskRunner", "--dask_npartitions=3"])
+    assert "--dask_partition_size=1" not in partitioned
+    assert pretraining_beam.runner_args(["--runner=DataflowRunner", "--project=p"]) == [
+        "--runner=DataflowRunner", "--project=p"]
+
+
+# Runs `run_pipeline` with the runner argv[1] on the corpus argv[2:] under an audit hook that refuses every
+# connection and name lookup beyond loopback (so nothing is downloaded even where the network is open) and
+# records it; prints the records as the last line. Beam's INFO lines go to stderr.
+_NO_NETWORK = r"""
+import ipaddress, json, logging, sys, urllib.parse
+
+refused = []
+
+
+def _local(host):
+    if host is None or host == "localhost" or isinstance(host, bytes) and host == b"localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.decode() if isinstance(host, bytes) else host).is_loopback
+    except ValueError:
+        return False
+
+
+def _hook(event, args):
+    if event == "socket.connect" and isinstance(args[1], tuple):
+        host = args[1][0]
+    elif event == "socket.getaddrinfo":
+        host = args[0]
+    elif event == "urllib.Request":
+        host = urllib.parse.urlparse(args[0]).hostname
+    else:
+        return
+    if not _local(host):
+        refused.append(f"{event} {host}")
+        raise OSError(f"refused by the test: {event} {host}")
+
+
+sys.addaudithook(_hook)
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+from albert_tf.tasks.pretraining.writer import beam
+from albert_tf.tasks.pretraining.writer.instances import PretrainingDataOptions
+
+runner, pattern, model, out = sys.argv[1:]
+beam.run_pipeline(pattern, out, spm_model_file=model, shard_size_mb=0.2, pipeline_args=[f"--runner={runner}"],
+                  options=PretrainingDataOptions(max_seq_length=64, max_predictions_per_seq=10, dupe_factor=1))
+print(json.dumps(refused))
+"""
+
+
+def _run_without_network(corpus, runner, out):
+    result = subprocess.run([sys.executable, "-c", _NO_NETWORK, runner, corpus["files"][0], corpus["model"], str(out)],
+                            capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1]), result.stderr
+
+
+@pytest.mark.e2e
+def test_direct_runner_reaches_no_network(corpus, tmp_path):
+    refused, log = _run_without_network(corpus, "DirectRunner", tmp_path / "train")
+    assert refused == [], f"the DirectRunner run reached beyond loopback: {refused}"
+    assert "prism" not in log.lower(), log[-3000:]
+    assert "Summary:" in log
+    # The check sees what it looks for: Beam's own DirectRunner class (not mapped) tries Prism's download,
+    # which the hook refuses, and then falls back.
+    refused, log = _run_without_network(
+        corpus, "apache_beam.runners.direct.direct_runner.DirectRunner", tmp_path / "control")
+    assert any("github.com" in r for r in refused), refused
+    assert "Downloading prism" in log or "prism" in log.lower()
+
+
 @pytest.mark.e2e
 def test_command_line_with_a_runner(corpus, local, tmp_path):
     _, local_records = local
     out = tmp_path / "cli"
     out.mkdir()
-    args = [sys.executable, "-m", "albert_tf.tasks.pretraining.writer.create_data", f"--input_file={corpus['pattern']}",
+    args = [sys.executable, "-m", "albert_tf.commands", "create_pretraining_data",
+            f"--input_file={corpus['pattern']}",
             f"--output_file={out / 'train'}", f"--spm_model_file={corpus['model']}",
             f"--vocab_file={corpus['vocab']}", f"--max_seq_length={OPTIONS.max_seq_length}",
             f"--max_predictions_per_seq={OPTIONS.max_predictions_per_seq}", f"--dupe_factor={OPTIONS.dupe_factor}",

@@ -1,33 +1,42 @@
-"""The pretraining data writer on Apache Beam (DirectRunner, Dataflow, Flink, Spark): same examples, any scale.
+"""The pretraining data writer on Apache Beam (DirectRunner, Dask, Dataflow, Flink, Spark): same examples, any scale.
 
 The pipeline cuts the corpus into the local writer's shards, processes each shard with the same
-`pretraining_instances.ShardProcessor` and seed (`shard_seed(random_seed, k)`), and writes the records to
-sharded TFRecord files; only reading, distribution and writing differ from `pretraining_writer`, so the
-multiset of serialized examples equals the local writer's for the same `shard_size_mb`, whichever worker
-processes which shard.
+`instances.ShardProcessor` and seed (`shard_seed(random_seed, k)`) and in the same order (`local.run_shard`), and
+writes the records to sharded TFRecord files; only reading, distribution and writing differ from the local
+writer, so the multiset of serialized examples equals the local writer's for the same `shard_size_mb`,
+whichever worker processes which shard.
 
 1. Files: `--input_file` globs and comma lists expand through Beam's file systems (local, `gs://`, `s3://`,
-   `hdfs://` where the Beam extras are installed), in the order of `pretraining_input.expand_input_files`.
+   `hdfs://` where the Beam extras are installed), in the order of `inputs.expand_input_files`.
 2. Shards: one worker per file finds the byte offsets of its blank lines (the document boundaries); one step
-   then cuts the concatenated corpus exactly as `pretraining_writer.iter_shards` does (the first blank line
-   at least `shard_size_mb` after the previous cut), so a document is never split between two workers. That
-   step holds 8 bytes per document of the corpus. A document longer than a shard is an error naming its
-   file and offset: it would break the memory bound.
+   then cuts the concatenated corpus exactly as `local.iter_shards` does (the first blank line at least
+   `shard_size_mb` after the previous cut), so a document is never split between two workers. That step holds
+   8 bytes per document of the corpus. A document longer than a shard is an error naming its file and offset:
+   it would break the memory bound. The shards are grouped by index, which spreads them over the workers.
 3. Work: each shard is read by one worker from its byte ranges (memory: one shard of text and its tokens).
-   The SentencePiece model reaches workers as a file path, read once per worker in `DoFn.setup`.
-4. Output: each `--output_file` entry is a prefix; record i of shard k goes to prefix (k + i) mod the number
-   of prefixes, written as `PREFIX-SSSSS-of-NNNNN` (`WriteToTFRecord`, `num_output_shards` files, 0 = the
-   runner chooses) under a temporary directory beside the prefix, moved to the final names by one last step
-   once every file is written and the corpus is known not to be empty; a failed run removes that directory. The summary
-   (`PretrainingStats`, as the local writer logs it) goes to `FIRST_PREFIX-summary.json`.
+   The SentencePiece model reaches workers as a file path, read once per worker in `DoFn.setup`. The worker
+   writes the shard's records itself, record i of shard k to prefix (k + i) mod the number of prefixes, as
+   `TEMP_PREFIX-shard-KKKKK` (a unique name, then a rename: a shard made twice, when a worker is lost and its
+   work redone, leaves one copy); only the file names and the shard's `PretrainingStats` travel on.
+4. Output: with `num_output_shards` 0, the shards' files are the output files; otherwise files of shard k are
+   concatenated into file k mod `num_output_shards` (TFRecord files concatenate). One last step, which
+   depends on every other, checks the corpus is not empty, moves the files from the temporary directory
+   beside each prefix to `PREFIX-SSSSS-of-NNNNN` and writes the summary (`PretrainingStats`, as the local
+   writer logs it) to `FIRST_PREFIX-summary.json`; a failed run removes the temporary directories.
+
+The steps use Beam's primitive transforms only (`Create`, `ParDo` with one output, `GroupByKey`, `Flatten`),
+without side inputs: Beam's DaskRunner merges the outputs of a multi-output `ParDo` and recomputes a side
+input inside the task that reads it, and it computes only the graph under the last step.
 """
 
 import json
 import os
+import struct
 import tempfile
 import uuid
 
 import apache_beam as beam
+import google_crc32c
 import numpy as np
 from absl import logging
 from apache_beam.io.filesystems import FileSystems
@@ -37,9 +46,9 @@ from albert_tf.tasks.pretraining.inputs import expand_input_files
 from albert_tf.tasks.pretraining.writer.instances import (PretrainingDataOptions, PretrainingStats, ShardProcessor, TokenSpace,
                                                   check_vocab_file, shard_seed)
 from albert_tf.errors import InputError
+from albert_tf.tasks.pretraining.writer.local import run_shard
 
 _BLOCK = 1 << 20
-_SHARD_TEMPLATE = "-SSSSS-of-NNNNN"
 
 
 def beam_glob(pattern):
@@ -179,7 +188,86 @@ def _utf8_error(path, start, data, error):
 
 
 # ---------------------------------------------------------------------------------------------------
-# Beam transforms.
+# Output files: TFRecord framing, written under a temporary name and renamed.
+
+
+def _masked_crc(data):
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def tfrecord_frame(record):
+    """`record` framed as in a TFRecord file: length, its masked CRC-32C, the bytes, their masked CRC-32C."""
+    length = struct.pack("<Q", len(record))
+    return length + struct.pack("<I", _masked_crc(length)) + record + struct.pack("<I", _masked_crc(record))
+
+
+def _publish(temp, path):
+    """Renames `temp` to `path`, replacing a file that a earlier attempt of the same step wrote there."""
+    if FileSystems.exists(path):
+        FileSystems.delete([path])
+    FileSystems.rename([temp], [path])
+
+
+def _write_shard_files(local, offsets, order, k, temp_prefixes):
+    """Copies a shard's records from the local file `local` (record j: bytes offsets[j]:offsets[j + 1]) in
+    `order`, record i to prefix (k + i) mod the number of prefixes, into `TEMP_PREFIX-shard-KKKKK` files.
+
+    Each file is written under a unique name and then renamed, so a step that runs twice (a worker lost and
+    its work redone) leaves one complete file. Returns [(prefix index, path, records)] of the files written.
+    """
+    counts = [0] * len(temp_prefixes)
+    paths = [f"{t}-shard-{k:05d}" for t in temp_prefixes]
+    temps = [f"{path}.partial-{uuid.uuid4().hex[:8]}" for path in paths]
+    writers = [None] * len(temp_prefixes)
+    try:
+        fd = os.open(local, os.O_RDONLY)
+        try:
+            for i, j in enumerate(order):
+                p = (k + i) % len(temp_prefixes)
+                if writers[p] is None:
+                    writers[p] = FileSystems.create(temps[p])
+                start = int(offsets[j])
+                writers[p].write(tfrecord_frame(os.pread(fd, int(offsets[j + 1]) - start, start)))
+                counts[p] += 1
+        finally:
+            os.close(fd)
+        for w in writers:
+            if w is not None:
+                w.close()
+    except BaseException:
+        _remove([t for t, w in zip(temps, writers) if w is not None])
+        raise
+    written = []
+    for p, (temp, path, count) in enumerate(zip(temps, paths, counts)):
+        if count:
+            _publish(temp, path)
+            written.append((p, path, count))
+    return written
+
+
+def _concatenate(sources, path):
+    """Writes the TFRecord files `sources`, one after the other, to `path` (a temporary name, then a rename):
+    TFRecord files have no header, so their bytes concatenate into one."""
+    temp = f"{path}.partial-{uuid.uuid4().hex[:8]}"
+    try:
+        with FileSystems.create(temp) as out:
+            for source in sources:
+                with FileSystems.open(source) as reader:
+                    while True:
+                        block = reader.read(_BLOCK)
+                        if not block:
+                            break
+                        out.write(block)
+    except BaseException:
+        _remove([temp])
+        raise
+    _publish(temp, path)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Beam transforms: only ParDo (one output), GroupByKey, Flatten and Create, no side input, so that every
+# runner, Beam's DaskRunner included, runs them as written; the last step depends on every other.
 
 
 class _ScanFile(beam.DoFn):
@@ -189,13 +277,16 @@ class _ScanFile(beam.DoFn):
 
 
 class _ProcessShard(beam.DoFn):
-    """Shard -> (prefix index, record) and, tagged "stats", the shard's `PretrainingStats`."""
+    """Shard (k, ranges) -> ("file", prefix index, k, path, records) per file written, then ("stats", stats).
 
-    def __init__(self, vocab_file, spm_model_file, options, num_prefixes):
+    The shard's records go to a local file, then out to one file per prefix in the original's shuffled
+    order (`local.run_shard`, as the local writer), so they never travel between workers."""
+
+    def __init__(self, vocab_file, spm_model_file, options, temp_prefixes):
         self.vocab_file = vocab_file
         self.spm_model_file = spm_model_file
         self.options = options
-        self.num_prefixes = num_prefixes
+        self.temp_prefixes = temp_prefixes
         self.processor = None
 
     def setup(self):
@@ -209,12 +300,18 @@ class _ProcessShard(beam.DoFn):
 
     def process(self, element):
         k, ranges = element
-        o = self.options
-        stats = PretrainingStats(ngram_counts=(0,) * o.ngram, ngram_draws=(0,) * o.ngram)
-        for i, record in enumerate(self.processor.records(read_shard_lines(ranges), shard_seed(o.random_seed, k),
-                                                          stats)):
-            yield (k + i) % self.num_prefixes, record
-        yield beam.pvalue.TaggedOutput("stats", stats)
+        local = os.path.join(self.staging, f"shard-{k:05d}-{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            offsets, order, stats = run_shard(self.processor, read_shard_lines(ranges),
+                                              shard_seed(self.options.random_seed, k), local)
+            written = _write_shard_files(local, offsets, order, k, self.temp_prefixes) if order else []
+        finally:
+            if os.path.exists(local):
+                os.remove(local)
+        logging.info("Shard %d: %d documents, %d instances.", k, stats.documents, stats.instances)
+        for p, path, count in written:
+            yield "file", p, k, path, count
+        yield "stats", stats
 
     def teardown(self):
         staging = getattr(self, "staging", None)
@@ -224,25 +321,14 @@ class _ProcessShard(beam.DoFn):
             os.rmdir(staging)
 
 
-class _MergeStats(beam.CombineFn):
-    def __init__(self, ngram):
-        self.ngram = ngram
-
-    def create_accumulator(self):
-        return PretrainingStats(ngram_counts=(0,) * self.ngram, ngram_draws=(0,) * self.ngram)
-
-    def add_input(self, accumulator, stats):
-        accumulator.merge(stats)
-        return accumulator
-
-    def merge_accumulators(self, accumulators):
-        out = self.create_accumulator()
-        for a in accumulators:
-            out.merge(a)
-        return out
-
-    def extract_output(self, accumulator):
-        return accumulator
+def _merge_output_file(element, temp_prefixes, num_output_shards):
+    """((prefix index, s), shard files) -> ("file", prefix index, s, path, records): file s of
+    `num_output_shards`, the shards' files in shard order."""
+    (p, s), parts = element
+    parts = sorted(parts)
+    path = f"{temp_prefixes[p]}-{s:05d}-of-{num_output_shards:05d}"
+    _concatenate([part[1] for part in parts], path)
+    return "file", p, s, path, sum(part[2] for part in parts)
 
 
 def _write_text(path, text):
@@ -253,19 +339,43 @@ def _write_text(path, text):
     FileSystems.rename([temp], [path])
 
 
-def _finalize(_, written, stats, prefixes, temp_prefixes, input_files):
-    """Renames the temporary files to their final names and writes the summary, or fails on an empty corpus."""
+def _move(sources, destinations):
+    """Renames each source to its destination; a source already moved (a step run twice) is skipped."""
+    pending = [(s, d) for s, d in zip(sources, destinations) if FileSystems.exists(s) or not FileSystems.exists(d)]
+    if pending:
+        FileSystems.rename([s for s, _ in pending], [d for _, d in pending])
+
+
+def _finalize(element, prefixes, temp_prefixes, input_files, ngram, num_output_shards):
+    """(None, every file and every shard's statistics) -> the final names, after the summary is written;
+    fails on an empty corpus."""
+    stats = PretrainingStats(ngram_counts=(0,) * ngram, ngram_draws=(0,) * ngram)
+    files = [[] for _ in prefixes]
+    for item in element[1]:
+        if item[0] == "stats":
+            stats.merge(item[1])
+        else:
+            files[item[1]].append(item[2:])
     if stats.documents == 0:
         raise InputError(
             f"The corpus is empty: no line of `{','.join(input_files)}` gives a token (expected one sentence per "
             "line, blank lines between documents).")
     sources, destinations = [], []
-    for j, path in sorted(written):
-        if not path.startswith(temp_prefixes[j]):
-            raise InputError(f"Unexpected output file `{path}` (expected the prefix `{temp_prefixes[j]}`).")
-        sources.append(path)
-        destinations.append(prefixes[j] + path[len(temp_prefixes[j]):])
-    FileSystems.rename(sources, destinations)
+    for p, found in enumerate(files):
+        found.sort()
+        if num_output_shards:
+            present = {s for s, _, _ in found}
+            for s in range(num_output_shards):  # exactly that many files, empty ones too
+                if s not in present:
+                    path = f"{temp_prefixes[p]}-{s:05d}-of-{num_output_shards:05d}"
+                    _concatenate([], path)
+                    found.append((s, path, 0))
+            found.sort()
+        total = len(found)
+        for i, (_, path, _) in enumerate(found):
+            sources.append(path)
+            destinations.append(f"{prefixes[p]}-{i:05d}-of-{total:05d}")
+    _move(sources, destinations)
     summary = stats.as_dict()
     summary["files"] = destinations
     _write_text(f"{prefixes[0]}-summary.json", json.dumps(summary, indent=2) + "\n")
@@ -310,35 +420,71 @@ def _checked_prefixes(output_files, vocab_file, spm_model_file, options, shard_s
     return prefixes
 
 
+def _key(key_fn):
+    return lambda x: (key_fn(x), x)
+
+
 def _build_pipeline(p, files, sizes, shard_bytes, vocab_file, spm_model_file, options, num_output_shards,
                     prefixes, temp_prefixes):
-    """Adds the pipeline's steps to `p`: document boundaries, shards, instances, one TFRecord set per
-    prefix under `temp_prefixes`, and the step that moves them to the final names with the summary."""
+    """Adds the pipeline's steps to `p`: document boundaries, shards, instances written per shard under
+    `temp_prefixes`, the output files, and the step that moves them to the final names with the summary."""
     offsets = (p | "Files" >> beam.Create(list(enumerate(files)))
                | "FindDocumentBoundaries" >> beam.ParDo(_ScanFile())
-               | "AllBoundaries" >> beam.combiners.ToList())
-    shards = (offsets
-              | "PlanShards" >> beam.FlatMap(
-                  lambda found: enumerate(plan_shards(
-                      files, sizes, [o for _, o in sorted(found, key=lambda x: x[0])], shard_bytes)))
-              | "Distribute" >> beam.Reshuffle())
-    results = shards | "Instances" >> beam.ParDo(
-        _ProcessShard(vocab_file, spm_model_file, options, len(prefixes))).with_outputs("stats", main="records")
-    stats = results.stats | "Summary" >> beam.CombineGlobally(_MergeStats(options.ngram))
-    parts = results.records | "ByPrefix" >> beam.Partition(lambda kv, n: kv[0], len(prefixes))
-    written = []
-    for j, (part, temp) in enumerate(zip(parts, temp_prefixes)):
-        written.append(
-            part
-            | f"Record{j}" >> beam.Map(lambda kv: kv[1])
-            | f"Write{j}" >> beam.io.WriteToTFRecord(temp, num_shards=num_output_shards,
-                                                     shard_name_template=_SHARD_TEMPLATE)
-            | f"Written{j}" >> beam.Map(lambda path, j=j: (j, path)))
-    all_written = tuple(written) | "AllFiles" >> beam.Flatten()
-    _ = (p | "Once" >> beam.Create([None])
-         | "Finalize" >> beam.FlatMap(
-             _finalize, written=beam.pvalue.AsList(all_written), stats=beam.pvalue.AsSingleton(stats),
-             prefixes=prefixes, temp_prefixes=temp_prefixes, input_files=files))
+               | "KeyBoundaries" >> beam.Map(_key(lambda _: None))
+               | "AllBoundaries" >> beam.GroupByKey())
+    planned = offsets | "PlanShards" >> beam.FlatMap(
+        lambda found: enumerate(plan_shards(files, sizes, [o for _, o in sorted(found[1], key=lambda x: x[0])],
+                                            shard_bytes)))
+    # One empty slot per possible shard (every shard but the last holds `shard_bytes` or more): a runner
+    # whose parallelism is its sources' (Dask bags) then has as many partitions as shards after the
+    # grouping, and the grouping by shard spreads the shards over the workers on every runner.
+    slots = p | "Slots" >> beam.Create([(k, None) for k in range(sum(sizes) // shard_bytes + 1)])
+    shards = ((planned, slots) | "ShardsAndSlots" >> beam.Flatten()
+              | "Distribute" >> beam.GroupByKey()
+              | "Shards" >> beam.FlatMap(lambda kv: [(kv[0], r) for r in kv[1] if r is not None]))
+    results = shards | "Instances" >> beam.ParDo(_ProcessShard(vocab_file, spm_model_file, options, temp_prefixes))
+    files_written = results | "ShardFiles" >> beam.Filter(lambda x: x[0] == "file")
+    if num_output_shards:
+        files_written = (files_written
+                         | "KeyOutputFile" >> beam.Map(lambda x: ((x[1], x[2] % num_output_shards), x[2:]))
+                         | "GroupOutputFile" >> beam.GroupByKey()
+                         | "OutputFiles" >> beam.Map(_merge_output_file, temp_prefixes, num_output_shards))
+    stats = results | "ShardStats" >> beam.Filter(lambda x: x[0] == "stats")
+    _ = ((files_written, stats) | "FilesAndStats" >> beam.Flatten()
+         | "KeyAll" >> beam.Map(_key(lambda _: None))
+         | "All" >> beam.GroupByKey()
+         | "Finalize" >> beam.FlatMap(_finalize, prefixes, temp_prefixes, files, options.ngram, num_output_shards))
+
+
+# Runner names that `runner_args` maps to a Beam class: Beam 2.77's DirectRunner first tries its PrismRunner,
+# which downloads a Go binary from GitHub (or builds one), and falls back to the FnApiRunner in this process
+# when that fails; the FnApiRunner is named directly so that no download is tried. Beam's DaskRunner is a
+# class, not a registered runner name.
+RUNNERS = {
+    "DirectRunner": "apache_beam.runners.portability.fn_api_runner.FnApiRunner",
+    "SwitchingDirectRunner": "apache_beam.runners.portability.fn_api_runner.FnApiRunner",
+    "DaskRunner": "apache_beam.runners.dask.dask_runner.DaskRunner",
+}
+
+
+def runner_args(pipeline_args):
+    """`pipeline_args` with `--runner=NAME` of `RUNNERS` replaced by the class (no runner: Beam's default, the
+    DirectRunner, so its class too); on the DaskRunner, `--dask_partition_size=1` unless a partitioning is
+    given (one partition per created element: the parallelism of a Dask bag is its number of partitions)."""
+    args, runner = [], None
+    for arg in pipeline_args:
+        name, _, value = arg.partition("=")
+        if name == "--runner":
+            runner = RUNNERS.get(value, value)
+            arg = f"--runner={runner}"
+        args.append(arg)
+    if runner is None:
+        runner = RUNNERS["DirectRunner"]
+        args.append(f"--runner={runner}")
+    if runner == RUNNERS["DaskRunner"] and not any(
+            a.split("=")[0] in ("--dask_npartitions", "--dask_partition_size") for a in args):
+        args.append("--dask_partition_size=1")
+    return args
 
 
 def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None, options=PretrainingDataOptions(),
@@ -352,7 +498,7 @@ def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None
         spm_model_file: SentencePiece `.model`.
         options: `PretrainingDataOptions` (the original's flags).
         shard_size_mb: float, raw text per shard, as the local writer (same shards, same examples).
-        num_output_shards: int, files per prefix (0: the runner chooses).
+        num_output_shards: int, files per prefix (0: one per shard, in shard order).
         pipeline_args: list of Beam pipeline options, e.g. `["--runner=DirectRunner"]`.
     """
     prefixes = _checked_prefixes(output_files, vocab_file, spm_model_file, options, shard_size_mb,
@@ -371,14 +517,21 @@ def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None
         temp_dirs.append(FileSystems.join(directory, f".albert-tmp-{run_id}"))
         temp_prefixes.append(FileSystems.join(temp_dirs[-1], base))
     shard_bytes = int(shard_size_mb * 1e6)
-    pipeline_options = PipelineOptions(list(pipeline_args))
+    pipeline_options = PipelineOptions(runner_args(pipeline_args))
+    p = beam.Pipeline(options=pipeline_options)
     try:
-        with beam.Pipeline(options=pipeline_options) as p:
+        with p:
             _build_pipeline(p, files, sizes, shard_bytes, vocab_file, spm_model_file, options, num_output_shards,
                             prefixes, temp_prefixes)
     except BaseException:
         _remove(sorted(set(temp_dirs)))
         raise
+    finally:
+        # Beam's DaskRunner leaves the `distributed.Client` it opened on its result: closed here, so a caller's
+        # process keeps no connection to the scheduler (the cluster itself runs on).
+        client = getattr(getattr(p, "result", None), "client", None)
+        if client is not None:
+            client.close()
     _remove(sorted(set(temp_dirs)))
     with FileSystems.open(f"{prefixes[0]}-summary.json") as f:
         summary = json.loads(f.read().decode("utf-8"))

@@ -33,7 +33,8 @@ CLI_HELP = (
     "masked_lm_weights, next_sentence_labels) to the TFRecord files of --output_file, round-robin, and logs a "
     "summary. Without --runner it runs on this machine in --num_workers processes over shards of "
     "--shard_size_mb of text; the same --random_seed gives the same bytes. With --runner=DirectRunner, "
-    "DataflowRunner, FlinkRunner or SparkRunner (and any Beam pipeline options) Apache Beam does the same "
+    "DaskRunner (with --dask_client_address=tcp://HOST:PORT), DataflowRunner, FlinkRunner or SparkRunner (and any Beam "
+    "pipeline options) Apache Beam does the same "
     "work: each --output_file entry is a prefix of sharded files PREFIX-00000-of-000NN plus a summary "
     "PREFIX-summary.json, with the same examples as the local writer for the same sharding."
 )
@@ -52,9 +53,9 @@ class CreateDataOptions:
                                   "as bytes and decoded as UTF-8 with replacement).")
     num_workers: int = option(1, "Worker processes; the output is the same for any number.")
     shard_size_mb: float = option(32.0, "Raw text per shard (memory bound; shuffles are per shard).")
-    runner: Optional[str] = option(None, "Apache Beam runner (DirectRunner, DataflowRunner, FlinkRunner, "
+    runner: Optional[str] = option(None, "Apache Beam runner (DirectRunner, DaskRunner, DataflowRunner, FlinkRunner, "
                                    "SparkRunner, ...); unset: the local writer. Other Beam pipeline options follow it.")
-    num_output_shards: int = option(0, "With --runner: files per output prefix (0: the runner chooses).")
+    num_output_shards: int = option(0, "With --runner: files per output prefix (0: one per shard).")
 
 
 def create_pretraining_data(run, options, pipeline_args=()):
