@@ -78,6 +78,8 @@ class ModelKind:
     serving_spec: object = None
     hf_architecture: str = None
     labels_variable: str = None
+    # The keras-hub task class whose preset holds this kind's head (`AlbertTextClassifier`), or None.
+    keras_hub_task: str = None
     order: int = 100
     # text and checkpoints (kinds-b)
     text_mode: object = None

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from test_docs import parse_blocks
-from test_download import files_app, serving
+from doc_blocks import parse_blocks
+from loopback_http import files_app, serving
 
 ROOT = Path(__file__).resolve().parents[1]
 # Each runner and a flag of its own that `--helpfull` must list (the original's flags).

@@ -143,13 +143,16 @@ def _write(built, config, output_format, out, source):
             fileio.copy_atomic(spm, os.path.join(out, hf.SPM))
         return os.path.join(out, hf_tf.WEIGHTS if output_format == "hf_tf" else hf.WEIGHTS)
     if output_format == "keras_hub":
-        dropped = [c for c in components if c not in (table.ENCODER, "classifier")]
+        kind = registry.kind_of(built)
+        # keras-hub's task class with the same head (`AlbertTextClassifier`), where the kind has one.
+        task_head = kind.heads[0].name if kind is not None and kind.keras_hub_task else None
+        dropped = [c for c in components if c not in (table.ENCODER, task_head)]
         if dropped:
             logging.warning("A keras-hub preset holds the encoder and a sequence classifier's head; not written: "
                             "%s heads.", ", ".join(dropped))
         keras_hub.write(tf1_values(built, {table.ENCODER}), config, out, spm_model_file=spm)
-        if "classifier" in components:   # keras-hub's AlbertTextClassifier: the same head.
-            head = tf1_values(built, {"classifier"})
+        if task_head in components:
+            head = tf1_values(built, {task_head})
             keras_hub.write_classifier_task(out, config, head["output_weights"][1](), head["output_bias"][1](),
                                             spm_written=bool(spm))
         return os.path.join(out, keras_hub.WEIGHTS)

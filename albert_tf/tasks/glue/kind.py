@@ -33,4 +33,5 @@ class ClassifierSpec(ServingSpec):
 HEAD = table.output_projection_head("classifier", "", "classifier_head", hf_module="classifier")
 KIND = registry.register(registry.ModelKind(
     name="classifier", model_class=AlbertClassifier, heads=(HEAD,), serving_spec=ClassifierSpec(),
-    hf_architecture="AlbertForSequenceClassification", labels_variable="output_weights", order=2))
+    hf_architecture="AlbertForSequenceClassification", labels_variable="output_weights", order=2,
+    keras_hub_task="AlbertTextClassifier"))
