@@ -11,6 +11,7 @@ The per-task tests compile several XLA programs each (15-45 s on a shared CPU): 
 optimizer and TPU checks are fast.
 """
 
+import contextlib
 import os
 
 import keras
@@ -20,16 +21,16 @@ import tensorflow as tf
 
 from albert_tf.tasks.ner import data as conll
 from albert_tf.errors import InputError
+from albert_tf.options import RuntimeOptions
 from albert_tf.tasks.glue.model import AlbertClassifier
 from albert_tf.tasks.pretraining.model import AlbertPretrainer
 from albert_tf.tasks.race.model import AlbertRace
 from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
-from albert_tf.text.tokenization import FullTokenizer
-from albert_tf.training import distribution, inference, loop, optimization
+from albert_tf.training import distribution, driver, inference, loop, optimization
 from albert_tf.tasks.glue.task import ClassifierOptions, GlueTask, run_classifier
-from albert_tf.tasks.ner.task import NerTask
-from albert_tf.tasks.pretraining.task import PretrainingTask
+from albert_tf.tasks.ner.task import NerOptions, NerTask
+from albert_tf.tasks.pretraining.task import PretrainingOptions, PretrainingTask
 from albert_tf.tasks.race.task import RaceOptions, RaceTask
 from albert_tf.tasks.squad.task import SquadOptions, SquadTask, predict_raw_results, predict_dataset
 import task_fixtures as tfx
@@ -40,6 +41,15 @@ STRATEGY = tf.distribute.get_strategy()
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     return tfx.write_all(tmp_path_factory.mktemp("xla"))
+
+
+def make_task(task_class, options, jit_compile=False, random_seed=None):
+    """`task_class` built as `driver.run` builds it: its options and a `Runtime` with `jit_compile` (and
+    `random_seed`), its strategy the default one."""
+    runtime = driver.Runtime(RuntimeOptions(jit_compile=jit_compile, random_seed=random_seed), options,
+                             contextlib.ExitStack())
+    runtime.strategy = STRATEGY
+    return task_class(options, runtime)
 
 
 def assert_close(actual, expected, what):
@@ -77,7 +87,7 @@ def gradient_step(model, loss_fn, jit_compile):
 def check_training_step(task, model, batch_size=2):
     """The task's training input is static; its step under XLA gives the loss, scalars and gradients of the
     step without XLA."""
-    dataset = task.train_dataset(tf.distribute.InputContext(), batch_size)
+    dataset = task.train_data().dataset(tf.distribute.InputContext(), batch_size)
     assert_static(dataset)
     features = next(iter(dataset))
     model(features, training=False)
@@ -118,11 +128,10 @@ def assert_same_metrics(xla, reference):
 
 def _glue_task(data, directory, task_name, jit_compile):
     options = ClassifierOptions(task_name=task_name, data_dir=data["glue"], output_dir=str(directory),
+                                albert_config_file=data["config_file"], spm_model_file=data["spm"],
                                 max_seq_length=tfx.SEQ, eval_batch_size=4, predict_batch_size=4)
     os.makedirs(options.output_dir, exist_ok=True)
-    task = GlueTask(options, FullTokenizer(spm_model_file=data["spm"]), STRATEGY, spm_model_file=data["spm"])
-    task.jit_compile = jit_compile
-    return task
+    return make_task(GlueTask, options, jit_compile)
 
 
 @pytest.mark.e2e
@@ -130,16 +139,14 @@ def _glue_task(data, directory, task_name, jit_compile):
 def test_glue_classification_and_regression(data, tmp_path, task_name):
     reference, xla = (_glue_task(data, tmp_path / str(jit), task_name, jit) for jit in (False, True))
     model = AlbertClassifier(data["config"], num_labels=len(xla.label_list), dropout_rate=0.0)
-    xla.prepare_training()
     check_training_step(xla, model)
-    for task in (reference, xla):
-        task.prepare_evaluation()
-    assert_static(xla._eval[1])
     assert_same_metrics(xla.evaluate(model), reference.evaluate(model))
+    assert_static(xla._eval[1])
     # Predictions: the padded test batches give one row per real example, the unpadded run's values.
     for task in (reference, xla):
-        task.predict(model, None, None)
-    rows = [np.loadtxt(os.path.join(task.output_dir, "test_results.tsv"), ndmin=2) for task in (reference, xla)]
+        task.predict(model, None)
+    rows = [np.loadtxt(os.path.join(task.options.output_dir, "test_results.tsv"), ndmin=2)
+            for task in (reference, xla)]
     assert rows[0].shape[0] == len(xla.processor.get_test_examples(data["glue"]))
     assert_close(rows[1], rows[0], "test_results.tsv")
 
@@ -149,20 +156,20 @@ def test_glue_classification_and_regression(data, tmp_path, task_name):
 def test_squad(data, tmp_path, v2):
     version = "2.0" if v2 else "1.1"
     options = SquadOptions(
-        output_dir=str(tmp_path), train_file=data[f"squad{version}_train"],
+        output_dir=str(tmp_path), albert_config_file=data["config_file"], spm_model_file=data["spm"],
+        train_file=data[f"squad{version}_train"],
         predict_file=data[f"squad{version}_dev"], max_seq_length=tfx.SQUAD_SEQ, doc_stride=8, max_query_length=8,
         train_batch_size=2, predict_batch_size=4, version_2_with_negative=v2, start_n_top=2, end_n_top=2, n_best_size=3,
         dropout_prob=0.0)
-    task = SquadTask(options, FullTokenizer(spm_model_file=data["spm"]), STRATEGY, spm_model_file=data["spm"])
+    task = make_task(SquadTask, options)
     model = (AlbertSquadV2(data["config"], start_n_top=2, end_n_top=2, dropout_prob=0.0) if v2
              else AlbertSquadV1(data["config"]))
-    task.prepare_training()
     check_training_step(task, model)
-    task.prepare_evaluation()
-    count = len(task.features)
+    count = len(task._eval_data()[2])
     results = {}
     for jit in (False, True):
-        dataset = predict_dataset(task.predict_feature_file, tfx.SQUAD_SEQ, 4, v2, count, pad_to_full_batches=jit)
+        dataset = predict_dataset(options.feature_path("predict_feature_file"), tfx.SQUAD_SEQ, 4, v2, count,
+                                  pad_to_full_batches=jit)
         if jit:
             assert_static(dataset)
         results[jit] = {r.unique_id: r for r in predict_raw_results(model, dataset, STRATEGY, v2, count,
@@ -176,8 +183,7 @@ def test_squad(data, tmp_path, v2):
             else:
                 assert_close(compiled[field], value, field)
     # The task's own stage under XLA: padded batches, scored with the official metrics.
-    task.jit_compile = True
-    metrics = task.evaluate(model)
+    metrics = make_task(SquadTask, options, jit_compile=True).evaluate(model)
     assert "f1" in metrics and os.path.exists(os.path.join(tmp_path, "predictions.json"))
 
 
@@ -186,19 +192,16 @@ def test_race(data, tmp_path):
     tasks = []
     for jit in (False, True):
         options = RaceOptions(data_dir=data["race"], output_dir=str(tmp_path / str(jit)),
+                              albert_config_file=data["config_file"], spm_model_file=data["spm"],
                               max_seq_length=tfx.SEQ, max_qa_length=6, eval_batch_size=4,
                               predict_batch_size=4, dropout_prob=0.0)
         os.makedirs(options.output_dir)
-        tasks.append(RaceTask(options, FullTokenizer(spm_model_file=data["spm"]), STRATEGY,
-                              spm_model_file=data["spm"], jit_compile=jit))
+        tasks.append(make_task(RaceTask, options, jit))
     reference, xla = tasks
     model = AlbertRace(data["config"], dropout_prob=0.0)
-    xla.prepare_training()
     check_training_step(xla, model)
-    for task in tasks:
-        task.prepare_evaluation()
     assert_same_metrics(xla.evaluate(model), reference.evaluate(model))
-    assert_same_metrics(xla.predict(model, None, None), reference.predict(model, None, None))
+    assert_same_metrics(xla.predict(model, None), reference.predict(model, None))
 
 
 @pytest.mark.e2e
@@ -207,35 +210,34 @@ def test_ner(data, tmp_path):
     tasks = []
     for jit in (False, True):
         os.makedirs(tmp_path / str(jit))
-        task = NerTask(data["conll"], str(tmp_path / str(jit)), FullTokenizer(spm_model_file=data["spm"]), STRATEGY,
-                       labels, tfx.SEQ, eval_batch_size=4, predict_batch_size=4, dropout_prob=0.0,
-                       spm_model_file=data["spm"])
-        task.jit_compile = jit
-        tasks.append(task)
+        options = NerOptions(data_dir=data["conll"], output_dir=str(tmp_path / str(jit)),
+                             albert_config_file=data["config_file"], spm_model_file=data["spm"],
+                             labels=",".join(labels), max_seq_length=tfx.SEQ, eval_batch_size=4,
+                             predict_batch_size=4, dropout_prob=0.0)
+        tasks.append(make_task(NerTask, options, jit))
     reference, xla = tasks
+    assert xla.labels == labels
     model = AlbertTokenClassifier(data["config"], num_labels=len(labels), labels=labels, dropout_rate=0.0)
-    xla.prepare_training()
     check_training_step(xla, model)
-    for task in tasks:
-        task.prepare_evaluation()
-    assert len(xla.eval_windows) % 4, "the dev windows should leave a partial batch to pad"
+    assert len(xla._read("dev")[1]) % 4, "the dev windows should leave a partial batch to pad"
     assert_same_metrics(xla.evaluate(model), reference.evaluate(model))
 
 
 @pytest.mark.e2e
-def test_pretraining(data):
-    tasks = []
-    for jit in (False, True):
-        task = PretrainingTask([data["pretraining"]], tfx.SEQ, tfx.PRED, eval_batch_size=4, max_eval_steps=2)
-        task.jit_compile = jit
-        tasks.append(task)
-    reference, xla = tasks
+def pretraining_options(data, output_dir, **fields):
+    return PretrainingOptions(albert_config_file=data["config_file"], input_file=data["pretraining"],
+                              output_dir=str(output_dir), max_seq_length=tfx.SEQ, max_predictions_per_seq=tfx.PRED,
+                              **fields)
+
+
+@pytest.mark.e2e
+def test_pretraining(data, tmp_path):
+    options = pretraining_options(data, tmp_path, eval_batch_size=4, max_eval_steps=2)
+    reference, xla = (make_task(PretrainingTask, options, jit) for jit in (False, True))
     model = AlbertPretrainer(data["config"])
     check_training_step(xla, model)
-    for task in tasks:
-        task.prepare_evaluation()
-    assert_static(xla.eval_dataset)
     assert_same_metrics(xla.evaluate(model), reference.evaluate(model))
+    assert_static(xla._eval_dataset)
 
 
 # --- the loop and the optimizers under XLA -----------------------------------------------------------------
@@ -245,18 +247,19 @@ def test_pretraining(data):
 def test_run_training_with_xla_and_accumulation_takes_the_steps_without_xla(data, tmp_path):
     """`loop.run_training(jit_compile=True)` with gradient accumulation (a `tf.while_loop` inside the XLA
     function) moves the weights as the loop without XLA (plain SGD, so the update is linear in the gradient)."""
-    task = PretrainingTask([data["pretraining"]], tfx.SEQ, tfx.PRED, seed=5)
+    task = make_task(PretrainingTask, pretraining_options(data, tmp_path / "task"), random_seed=5)
+    train_dataset = task.train_data().dataset
     weights = None
     finals = []
     for jit in (False, True):
         model = AlbertPretrainer(data["config"])
-        model(next(iter(task.train_dataset(tf.distribute.InputContext(), 2))), training=False)
+        model(next(iter(train_dataset(tf.distribute.InputContext(), 2))), training=False)
         if weights is None:
             weights = model.get_weights()
         model.set_weights(weights)
         result = loop.run_training(
             model, keras.optimizers.SGD(0.5), task.loss,
-            lambda context, start_batch=0: task.train_dataset(context, 2, start_batch=start_batch), STRATEGY,
+            lambda context, start_batch=0: train_dataset(context, 2, start_batch), STRATEGY,
             str(tmp_path / str(jit)), 2, iterations_per_loop=2, save_checkpoints_steps=0,
             gradient_accumulation_steps=2, jit_compile=jit, positional_input=True)
         assert result["global_step"] == 2
