@@ -216,3 +216,93 @@ def test_keras_file_saved_under_jax_loads_here(release, tmp_path):
                    env=env, check=True, timeout=600)
     model = keras.saving.load_model(path)
     np.testing.assert_allclose(numpy(model(inputs, training=False)["logits"]), np.load(logits), atol=1e-5)
+
+
+# --- LoRA ------------------------------------------------------------------------------------------------------
+
+BASE = dict(vocab_size=30000, embedding_size=128, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+            intermediate_size=3072)
+
+
+def count(variables):
+    return sum(int(np.prod(v.shape)) for v in variables)
+
+
+def test_lora_leaves_outputs_unchanged_and_trains_few_weights(release):
+    model = AlbertClassifier.from_pretrained(release[0], num_labels=3)
+    inputs = make_inputs()
+    before = numpy(model(inputs, training=False)["logits"])
+    model.enable_lora(4)
+    np.testing.assert_array_equal(numpy(model(inputs, training=False)["logits"]), before)
+    layers = [layer for layer in model._flatten_layers() if getattr(layer, "lora_enabled", False)]
+    assert sorted({layer.name for layer in layers}) == ["query", "value"]
+    # Under 10% of a small model's weights (H=128: in the 16-wide model here the head and biases alone weigh
+    # 5%), under 1% of base's.
+    for config, fraction in ((dict(BASE, vocab_size=1000, embedding_size=64, hidden_size=128, num_attention_heads=2,
+                                   intermediate_size=512), 0.10), (BASE, 0.01)):
+        big = AlbertClassifier(config, num_labels=2)
+        big.enable_lora(4)
+        assert count(big.trainable_weights) < fraction * count(big.weights)
+
+
+def test_lora_trains_saves_loads_and_merges(release, tmp_path):
+    """One SGD step moves the adapters; the adapters (with the head) load into a fresh model with the same
+    outputs; the merged copy the exports write gives them too, without adapters."""
+    model = AlbertClassifier.from_pretrained(release[0], num_labels=3, dropout_rate=0.0)
+    model.enable_lora(2, target_names=("query", "value", "ffn"))
+    model.compile(optimizer=keras.optimizers.SGD(0.5), loss=keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True))
+    inputs = make_inputs()
+    model.fit(inputs, np.array([0, 2], np.int32), batch_size=2, epochs=1, verbose=0)
+    b = [layer.lora_kernel_b for layer in model._flatten_layers() if getattr(layer, "lora_enabled", False)]
+    assert max(float(np.abs(numpy(v)).max()) for v in b) > 0
+    want = numpy(model(inputs, training=False)["logits"])
+    path = str(tmp_path / "adapters.lora.h5")
+    model.save_lora_weights(path)
+    fresh = AlbertClassifier.from_pretrained(release[0], num_labels=3, dropout_rate=0.0)
+    fresh.enable_lora(2, target_names=("query", "value", "ffn"))
+    fresh.load_lora_weights(path)
+    np.testing.assert_allclose(numpy(fresh(inputs, training=False)["logits"]), want, atol=1e-6)
+    from albert_tf.models.lora import lora_layers, merged_copy
+    merged = merged_copy(fresh)
+    assert not lora_layers(merged)
+    np.testing.assert_allclose(numpy(merged(inputs, training=False)["logits"]), want, atol=1e-5)
+
+
+# --- int8 ------------------------------------------------------------------------------------------------------
+
+INT8_PROBABILITY_TOLERANCE = 0.05   # docs/deploying_small.md
+
+
+def test_int8_keeps_predictions_and_reloads_quantized(release, tmp_path):
+    """`quantize("int8")` of the classifier and the pretrainer from the checkpoint: the same argmax and
+    probabilities within 0.05 of float; the saved `.keras` file reloads quantized, with the same outputs."""
+    inputs = dict(make_inputs(), masked_lm_positions=np.array([[1, 2, 6], [0, 3, 4]], np.int32))
+    for model, name in ((AlbertClassifier.from_pretrained(release[0], num_labels=3), "probabilities"),
+                        (AlbertPretrainer.from_pretrained(release[0]), "mlm_logits")):
+        float_out = numpy(model(inputs, training=False)[name])
+        model.quantize("int8")
+        out = numpy(model(inputs, training=False)[name])
+        if name == "mlm_logits":
+            float_out, out = (np.exp(log_softmax(x)) for x in (float_out, out))
+        # The same argmax: everywhere for the classifier; for the MLM head (random weights: near ties among its
+        # 61 words) wherever float's top two probabilities are apart by more than rounding.
+        top2 = np.sort(float_out, -1)[..., -2:]
+        clear = (top2[..., 1] - top2[..., 0] > 0.01) | (name == "probabilities")
+        np.testing.assert_array_equal(out.argmax(-1)[clear], float_out.argmax(-1)[clear])
+        np.testing.assert_allclose(out, float_out, atol=INT8_PROBABILITY_TOLERANCE)
+        path = str(tmp_path / f"{model.name}.keras")
+        model.save(path)
+        loaded = keras.saving.load_model(path)
+        assert {layer.quantization_mode for layer in loaded._flatten_layers()
+                if isinstance(layer, keras.layers.Dense)} == {"int8"}
+        reloaded = numpy(loaded(inputs, training=False)[name])
+        if name == "mlm_logits":
+            reloaded = np.exp(log_softmax(reloaded))
+        np.testing.assert_allclose(reloaded, out, atol=1e-6)
+
+
+def test_quantize_modes_other_than_int8_are_refused():
+    from albert_tf.errors import InputError
+    with pytest.raises(InputError, match="int8"):
+        AlbertModel(CONFIG).quantize("float8")

@@ -11,6 +11,7 @@ from albert_tf.layers.attention import attention_bias
 from albert_tf.layers.dropout import fold_in
 from albert_tf.layers.embeddings import AlbertEmbeddings, truncated_normal
 from albert_tf.layers.transformer import AlbertTransformerBlock
+from albert_tf.models.lora import LoraMixin
 
 
 
@@ -42,7 +43,7 @@ def split_inputs(inputs):
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertModel(keras.Model):
+class AlbertModel(LoraMixin, keras.Model):
     """The ALBERT encoder: factorized embeddings, grouped shared transformer blocks, tanh pooler.
 
     Called on a dict of int32 `[batch, seq]` tensors `input_ids`, `input_mask`, `segment_ids`; returns a dict:
@@ -203,16 +204,21 @@ class AlbertModel(keras.Model):
         return {"input_ids": ones, "input_mask": ones, "segment_ids": keras.ops.zeros_like(ones)}
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "recompute": self.recompute, "name": self.name}
+        return with_quantization(self, {"config": self.config.to_dict(), "recompute": self.recompute,
+                                        "name": self.name})
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        return cls(AlbertConfig.from_dict(config.pop("config")), **config)
+        mode = config.pop("quantization", None)
+        return quantized(cls(AlbertConfig.from_dict(config.pop("config")), **config), mode)
 
     def quantize(self, mode=None, *args, **kwargs):
-        """Not supported: see `refuse_keras_quantize`."""
-        refuse_keras_quantize(self, mode)
+        """Keras' `quantize` (`"int8"`: the `Dense` layers' kernels to int8 with a per-column scale), checked by
+        `check_quantize_mode` first: the ALBERT layers read their kernels dequantized
+        (`albert_tf.layers.attention.dense_weights`), the other `Dense` layers run Keras' int8 matmul."""
+        check_quantize_mode(mode)
+        super().quantize(mode, *args, **kwargs)
 
     @classmethod
     def from_pretrained(cls, path, config=None, **kwargs):
@@ -220,15 +226,29 @@ class AlbertModel(keras.Model):
         return load_pretrained(cls, path, config=config, **kwargs)
 
 
-def refuse_keras_quantize(model, mode):
-    """Raises `NotImplementedError` for Keras' `quantize` on an ALBERT model: it replaces `Dense` layers' kernels,
-    which these models' layers read directly, so a Keras-quantized model would compute wrong outputs; the message
-    names the LiteRT export, which quantizes the same weights correctly."""
-    raise NotImplementedError(
-        f"`{type(model).__name__}.quantize({mode!r})` is not supported: the ALBERT layers read their kernels "
-        "directly, so Keras quantization would give wrong outputs. Quantize with the LiteRT export instead: "
-        "`albert-export --format=tflite --quantize=dynamic|int8` or "
-        "`albert_tf.lite.export_tflite(model, output_dir, quantize='dynamic')`.")
+def with_quantization(model, config):
+    """`config` plus `"quantization": "int8"` when `model`'s `Dense` layers are quantized (`model.quantize`), so
+    that `from_config` (a `.keras` load) quantizes the new model before its weights are read."""
+    modes = {layer.quantization_mode for layer in model._flatten_layers(include_self=False)
+             if isinstance(layer, keras.layers.Dense)} - {None}
+    if modes:
+        config["quantization"] = modes.pop()
+    return config
+
+
+def quantized(model, mode):
+    """`model`, quantized to `mode` when that is not None (`from_config` of a `with_quantization` config)."""
+    if mode is not None:
+        model.quantize(mode)
+    return model
+
+
+def check_quantize_mode(mode):
+    """Raises `InputError` unless `mode` is `"int8"`, the Keras quantization mode measured on these models
+    (docs/deploying_small.md); the others (int4, float8, GPTQ) are refused, with the LiteRT export named."""
+    if mode != "int8":
+        raise InputError(f"`quantize({mode!r})` is not supported on the ALBERT models: use `quantize('int8')`, or "
+                         "the LiteRT export (`albert-export --format=tflite --quantize=dynamic|int8`).")
 
 
 # --- TensorFlow backend only: the layer-by-layer backward of the shared blocks (`tf.custom_gradient`,

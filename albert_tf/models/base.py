@@ -12,7 +12,8 @@ from albert_tf.checkpoints import load_pretrained
 from albert_tf.errors import InputError
 from albert_tf.layers.activations import is_tensorflow
 from albert_tf.layers.heads import AlbertOutputProjection
-from albert_tf.models.albert_model import AlbertModel, as_config, refuse_keras_quantize
+from albert_tf.models.albert_model import AlbertModel, as_config, check_quantize_mode, quantized, with_quantization
+from albert_tf.models.lora import LoraMixin
 
 DEFAULT_BATCH_SIZE = 32
 
@@ -86,7 +87,7 @@ def build_encoder(config, encoder, recompute, dtype, missing):
     return encoder
 
 
-class PretrainedMixin:
+class PretrainedMixin(LoraMixin):
     """`get_config`, `from_config`, `from_pretrained`, the preprocessor and `compile` defaults of a
     `keras.Model` holding an `AlbertModel` encoder.
 
@@ -178,7 +179,7 @@ class PretrainedMixin:
         if self.preprocessor is not None:
             config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
         config["name"] = self.name
-        return config
+        return with_quantization(self, config)
 
     @classmethod
     def from_config(cls, config):
@@ -186,7 +187,8 @@ class PretrainedMixin:
         if isinstance(config.get("preprocessor"), dict):
             import albert_tf.text.preprocessor  # noqa: F401  Registers AlbertPreprocessor (deferred: tensorflow-text).
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
-        return cls(config.pop("config"), **config)
+        mode = config.pop("quantization", None)
+        return quantized(cls(config.pop("config"), **config), mode)
 
     @classmethod
     def from_pretrained(cls, path, config=None, preprocessor=None, **model_kwargs):
@@ -462,6 +464,9 @@ class PretrainedMixin:
         return super().compute_metrics(x, y, self.loss_output(y_pred), sample_weight)
 
     def quantize(self, mode=None, *args, **kwargs):
-        """Not supported: see `refuse_keras_quantize`."""
-        refuse_keras_quantize(self, mode)
+        """Keras' `quantize` (`"int8"`: the `Dense` layers' kernels to int8 with a per-column scale), checked by
+        `check_quantize_mode` first: the ALBERT layers read their kernels dequantized
+        (`albert_tf.layers.attention.dense_weights`), the other `Dense` layers run Keras' int8 matmul."""
+        check_quantize_mode(mode)
+        super().quantize(mode, *args, **kwargs)
 
