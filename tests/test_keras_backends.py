@@ -175,9 +175,9 @@ def test_squad_v2_head_reproduces_the_original(release):
 BACKEND_LOSSES = [1.1094470, 1.0755886, 0.9266922]
 
 
-def sgd_losses(directory):
+def sgd_losses(directory, recompute=False):
     """Three steps of `fit` (SGD, lr 0.5, batch 4, no shuffling) of a 3-label classifier from the checkpoint."""
-    model = AlbertClassifier.from_pretrained(directory, num_labels=3, dropout_rate=0.0)
+    model = AlbertClassifier.from_pretrained(directory, num_labels=3, dropout_rate=0.0, recompute=recompute)
     model.compile(optimizer=keras.optimizers.SGD(0.5), loss=keras.losses.SparseCategoricalCrossentropy(
         from_logits=True))
     inputs = {k: np.concatenate([v, v[::-1]]) for k, v in make_inputs().items()}
@@ -190,6 +190,11 @@ def test_three_sgd_steps_give_the_same_losses_on_every_backend(release):
     losses = sgd_losses(release[0])
     assert len(losses) == 3 and losses[2] < losses[0], losses
     np.testing.assert_allclose(losses, BACKEND_LOSSES, atol=1e-4)
+
+
+def test_recompute_gives_the_same_losses(release):
+    """`recompute=True`: TensorFlow's layer-by-layer recomputing backward, `keras.remat` on JAX and PyTorch."""
+    np.testing.assert_allclose(sgd_losses(release[0], recompute=True), BACKEND_LOSSES, atol=1e-4)
 
 
 # --- .keras across backends ------------------------------------------------------------------------------------
