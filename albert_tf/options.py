@@ -222,9 +222,6 @@ class RuntimeOptions:
                                         "repeatable runs. Unset: an unseeded run, as the original.")
     recompute: bool = option(False, "Recompute each transformer layer's activations in the backward pass: less "
                              "activation memory for about one extra forward pass.")
-    lora_rank: int = option(0, "Fine-tune with Keras' LoRA adapters of this rank on the encoder's query and value "
-                            "projections (the rest of the encoder frozen, the task head trained); 0: full "
-                            "fine-tuning. Exports merge the adapters into the kernels.")
     gradient_accumulation_steps: int = option(1, "Split each training batch into this many micro-batches and sum "
                                               "their gradients before one optimizer step (same global batch on "
                                               "less memory).")

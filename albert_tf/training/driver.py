@@ -440,7 +440,5 @@ def run(task_class, options, runtime_options=None):
         init_path = None if loop.list_checkpoints(options.output_dir) else options.checked_init_path
         with runtime.strategy.scope():
             model = task.build_model(init_path)
-            if runtime_options.lora_rank:
-                model.enable_lora(runtime_options.lora_rank)   # after the initial weights, before any restore
         stack.enter_context(removed_on_failure(options.feature_files()))
         return run_stages(task, model, options.stages(), init_path)
