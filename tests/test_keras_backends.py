@@ -211,6 +211,7 @@ np.save(sys.argv[4], keras.ops.convert_to_numpy(model(inputs, training=False)["l
 """
 
 
+@pytest.mark.e2e
 def test_keras_file_saved_under_jax_loads_here(release, tmp_path):
     pytest.importorskip("jax")
     inputs = make_inputs()
