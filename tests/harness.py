@@ -23,6 +23,7 @@ The harness uses public entry points only (the model classes, `albert_tf.registr
 
 import os
 
+import keras
 import numpy as np
 
 from albert_tf.config import AlbertConfig
@@ -91,9 +92,9 @@ def flat_outputs(outputs):
     flat = {}
     for name, value in outputs.items():
         if isinstance(value, (list, tuple)):
-            flat.update((f"{name}/{i}", np.asarray(v)) for i, v in enumerate(value))
+            flat.update((f"{name}/{i}", keras.ops.convert_to_numpy(v)) for i, v in enumerate(value))
         else:
-            flat[name] = np.asarray(value)
+            flat[name] = keras.ops.convert_to_numpy(value)
     return flat
 
 
@@ -167,13 +168,13 @@ def check_fit(model, inputs, labels, loss, unchanged):
 
     kwargs = {} if loss is None else {"loss": loss}
     model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), **kwargs)
-    before = [v.numpy().copy() for v in model.trainable_variables]
+    before = [keras.ops.convert_to_numpy(v).copy() for v in model.trainable_variables]
     batch = len(next(iter(inputs.values())))
     history = model.fit(inputs, labels, batch_size=batch, epochs=1, shuffle=False, verbose=0)
     losses = history.history["loss"]
     assert len(losses) == 1 and np.isfinite(losses[0]), losses
-    assert int(model.optimizer.iterations.numpy()) == 1
-    still = [v.path for v, old in zip(model.trainable_variables, before) if np.array_equal(v.numpy(), old)]
+    assert int(keras.ops.convert_to_numpy(model.optimizer.iterations)) == 1
+    still = [v.path for v, old in zip(model.trainable_variables, before) if np.array_equal(keras.ops.convert_to_numpy(v), old)]
     unexpected = [path for path in still if not any(part in path for part in tuple(unchanged) + NO_GRADIENT)]
     assert not unexpected, f"one training step left {unexpected} unchanged"
 
@@ -208,7 +209,7 @@ outputs = model(dict(np.load(sys.argv[2])), training=False)
 flat = {}
 for name, value in outputs.items():
     values = value if isinstance(value, (list, tuple)) else [value]
-    flat.update({name if v is value else f"{name}/{i}": np.asarray(v) for i, v in enumerate(values)})
+    flat.update({name if v is value else f"{name}/{i}": keras.ops.convert_to_numpy(v) for i, v in enumerate(values)})
 np.savez(sys.argv[3], **flat)
 print("RESULT " + type(model).__name__)
 """

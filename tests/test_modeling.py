@@ -102,6 +102,13 @@ def test_numpy_parity(layout):
         np.testing.assert_allclose(got.numpy(), exp, atol=1e-5, rtol=1e-5)
 
 
+def _transposes(graph):
+    """The number of `Transpose` nodes of a graph and of the functions it calls."""
+    graph_def = graph.as_graph_def()
+    nodes = list(graph_def.node) + [node for fn in graph_def.library.function for node in fn.node_def]
+    return sum(node.op == "Transpose" for node in nodes)
+
+
 def _batch_matmuls(graph):
     """`BatchMatMul*` nodes of a graph and of the functions it calls, as `(name, adj_y)`."""
     graph_def = graph.as_graph_def()
@@ -132,7 +139,9 @@ def test_static_batch_long_sequence_one_attention_matmul_per_layer():
 
     matmuls = _batch_matmuls(forward.get_concrete_function().graph)
     assert len(matmuls) == 2 * applications, matmuls
-    assert sum(adj_y for _, adj_y in matmuls) == applications        # q k^T: the scores; the rest: context
+    # The heads' four transposes per application (query, key -- laid out `[b, N, D, seq]` for the scores --,
+    # value, context) and no other: the scores' matmul transposes nothing on its own.
+    assert _transposes(forward.get_concrete_function().graph) == 4 * applications
     assert len(_batch_matmuls(step.get_concrete_function().graph)) == 6 * applications
 
 

@@ -45,6 +45,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.models.lora import merged_copy
 from albert_tf.export import saved_model as export_lib
 from albert_tf.text import modes as text_modes
 from albert_tf.text import tokenization
@@ -245,6 +246,7 @@ def export_tflite(model, output_dir, spm_model_file=None, do_lower_case=True, ma
     pass `calibration`, a list of feature dicts. `labels` names the classifier's outputs in the metadata.
     `lengths` are the text modes' lengths (`convert`); those of the model's kind are recorded in the metadata.
     """
+    model = merged_copy(model)   # LoRA adapters merged into the kernels (`albert_tf.models.lora`)
     spec = export_lib.serving_spec(model)
     kind = spec.kind
     num_labels, labels = _labels(model, labels)

@@ -47,6 +47,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.models.lora import merged_copy
 from albert_tf import registry
 from albert_tf.text import modes as text_modes
 from albert_tf.text import ops as text_ops
@@ -266,6 +267,7 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
     Returns:
         str, the path of the written version directory.
     """
+    model = merged_copy(model)   # LoRA adapters merged into the kernels (`albert_tf.models.lora`)
     spec = serving_spec(model)
     warmup = _check_warmup(warmup)
     version_given = version

@@ -1,7 +1,9 @@
-"""Activations by their original names (`modeling.get_activation`)."""
+"""Activations by their original names (`modeling.get_activation`), in `keras.ops` (every backend), and the
+TensorFlow backend's fused training forms of GELU, LayerNorm and softmax."""
 
 import math
 
+import keras
 import tensorflow as tf
 
 from albert_tf.errors import InputError
@@ -9,9 +11,15 @@ from albert_tf.errors import InputError
 
 def gelu(x):
     """The original's GELU: the tanh approximation `0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3)))`."""
-    x = tf.convert_to_tensor(x)
-    cdf = 0.5 * (1.0 + tf.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * tf.pow(x, 3))))
+    x = keras.ops.convert_to_tensor(x)
+    cdf = 0.5 * (1.0 + keras.ops.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * keras.ops.power(x, 3))))
     return x * cdf
+
+
+def is_tensorflow():
+    """Whether Keras runs on the TensorFlow backend (where the layers use the TensorFlow-only training forms
+    below and the stateless dropout of `albert_tf.layers.dropout`)."""
+    return keras.backend.backend() == "tensorflow"
 
 
 def get_activation(name):
@@ -22,16 +30,18 @@ def get_activation(name):
     if key in ("", "linear"):
         return None
     if key == "relu":
-        return tf.nn.relu
+        return keras.ops.relu
     if key == "gelu":
         return gelu
     if key == "tanh":
-        return tf.tanh
+        return keras.ops.tanh
     raise InputError(f"Unsupported activation `{name}`. Expected one of: gelu, relu, tanh, linear.")
 
 
 # ----------------------------------------------------------------------------------------------------------
-# Training-time forms with an analytic backward. Autodiff of the composite GELU and LayerNorm makes a dozen
+# TensorFlow backend only: training-time forms with an analytic backward (`tf.custom_gradient` and XLA
+# clusters; the layers use them when `is_tensorflow()`, and the plain `keras.ops` forms, autodiffed by the
+# backend, on JAX and PyTorch). Training-time forms with an analytic backward. Autodiff of the composite GELU and LayerNorm makes a dozen
 # separate elementwise passes over `[batch*seq, I]` (resp. `[batch*seq, H]`) per layer in the backward pass.
 # Each function below is one XLA cluster forward and one backward (only the elementwise work and the row
 # reductions; the matmuls around them are not in the cluster), with the analytic gradient. XLA compiles for

@@ -3,7 +3,6 @@
 import math
 
 import keras
-import tensorflow as tf
 
 from albert_tf.errors import InputError
 from albert_tf.layers import activations
@@ -13,30 +12,43 @@ from albert_tf.layers.embeddings import truncated_normal
 
 
 def dense_2d(x, kernel, bias, activation=None):
-    """`activation(x @ kernel + bias)` on a 2-D `[rows, in]` input, as `MatMul` + `BiasAdd`.
+    """`activation(x @ kernel + bias)` on a 2-D `[rows, in]` input (`keras.ops`).
 
-    The plain 2-D form is what grappler's oneDNN remapper fuses into one `_FusedMatMul` (with `tanh`/`relu`
-    and the tanh-approximation `gelu` of `tf.nn.gelu` fused in as well); a 3-D input would become a
-    `BatchMatMulV2` that fuses nothing.
+    On the TensorFlow backend the plain 2-D form is what grappler's oneDNN remapper fuses into one
+    `_FusedMatMul` (with `tanh`/`relu` and the tanh-approximation GELU fused in as well); a 3-D input would
+    become a `BatchMatMulV2` that fuses nothing.
 
     Args:
         x: `[rows, in]` tensor.
         kernel: `[in, out]` and bias `[out]`, in `x`'s dtype (a block's `prepare_weights()`).
         activation: None, `"gelu"` (tanh approximation), or a callable applied after the bias.
     """
-    y = tf.nn.bias_add(tf.matmul(x, kernel), bias)
+    y = keras.ops.add(keras.ops.matmul(x, kernel), bias)
     if activation is None:
         return y
     if isinstance(activation, str) and activation == "gelu":
-        # The same formula as `activations.gelu`, in the op pattern the oneDNN remapper fuses.
-        return tf.nn.gelu(y, approximate=True)
+        # The same formula as `activations.gelu`, as the backend's own tanh-approximation GELU op.
+        return keras.ops.gelu(y, approximate=True)
     return activation(y)
 
 
 def attention_bias(input_mask, dtype):
     """`[batch, seq]` 1/0 mask -> additive `[batch, 1, 1, seq]` bias: 0 where attended, -10000 elsewhere."""
-    mask = tf.cast(input_mask, dtype)[:, tf.newaxis, tf.newaxis, :]      # [batch, 1, 1, keys]
+    mask = keras.ops.cast(input_mask, dtype)[:, None, None, :]          # [batch, 1, 1, keys]
     return (1.0 - mask) * -10000.0
+
+
+def dense_weights(layer):
+    """`(kernel, bias)` of a built `keras.layers.Dense` as its own `call` would use them: with Keras' LoRA
+    adapters added in (`Dense.kernel` does that), and an `int8`-quantized kernel dequantized (weight-only: the
+    int8 values times their per-column scale)."""
+    if getattr(layer, "quantization_mode", None) == "int8":
+        kernel = keras.ops.divide(keras.ops.cast(layer._kernel, "float32"), layer.kernel_scale)
+        if layer.lora_enabled:
+            kernel = kernel + keras.ops.matmul(layer.lora_kernel_a, layer.lora_kernel_b) * (
+                layer.lora_alpha / layer.lora_rank)
+        return kernel, layer.bias
+    return layer.kernel, layer.bias
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -87,14 +99,15 @@ class AlbertAttention(ConfigLayer):
         query kernel and bias in float32 before the cast (see `call`).
         """
         dtype = self.compute_dtype
+        ops = keras.ops
         weights = {}
         for name, layer in (("query", self.query), ("key", self.key), ("value", self.value),
                             ("output", self.output_dense)):
-            kernel, bias = layer.kernel, layer.bias
+            kernel, bias = dense_weights(layer)
             if name == "query" and dtype != "float32":
                 scale = 1.0 / math.sqrt(float(self.head_size))
-                kernel, bias = tf.cast(kernel, tf.float32) * scale, tf.cast(bias, tf.float32) * scale
-            weights[f"{name}_kernel"], weights[f"{name}_bias"] = tf.cast(kernel, dtype), tf.cast(bias, dtype)
+                kernel, bias = ops.cast(kernel, "float32") * scale, ops.cast(bias, "float32") * scale
+            weights[f"{name}_kernel"], weights[f"{name}_bias"] = ops.cast(kernel, dtype), ops.cast(bias, dtype)
         return weights
 
     def call(self, x, attention_bias=None, training=None, dropout_seed=None, prepared=None):
@@ -103,9 +116,10 @@ class AlbertAttention(ConfigLayer):
         `prepared`: optional dict from `prepare_weights()` (the encoder makes it once per forward for every
         application of the shared block); made here when None.
         """
+        ops = keras.ops
         weights = self.prepare_weights() if prepared is None else prepared
-        batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-        x2d = tf.reshape(x, [-1, self.hidden_size])                          # [batch*seq, H]
+        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        x2d = ops.reshape(x, [-1, self.hidden_size])                          # [batch*seq, H]
         # `1/sqrt(D)`: in float32, on the logits as the original does (`matmul * scale + mask`, the pattern
         # grappler's oneDNN remapper turns into one `_MklFusedBatchMatMulV2` with the scale and the mask as
         # post-ops, so neither is a pass of its own). In other compute dtypes the logits are cast to float32
@@ -114,33 +128,37 @@ class AlbertAttention(ConfigLayer):
         logit_scale = 1.0 / math.sqrt(float(self.head_size)) if self.compute_dtype == "float32" else None
         # Query, key and value stay three `[H, H]` matmuls: one `[H, 3H]` matmul and a split measured no faster
         # on CPU under either oneDNN setting (benchmarks/README.md, "Q/K/V in one matmul").
-        q, k, v = (self._heads(dense_2d(x2d, weights[f"{name}_kernel"], weights[f"{name}_bias"]), batch, seq)
-                   for name in ("query", "key", "value"))                                   # [b, N, s, D]
+        q, k, v = (self._heads(dense_2d(x2d, weights[f"{name}_kernel"], weights[f"{name}_bias"]), batch, seq,
+                               keys=name == "key")
+                   for name in ("query", "key", "value"))                         # [b, N, s, D]; k [b, N, D, s]
         context = self._attend(q, k, v, attention_bias, logit_scale, training, dropout_seed)  # [b,N,f,D]
-        context = tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [-1, self.hidden_size])   # [b*f, H]
+        context = ops.reshape(ops.transpose(context, [0, 2, 1, 3]), [-1, self.hidden_size])  # [b*f, H]
         out = dense_2d(context, weights["output_kernel"], weights["output_bias"])           # [b*f, H]
-        return tf.reshape(out, [batch, seq, self.hidden_size])
+        return ops.reshape(out, [batch, seq, self.hidden_size])
 
     def _attend(self, q, k, v, attention_bias, logit_scale, training, dropout_seed):
         """Scaled dot-product attention of `[b, N, seq, D]` heads -> `[b, N, from, D]`; the scale is
         `logit_scale` (a Python float) or, when that is None, already in `q`."""
-        logits = tf.matmul(q, k, transpose_b=True)                           # [b, N, from, to]
+        ops = keras.ops
+        logits = ops.matmul(q, k)              # k is [b, N, D, to] (`_heads`): [b, N, from, to], no transpose
+
         if logit_scale is not None:
             logits = logits * logit_scale
         # Softmax (and the -10000 mask) in float32 whatever the compute dtype.
-        logits = tf.cast(logits, tf.float32)
+        logits = ops.cast(logits, "float32")
         if attention_bias is not None:
-            logits += tf.cast(attention_bias, tf.float32)
-        if training is True:
+            logits = logits + ops.cast(attention_bias, "float32")
+        if training is True and activations.is_tensorflow():
             probs = activations.softmax_fused(logits)            # the same softmax, one-pass backward
         else:
-            probs = tf.nn.softmax(logits, axis=-1)
-        probs = tf.cast(probs, self.compute_dtype)
+            probs = ops.softmax(logits, axis=-1)
+        probs = ops.cast(probs, self.compute_dtype)
         if self.attention_dropout_rate > 0:
-            probs = tf.cast(dropout(self.dropout, probs, training, dropout_seed), self.compute_dtype)
-        return tf.matmul(probs, v)
+            probs = ops.cast(dropout(self.dropout, probs, training, dropout_seed), self.compute_dtype)
+        return ops.matmul(probs, v)
 
-    def _heads(self, x, batch, seq):
-        """`[batch*seq, H]` -> `[batch, N, seq, D]`."""
-        x = tf.reshape(x, [batch, seq, self.num_attention_heads, self.head_size])
-        return tf.transpose(x, [0, 2, 1, 3])
+    def _heads(self, x, batch, seq, keys=False):
+        """`[batch*seq, H]` -> `[batch, N, seq, D]`, or with `keys` `[batch, N, D, seq]` (the scores' right-hand
+        side as it is multiplied, so that it takes one transpose here and none at the matmul)."""
+        x = keras.ops.reshape(x, [batch, seq, self.num_attention_heads, self.head_size])
+        return keras.ops.transpose(x, [0, 2, 3, 1] if keys else [0, 2, 1, 3])

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from albert_tf.layers.activations import is_tensorflow
 from albert_tf.layers.base import ConfigLayer
 from albert_tf.layers.dropout import dropout
 
@@ -51,16 +52,22 @@ class AlbertEmbeddings(ConfigLayer):
         self.built = True
 
     def call(self, input_ids, segment_ids, training=None, dropout_seed=None):
-        seq_len = tf.shape(input_ids)[1]
-        tf.debugging.assert_less_equal(
-            seq_len, self.max_position_embeddings,
-            message=f"sequence length exceeds max_position_embeddings={self.max_position_embeddings}")
-        words = tf.gather(self.word_embeddings, input_ids)                 # [batch, seq, E]
-        types = tf.gather(self.token_type_embeddings, segment_ids)         # [batch, seq, E]
-        positions = self.position_embeddings[:seq_len][tf.newaxis]         # [1, seq, E]
-        x = tf.cast(words, tf.float32) + tf.cast(types, tf.float32) + tf.cast(positions, tf.float32)
+        ops = keras.ops
+        seq_len = ops.shape(input_ids)[1]
+        if is_tensorflow():
+            # TensorFlow: a graph-time check of a dynamic length (other backends trace static shapes, below).
+            tf.debugging.assert_less_equal(
+                seq_len, self.max_position_embeddings,
+                message=f"sequence length exceeds max_position_embeddings={self.max_position_embeddings}")
+        elif isinstance(seq_len, int) and seq_len > self.max_position_embeddings:
+            raise ValueError(f"sequence length {seq_len} exceeds "
+                             f"max_position_embeddings={self.max_position_embeddings}")
+        words = ops.take(self.word_embeddings, input_ids, axis=0)           # [batch, seq, E]
+        types = ops.take(self.token_type_embeddings, segment_ids, axis=0)   # [batch, seq, E]
+        positions = self.position_embeddings[:seq_len][None]                # [1, seq, E]
+        x = ops.cast(words, "float32") + ops.cast(types, "float32") + ops.cast(positions, "float32")
         x = self.layer_norm(x)
-        x = tf.cast(x, self.compute_dtype)
+        x = ops.cast(x, self.compute_dtype)
         if self.dropout_rate > 0:
             x = dropout(self.dropout, x, training, dropout_seed)   # stateless from `dropout_seed` if given
         return x

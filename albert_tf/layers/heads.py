@@ -3,14 +3,25 @@
 import keras
 import tensorflow as tf
 
-from albert_tf.layers.activations import get_activation
+from albert_tf.layers.activations import get_activation, is_tensorflow
 from albert_tf.layers.base import ConfigLayer
 from albert_tf.layers.embeddings import truncated_normal
 
 
+def argmax(x):
+    """int32 index of the largest entry over the last axis (the heads' `predictions`).
+
+    TensorFlow: `tf.argmax` itself, because Keras' TensorFlow `argmax` adds a sign-bit test (`BitwiseAnd`, for
+    -0.0) that LiteRT has no builtin kernel for; `keras.ops.argmax` on the other backends."""
+    if is_tensorflow():
+        return tf.argmax(x, axis=-1, output_type=tf.int32)
+    return keras.ops.cast(keras.ops.argmax(x, axis=-1), "int32")
+
+
 def gather_positions(sequence, positions):
     """`sequence [batch, seq, width]`, `positions [batch, P]` -> `[batch, P, width]` (`gather_indexes`)."""
-    return tf.gather(sequence, tf.cast(positions, tf.int32), batch_dims=1)
+    positions = keras.ops.cast(positions, "int32")[:, :, None]              # [batch, P, 1]
+    return keras.ops.take_along_axis(sequence, positions, axis=1)
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -51,10 +62,11 @@ class AlbertMaskedLMHead(ConfigLayer):
         x = self.dense(x)                                                    # [batch, P, E]
         if self.activation is not None:
             x = self.activation(x)
-        x = self.layer_norm(tf.cast(x, tf.float32))
-        logits = tf.matmul(tf.cast(x, self.compute_dtype),
-                           tf.cast(embedding_table, self.compute_dtype), transpose_b=True)  # [batch, P, V]
-        return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
+        ops = keras.ops
+        x = self.layer_norm(ops.cast(x, "float32"))
+        table = ops.cast(embedding_table, self.compute_dtype)
+        logits = ops.matmul(ops.cast(x, self.compute_dtype), ops.transpose(table))        # [batch, P, V]
+        return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -84,6 +96,7 @@ class AlbertOutputProjection(ConfigLayer):
         self.built = True
 
     def call(self, x):
-        w = tf.cast(self.output_weights, self.compute_dtype)
-        logits = tf.linalg.matmul(x, w, transpose_b=True)                    # [..., num_outputs]
-        return tf.cast(logits, tf.float32) + tf.cast(self.output_bias, tf.float32)
+        ops = keras.ops
+        w = ops.cast(self.output_weights, self.compute_dtype)
+        logits = ops.matmul(x, ops.transpose(w))                             # [..., num_outputs]
+        return ops.cast(logits, "float32") + ops.cast(self.output_bias, "float32")

@@ -1,13 +1,12 @@
 """The post-LN transformer block of the original (`attention_ffn_block`)."""
 
 import keras
-import tensorflow as tf
 
 from albert_tf.layers import activations
 from albert_tf.layers.activations import gelu, get_activation
-from albert_tf.layers.attention import AlbertAttention, dense_2d
+from albert_tf.layers.attention import AlbertAttention, dense_2d, dense_weights
 from albert_tf.layers.base import ConfigLayer
-from albert_tf.layers.dropout import dropout
+from albert_tf.layers.dropout import dropout, fold_in
 from albert_tf.layers.embeddings import truncated_normal
 
 
@@ -16,15 +15,17 @@ def layer_norm(layer, x, training=None):
 
     The original's two-pass LayerNorm (`layer_norm` in the original `modeling.py`), written as
     `x * inv + (beta - mean * inv)` with `inv = gamma * rsqrt(var + eps)` (the form of
-    `tf.nn.batch_normalization`), which touches the `[rows, H]` tensor the fewest times. With `training=True`,
-    the same normalisation with a fused forward and an analytic backward (`activations.layer_norm_fused`).
+    `batch_normalization`), which touches the `[rows, H]` tensor the fewest times. With `training=True` on the
+    TensorFlow backend, the same normalisation with a fused forward and an analytic backward
+    (`activations.layer_norm_fused`).
     """
-    if training is True:
-        return activations.layer_norm_fused(x, tf.cast(layer.gamma, tf.float32),
-                                            tf.cast(layer.beta, tf.float32), layer.epsilon)
-    mean, variance = tf.nn.moments(x, axes=[-1], keepdims=True)
-    return tf.nn.batch_normalization(x, mean, variance, tf.cast(layer.beta, tf.float32),
-                                     tf.cast(layer.gamma, tf.float32), layer.epsilon)
+    ops = keras.ops
+    gamma, beta = ops.cast(layer.gamma, "float32"), ops.cast(layer.beta, "float32")
+    if training is True and activations.is_tensorflow():
+        return activations.layer_norm_fused(x, gamma, beta, layer.epsilon)
+    mean, variance = ops.moments(x, axes=[-1], keepdims=True)
+    inv = ops.rsqrt(variance + layer.epsilon) * gamma
+    return x * inv + (beta - mean * inv)
 
 
 def residual_layer_norm(layer, a, x, compute_dtype, training=None):
@@ -33,8 +34,8 @@ def residual_layer_norm(layer, a, x, compute_dtype, training=None):
     Returns:
         `(float32 result, the result in compute_dtype)`.
     """
-    y = layer_norm(layer, tf.cast(a, tf.float32) + tf.cast(x, tf.float32), training)
-    return y, tf.cast(y, compute_dtype)
+    y = layer_norm(layer, keras.ops.cast(a, "float32") + keras.ops.cast(x, "float32"), training)
+    return y, keras.ops.cast(y, compute_dtype)
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -100,8 +101,9 @@ class AlbertTransformerBlock(ConfigLayer):
         dtype = self.compute_dtype
         weights = self.attention.prepare_weights()
         for name, layer in (("ffn", self.ffn), ("ffn_output", self.ffn_output)):
-            weights[f"{name}_kernel"] = tf.cast(layer.kernel, dtype)
-            weights[f"{name}_bias"] = tf.cast(layer.bias, dtype)
+            kernel, bias = dense_weights(layer)
+            weights[f"{name}_kernel"] = keras.ops.cast(kernel, dtype)
+            weights[f"{name}_bias"] = keras.ops.cast(bias, dtype)
         return weights
 
     def call(self, x, attention_bias=None, training=None, dropout_seed=None, prepared=None):
@@ -111,25 +113,25 @@ class AlbertTransformerBlock(ConfigLayer):
         statelessly from it (see `albert_tf.layers.dropout`), otherwise by the Keras `Dropout` layers.
         `prepared`: optional dict from `prepare_weights()`, made here when None.
         """
+        ops = keras.ops
         weights = self.prepare_weights() if prepared is None else prepared
-        batch, seq = tf.shape(x)[0], tf.shape(x)[1]
-        seeds = [None] * 3
-        if dropout_seed is not None:
-            seeds = [tf.random.experimental.stateless_fold_in(dropout_seed, i) for i in range(3)]
+        batch, seq = ops.shape(x)[0], ops.shape(x)[1]
+        seeds = [fold_in(dropout_seed, i) for i in range(3)]
         a = self.attention(x, attention_bias, training=training, dropout_seed=seeds[0],
                            prepared=weights)                                              # [batch, seq, H]
         if self.hidden_dropout_rate > 0:
             a = dropout(self.attention_dropout, a, training, seeds[1])
-        x1, x1c = residual_layer_norm(self.attention_layer_norm, tf.reshape(a, [-1, self.hidden_size]),
-                                      tf.reshape(x, [-1, self.hidden_size]), self.compute_dtype, training)
+        x1, x1c = residual_layer_norm(self.attention_layer_norm, ops.reshape(a, [-1, self.hidden_size]),
+                                      ops.reshape(x, [-1, self.hidden_size]), self.compute_dtype, training)
         # x1: float32 [batch*seq, H] (the next residual); x1c: the same in the compute dtype.
         activation = self.activation
         if activation is gelu:
-            # Training: one fused XLA pass each way; inference: `tf.nn.gelu(approximate=True)`, the same formula.
-            activation = activations.gelu_fused if training is True else "gelu"
+            # Training on TensorFlow: one fused XLA pass each way; otherwise the backend's tanh-approximation
+            # GELU (`keras.ops.gelu(approximate=True)`), the same formula.
+            activation = activations.gelu_fused if training is True and activations.is_tensorflow() else "gelu"
         h = dense_2d(x1c, weights["ffn_kernel"], weights["ffn_bias"], activation)           # [batch*seq, I]
         f = dense_2d(h, weights["ffn_output_kernel"], weights["ffn_output_bias"])           # [batch*seq, H]
         if self.hidden_dropout_rate > 0:
             f = dropout(self.ffn_dropout, f, training, seeds[2])
         _, out = residual_layer_norm(self.output_layer_norm, f, x1, self.compute_dtype, training)
-        return tf.reshape(out, [batch, seq, self.hidden_size])
+        return ops.reshape(out, [batch, seq, self.hidden_size])

@@ -6,9 +6,12 @@ import tensorflow as tf
 from albert_tf.checkpoints import load_pretrained
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError
+from albert_tf.layers.activations import is_tensorflow
 from albert_tf.layers.attention import attention_bias
+from albert_tf.layers.dropout import fold_in
 from albert_tf.layers.embeddings import AlbertEmbeddings, truncated_normal
 from albert_tf.layers.transformer import AlbertTransformerBlock
+from albert_tf.models.lora import LoraMixin
 
 
 
@@ -30,16 +33,17 @@ def split_inputs(inputs):
                         f"Received: {type(inputs).__name__}.")
     if "input_ids" not in inputs:
         raise InputError(f"Inputs must contain `input_ids`. Received keys: {sorted(inputs)}.")
-    input_ids = tf.cast(inputs["input_ids"], tf.int32)
+    ops = keras.ops
+    input_ids = ops.cast(inputs["input_ids"], "int32")
     input_mask = inputs.get("input_mask")
-    input_mask = tf.ones_like(input_ids) if input_mask is None else tf.cast(input_mask, tf.int32)
+    input_mask = ops.ones_like(input_ids) if input_mask is None else ops.cast(input_mask, "int32")
     segment_ids = inputs.get("segment_ids")
-    segment_ids = tf.zeros_like(input_ids) if segment_ids is None else tf.cast(segment_ids, tf.int32)
+    segment_ids = ops.zeros_like(input_ids) if segment_ids is None else ops.cast(segment_ids, "int32")
     return input_ids, input_mask, segment_ids
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
-class AlbertModel(keras.Model):
+class AlbertModel(LoraMixin, keras.Model):
     """The ALBERT encoder: factorized embeddings, grouped shared transformer blocks, tanh pooler.
 
     Called on a dict of int32 `[batch, seq]` tensors `input_ids`, `input_mask`, `segment_ids`; returns a dict:
@@ -127,31 +131,32 @@ class AlbertModel(keras.Model):
         """
         input_ids, input_mask, segment_ids = split_inputs(inputs)
         recompute = self.recompute and training is True
-        if training is not True:
+        if training is not True or not is_tensorflow():
+            # Seeded (stateless) dropout is TensorFlow's; the other backends draw from the Keras `Dropout`
+            # layers' seed generators, and recompute with `keras.remat`.
             dropout_seed = None
         elif dropout_seed is None and self._block_seed_generator() is not None:
             dropout_seed = keras.random.randint([2], 0, 2**31 - 1, dtype="int32",
                                                 seed=self._block_seed_generator())
-        seeds = [None] * (len(self.layer_groups) + 1)
-        if dropout_seed is not None:
-            seeds = [tf.random.experimental.stateless_fold_in(dropout_seed, i) for i in range(len(seeds))]
+        seeds = [fold_in(dropout_seed, i) for i in range(len(self.layer_groups) + 1)]
         embedding_output = self.embeddings(input_ids, segment_ids, training=training,
                                            dropout_seed=seeds[0])                        # [batch, seq, E]
         x = embedding_output
         if self.embedding_projection is not None:
             x = self.embedding_projection(x)                                             # [batch, seq, H]
-        bias = attention_bias(input_mask, tf.float32)                                    # [batch, 1, 1, seq]
+        bias = attention_bias(input_mask, "float32")                                     # [batch, 1, 1, seq]
         # Each block's dense weights in the compute dtype: made once per forward and shared by every application
         # of the block.
         prepared = [[block.prepare_weights() for block in group] for group in self.groups]
         layers = [self._layer_function(self.groups[g], g, bias, training, seeds[i + 1])
                   for i, g in enumerate(self.layer_groups)]
-        if training is True and (recompute or not tf.executing_eagerly()):
+        if training is True and is_tensorflow() and (recompute or not tf.executing_eagerly()):
+            # TensorFlow: the layer-by-layer backward (`tf.custom_gradient`), recomputing or not.
             encoder_outputs = layer_stack(layers, x, prepared, recompute=recompute)
         else:
             encoder_outputs = []
             for layer in layers:
-                encoder_outputs.extend(layer(x, prepared))
+                encoder_outputs.extend((keras.remat(layer) if recompute else layer)(x, prepared))
                 x = encoder_outputs[-1]
         x = encoder_outputs[-1]
         pooled_output = self.pooler(x[:, 0])                                             # [batch, H]
@@ -171,7 +176,7 @@ class AlbertModel(keras.Model):
         def layer(x, prepared):
             outputs = []
             for k, block in enumerate(blocks):
-                block_seed = None if seed is None else tf.random.experimental.stateless_fold_in(seed, k)
+                block_seed = fold_in(seed, k)
                 x = block(x, bias, training=training, dropout_seed=block_seed, prepared=prepared[group][k])
                 outputs.append(x)
             return outputs
@@ -195,20 +200,25 @@ class AlbertModel(keras.Model):
 
     def dummy_inputs(self, batch_size=1, seq_length=8):
         """A tiny all-ones batch, handy for tracing."""
-        ones = tf.ones([batch_size, seq_length], tf.int32)
-        return {"input_ids": ones, "input_mask": ones, "segment_ids": tf.zeros_like(ones)}
+        ones = keras.ops.ones([batch_size, seq_length], "int32")
+        return {"input_ids": ones, "input_mask": ones, "segment_ids": keras.ops.zeros_like(ones)}
 
     def get_config(self):
-        return {"config": self.config.to_dict(), "recompute": self.recompute, "name": self.name}
+        return with_quantization(self, {"config": self.config.to_dict(), "recompute": self.recompute,
+                                        "name": self.name})
 
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        return cls(AlbertConfig.from_dict(config.pop("config")), **config)
+        mode = config.pop("quantization", None)
+        return quantized(cls(AlbertConfig.from_dict(config.pop("config")), **config), mode)
 
     def quantize(self, mode=None, *args, **kwargs):
-        """Not supported: see `refuse_keras_quantize`."""
-        refuse_keras_quantize(self, mode)
+        """Keras' `quantize` (`"int8"`: the `Dense` layers' kernels to int8 with a per-column scale), checked by
+        `check_quantize_mode` first: the ALBERT layers read their kernels dequantized
+        (`albert_tf.layers.attention.dense_weights`), the other `Dense` layers run Keras' int8 matmul."""
+        check_quantize_mode(mode)
+        super().quantize(mode, *args, **kwargs)
 
     @classmethod
     def from_pretrained(cls, path, config=None, **kwargs):
@@ -216,15 +226,34 @@ class AlbertModel(keras.Model):
         return load_pretrained(cls, path, config=config, **kwargs)
 
 
-def refuse_keras_quantize(model, mode):
-    """Raises `NotImplementedError` for Keras' `quantize` on an ALBERT model: it replaces `Dense` layers' kernels,
-    which these models' layers read directly, so a Keras-quantized model would compute wrong outputs; the message
-    names the LiteRT export, which quantizes the same weights correctly."""
-    raise NotImplementedError(
-        f"`{type(model).__name__}.quantize({mode!r})` is not supported: the ALBERT layers read their kernels "
-        "directly, so Keras quantization would give wrong outputs. Quantize with the LiteRT export instead: "
-        "`albert-export --format=tflite --quantize=dynamic|int8` or "
-        "`albert_tf.lite.export_tflite(model, output_dir, quantize='dynamic')`.")
+def with_quantization(model, config):
+    """`config` plus `"quantization": "int8"` when `model`'s `Dense` layers are quantized (`model.quantize`), so
+    that `from_config` (a `.keras` load) quantizes the new model before its weights are read."""
+    modes = {layer.quantization_mode for layer in model._flatten_layers(include_self=False)
+             if isinstance(layer, keras.layers.Dense)} - {None}
+    if modes:
+        config["quantization"] = modes.pop()
+    return config
+
+
+def quantized(model, mode):
+    """`model`, quantized to `mode` when that is not None (`from_config` of a `with_quantization` config)."""
+    if mode is not None:
+        model.quantize(mode)
+    return model
+
+
+def check_quantize_mode(mode):
+    """Raises `InputError` unless `mode` is `"int8"`, the Keras quantization mode measured on these models
+    (docs/deploying_small.md); the others (int4, float8, GPTQ) are refused, with the LiteRT export named."""
+    if mode != "int8":
+        raise InputError(f"`quantize({mode!r})` is not supported on the ALBERT models: use `quantize('int8')`, or "
+                         "the LiteRT export (`albert-export --format=tflite --quantize=dynamic|int8`).")
+
+
+# --- TensorFlow backend only: the layer-by-layer backward of the shared blocks (`tf.custom_gradient`,
+# `tf.GradientTape`); the other backends differentiate the layer stack as written (and recompute with
+# `keras.remat`).
 
 
 def _after(x, deps):

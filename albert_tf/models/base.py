@@ -10,8 +10,10 @@ import tensorflow as tf
 from albert_tf import registry
 from albert_tf.checkpoints import load_pretrained
 from albert_tf.errors import InputError
+from albert_tf.layers.activations import is_tensorflow
 from albert_tf.layers.heads import AlbertOutputProjection
-from albert_tf.models.albert_model import AlbertModel, as_config, refuse_keras_quantize
+from albert_tf.models.albert_model import AlbertModel, as_config, check_quantize_mode, quantized, with_quantization
+from albert_tf.models.lora import LoraMixin
 
 DEFAULT_BATCH_SIZE = 32
 
@@ -85,7 +87,7 @@ def build_encoder(config, encoder, recompute, dtype, missing):
     return encoder
 
 
-class PretrainedMixin:
+class PretrainedMixin(LoraMixin):
     """`get_config`, `from_config`, `from_pretrained`, the preprocessor and `compile` defaults of a
     `keras.Model` holding an `AlbertModel` encoder.
 
@@ -142,10 +144,32 @@ class PretrainedMixin:
         head.build()
         return head
 
-    def finish_init(self, preprocessor):
-        """The end of the constructor: holds `preprocessor` (`set_preprocessor`) and marks the model built."""
+    def finish_init(self, preprocessor, head_dropout_rate=0.0):
+        """The end of the constructor: holds `preprocessor` (`set_preprocessor`) and marks the model built.
+
+        `head_dropout_rate`: the rate of the head's own dropout (`head_dropout`). On JAX and PyTorch it draws
+        from the encoder's dropout seed generator; when the encoder has none (its dropout rates are 0), the model
+        makes its own (`head_dropout_seed`), the one variable a model has on those backends and not on
+        TensorFlow (so such a model's `.keras` file loads on the backend family it was saved on)."""
+        self._head_seed = None
+        if head_dropout_rate > 0 and not is_tensorflow() and self.encoder._block_seed_generator() is None:
+            self._head_seed = keras.random.SeedGenerator(0, name="head_dropout_seed")
         self.set_preprocessor(preprocessor)
         self.built = True
+
+    def head_dropout(self, x, rate, training):
+        """Dropout of `rate` on `x` when `training` is True (the heads' `dropout` of the original).
+
+        TensorFlow: `tf.nn.dropout`, as the original, not a Keras `Dropout`, whose seed-generator variable's
+        auto-numbered path would have to match between saved and restored models. JAX and PyTorch:
+        `keras.random.dropout` from the encoder's dropout seed generator (or the model's own, see
+        `finish_init`), since they draw random numbers only from a seed carried in the model's state."""
+        if not training or rate <= 0:
+            return x
+        if is_tensorflow():
+            return tf.nn.dropout(x, rate=rate)
+        seed = self._head_seed if self._head_seed is not None else self.encoder._block_seed_generator()
+        return keras.random.dropout(x, rate, seed=seed)
 
     # --- Config ------------------------------------------------------------------------------------------
 
@@ -155,7 +179,7 @@ class PretrainedMixin:
         if self.preprocessor is not None:
             config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
         config["name"] = self.name
-        return config
+        return with_quantization(self, config)
 
     @classmethod
     def from_config(cls, config):
@@ -163,7 +187,8 @@ class PretrainedMixin:
         if isinstance(config.get("preprocessor"), dict):
             import albert_tf.text.preprocessor  # noqa: F401  Registers AlbertPreprocessor (deferred: tensorflow-text).
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
-        return cls(config.pop("config"), **config)
+        mode = config.pop("quantization", None)
+        return quantized(cls(config.pop("config"), **config), mode)
 
     @classmethod
     def from_pretrained(cls, path, config=None, preprocessor=None, **model_kwargs):
@@ -439,6 +464,9 @@ class PretrainedMixin:
         return super().compute_metrics(x, y, self.loss_output(y_pred), sample_weight)
 
     def quantize(self, mode=None, *args, **kwargs):
-        """Not supported: see `refuse_keras_quantize`."""
-        refuse_keras_quantize(self, mode)
+        """Keras' `quantize` (`"int8"`: the `Dense` layers' kernels to int8 with a per-column scale), checked by
+        `check_quantize_mode` first: the ALBERT layers read their kernels dequantized
+        (`albert_tf.layers.attention.dense_weights`), the other `Dense` layers run Keras' int8 matmul."""
+        check_quantize_mode(mode)
+        super().quantize(mode, *args, **kwargs)
 

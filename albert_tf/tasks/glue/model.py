@@ -1,9 +1,9 @@
 """`AlbertClassifier`: the GLUE sentence(-pair) classification / regression model (`classifier_utils.create_model`)."""
 
 import keras
-import tensorflow as tf
 
 from albert_tf.errors import InputError
+from albert_tf.layers.heads import argmax
 from albert_tf.models.base import PretrainedMixin, build_encoder, check_dropout_rate, check_positive_int
 
 
@@ -52,10 +52,9 @@ class AlbertClassifier(PretrainedMixin, keras.Model):
         self.num_labels = num_labels
         self.labels = None if labels is None else [str(label) for label in labels]
         self.dropout_rate = dropout_rate
-        # Dropout is `tf.nn.dropout` in `call`, as the original, not a Keras `Dropout`: that layer owns a
-        # seed-generator variable whose auto-numbered path would have to match between saved and restored models.
+        # Dropout is `head_dropout` in `call`, as the original, not a Keras `Dropout` layer (see `head_dropout`).
         self.classifier_head = self.output_projection(num_labels, "classifier_head")
-        self.finish_init(preprocessor)
+        self.finish_init(preprocessor, dropout_rate)
 
     @property
     def is_regression(self):
@@ -64,15 +63,14 @@ class AlbertClassifier(PretrainedMixin, keras.Model):
     def call(self, inputs, training=None):
         inputs = self.token_inputs(inputs)
         pooled = self.encoder(inputs, training=training)["pooled_output"]     # [batch, H]
-        if training and self.dropout_rate > 0:
-            pooled = tf.nn.dropout(pooled, rate=self.dropout_rate)
+        pooled = self.head_dropout(pooled, self.dropout_rate, training)
         logits = self.classifier_head(pooled)                                 # [batch, num_labels] float32
         if self.is_regression:
-            value = tf.squeeze(logits, [-1])                                  # [batch]
+            value = keras.ops.squeeze(logits, -1)                             # [batch]
             return {"logits": value, "probabilities": logits, "predictions": value}
-        probabilities = tf.nn.softmax(logits, axis=-1)
+        probabilities = keras.ops.softmax(logits, axis=-1)
         return {"logits": logits, "probabilities": probabilities,
-                "predictions": tf.argmax(probabilities, axis=-1, output_type=tf.int32)}
+                "predictions": argmax(probabilities)}
 
     def default_loss(self):
         if self.is_regression:
@@ -97,8 +95,9 @@ def classifier_loss(outputs, label_ids, num_labels):
     Returns:
         float32 `[batch]` per-example loss (the training loss is its mean).
     """
+    ops = keras.ops
     if num_labels == 1:
-        return tf.square(tf.cast(outputs["logits"], tf.float32) - tf.cast(label_ids, tf.float32))
-    log_probs = tf.nn.log_softmax(tf.cast(outputs["logits"], tf.float32), axis=-1)
-    one_hot = tf.one_hot(tf.cast(label_ids, tf.int32), depth=num_labels, dtype=tf.float32)
-    return -tf.reduce_sum(one_hot * log_probs, axis=-1)
+        return ops.square(ops.cast(outputs["logits"], "float32") - ops.cast(label_ids, "float32"))
+    log_probs = ops.log_softmax(ops.cast(outputs["logits"], "float32"), axis=-1)
+    one_hot = ops.one_hot(ops.cast(label_ids, "int32"), num_labels, dtype="float32")
+    return -ops.sum(one_hot * log_probs, axis=-1)

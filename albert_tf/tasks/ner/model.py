@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from albert_tf.checkpoints import hf
 from albert_tf.errors import InputError
+from albert_tf.layers.heads import argmax
 from albert_tf.models.base import PretrainedMixin, build_encoder, check_dropout_rate, check_positive_int
 from albert_tf.config import TOKEN_INPUTS
 
@@ -60,10 +61,9 @@ class AlbertTokenClassifier(PretrainedMixin, keras.Model):
         self.num_labels = num_labels
         self.labels = labels
         self.dropout_rate = dropout_rate
-        # Dropout is `tf.nn.dropout` in `call`, as the other heads: a Keras `Dropout` owns a seed-generator
-        # variable whose auto-numbered path would have to match between saved and restored models.
+        # Dropout is `head_dropout` in `call`, as the other heads, not a Keras `Dropout` layer.
         self.token_classifier_head = self.output_projection(num_labels, "token_classifier_head")
-        self.finish_init(preprocessor)
+        self.finish_init(preprocessor, dropout_rate)
 
     @classmethod
     def from_pretrained(cls, path, config=None, preprocessor=None, **model_kwargs):
@@ -80,12 +80,11 @@ class AlbertTokenClassifier(PretrainedMixin, keras.Model):
         inputs = self.token_inputs(inputs)
         token_inputs = {name: inputs[name] for name in TOKEN_INPUTS if inputs.get(name) is not None}
         sequence = self.encoder(token_inputs, training=training)["sequence_output"]   # [batch, seq, H]
-        if training and self.dropout_rate > 0:
-            sequence = tf.nn.dropout(sequence, rate=self.dropout_rate)
-        logits = tf.cast(self.token_classifier_head(sequence), tf.float32)         # [batch, seq, num_labels]
-        probabilities = tf.nn.softmax(logits, axis=-1)
+        sequence = self.head_dropout(sequence, self.dropout_rate, training)
+        logits = keras.ops.cast(self.token_classifier_head(sequence), "float32")    # [batch, seq, num_labels]
+        probabilities = keras.ops.softmax(logits, axis=-1)
         outputs = {"logits": logits, "probabilities": probabilities,
-                   "predictions": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+                   "predictions": argmax(logits)}
         if inputs.get("word_positions") is not None:
             outputs.update(self.word_outputs(outputs, inputs["word_positions"]))
         return outputs
@@ -100,6 +99,9 @@ class AlbertTokenClassifier(PretrainedMixin, keras.Model):
         Returns:
             `word_tags` tf.string `[batch, words]` (`""` for no word), `word_predictions` int32 (-1) and
             `word_scores` float32 (0), the probability of the tag.
+
+        TensorFlow only (string tensors): the word outputs of the serving signatures and of `predict` on text,
+        which run on TensorFlow; the per-token outputs above are `keras.ops` on every backend.
         """
         positions = tf.cast(word_positions, tf.int32)
         valid = positions >= 0
@@ -127,10 +129,11 @@ def token_classification_loss(logits, label_ids, ignore_id=-100):
     Returns:
         `(loss, num_labelled)`: the float32 scalar mean (0 without labelled positions) and their count.
     """
-    label_ids = tf.cast(label_ids, tf.int32)
-    weights = tf.cast(tf.not_equal(label_ids, ignore_id), tf.float32)
-    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)
-    one_hot = tf.one_hot(tf.maximum(label_ids, 0), depth=tf.shape(logits)[-1], dtype=tf.float32)
-    per_token = -tf.reduce_sum(one_hot * log_probs, axis=-1) * weights
-    count = tf.reduce_sum(weights)
-    return tf.math.divide_no_nan(tf.reduce_sum(per_token), count), count
+    ops = keras.ops
+    label_ids = ops.cast(label_ids, "int32")
+    weights = ops.cast(ops.not_equal(label_ids, ignore_id), "float32")
+    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+    picked = ops.take_along_axis(log_probs, ops.maximum(label_ids, 0)[..., None], axis=-1)[..., 0]
+    per_token = -picked * weights
+    count = ops.sum(weights)
+    return ops.divide_no_nan(ops.sum(per_token), count), count

@@ -1,7 +1,6 @@
 """`AlbertPretrainer`: the encoder with the original MLM and SOP heads (`run_pretraining.py`)."""
 
 import keras
-import tensorflow as tf
 
 from albert_tf.errors import InputError
 from albert_tf.layers.heads import AlbertMaskedLMHead
@@ -76,15 +75,16 @@ def pretraining_terms(outputs, features):
     `[batch]`; `features` holds `masked_lm_ids`, `masked_lm_weights` `[batch, P]` and `next_sentence_labels`
     `[batch]` or `[batch, 1]`.
     """
-    log_probs = tf.nn.log_softmax(tf.cast(outputs["mlm_logits"], tf.float32), axis=-1)
-    ids = tf.cast(features["masked_lm_ids"], tf.int32)
-    labels = tf.reshape(tf.cast(features["next_sentence_labels"], tf.int32), [-1])
-    sop_log_probs = tf.nn.log_softmax(tf.cast(outputs["sop_logits"], tf.float32), axis=-1)
+    ops = keras.ops
+    log_probs = ops.log_softmax(ops.cast(outputs["mlm_logits"], "float32"), axis=-1)
+    ids = ops.cast(features["masked_lm_ids"], "int32")
+    labels = ops.reshape(ops.cast(features["next_sentence_labels"], "int32"), [-1])
+    sop_log_probs = ops.log_softmax(ops.cast(outputs["sop_logits"], "float32"), axis=-1)
     return {"mlm_log_probs": log_probs, "mlm_ids": ids,
-            "mlm_weights": tf.cast(features["masked_lm_weights"], tf.float32),
-            "mlm_nll": -tf.gather(log_probs, ids, batch_dims=2),
+            "mlm_weights": ops.cast(features["masked_lm_weights"], "float32"),
+            "mlm_nll": -ops.take_along_axis(log_probs, ids[..., None], axis=-1)[..., 0],
             "sop_log_probs": sop_log_probs, "sop_labels": labels,
-            "sop_nll": -tf.gather(sop_log_probs, labels, batch_dims=1)}
+            "sop_nll": -ops.take_along_axis(sop_log_probs, labels[:, None], axis=-1)[:, 0]}
 
 
 def pretraining_loss(outputs, features, terms=None, sentence_loss_weight=1.0):
@@ -99,8 +99,9 @@ def pretraining_loss(outputs, features, terms=None, sentence_loss_weight=1.0):
     """
     terms = pretraining_terms(outputs, features) if terms is None else terms
     weights = terms["mlm_weights"]
-    masked_lm_loss = tf.reduce_sum(weights * terms["mlm_nll"]) / (tf.reduce_sum(weights) + 1e-5)
-    sentence_order_loss = tf.reduce_mean(terms["sop_nll"])
+    ops = keras.ops
+    masked_lm_loss = ops.sum(weights * terms["mlm_nll"]) / (ops.sum(weights) + 1e-5)
+    sentence_order_loss = ops.mean(terms["sop_nll"])
     if sentence_loss_weight == 1.0:   # the original's graph, op for op
         return masked_lm_loss + sentence_order_loss, masked_lm_loss, sentence_order_loss
     return masked_lm_loss + sentence_loss_weight * sentence_order_loss, masked_lm_loss, sentence_order_loss

@@ -1,10 +1,10 @@
 """`AlbertRace`: the multiple-choice model of the original `race_utils.create_model`."""
 
 import keras
-import tensorflow as tf
 
 from albert_tf.config import TOKEN_INPUTS
 from albert_tf.errors import InputError
+from albert_tf.layers.heads import argmax
 from albert_tf.models.base import PretrainedMixin, build_encoder
 from albert_tf.tasks.race.data import RACE_NUM_CHOICES
 
@@ -52,36 +52,35 @@ class AlbertRace(PretrainedMixin, keras.Model):
         self.num_choices = RACE_NUM_CHOICES   # RACE's; the data and the serving signature use it.
 
         # === Layers ===
-        # Dropout is `tf.nn.dropout` in `call` (as the original), not a Keras `Dropout`: that one owns a
-        # seed-generator variable whose auto-numbered name would have to match between saved and restored models.
+        # Dropout is `head_dropout` in `call` (as the original), not a Keras `Dropout` layer (see `head_dropout`).
         self.race_head = self.output_projection(1, "race_head")
-        self.finish_init(preprocessor)
+        self.finish_init(preprocessor, self.dropout_prob)
 
     def call(self, inputs, training=None):
         inputs = self.token_inputs(inputs)
         if not isinstance(inputs, dict) or "input_ids" not in inputs:
             raise TypeError("AlbertRace inputs must be a dict with `input_ids`, `input_mask`, `segment_ids`. "
                             f"Received: {type(inputs).__name__}.")
-        input_ids = tf.convert_to_tensor(inputs["input_ids"])
-        if input_ids.shape.rank != 3:
+        ops = keras.ops
+        input_ids = ops.convert_to_tensor(inputs["input_ids"])
+        if len(input_ids.shape) != 3:
             raise InputError("AlbertRace `input_ids` must be `[batch, choices, seq]` (RACE: 4 choices). "
                              f"Received shape: {input_ids.shape}.")
-        seq_length = tf.shape(input_ids)[-1]
-        num_choices = input_ids.shape[1] or tf.shape(input_ids)[1]   # Static when known (RACE's signature: 4).
+        seq_length = ops.shape(input_ids)[-1]
+        num_choices = input_ids.shape[1] or ops.shape(input_ids)[1]   # Static when known (RACE's signature: 4).
         flat = {}
         for name in TOKEN_INPUTS:
             if inputs.get(name) is not None:
-                flat[name] = tf.reshape(tf.cast(inputs[name], tf.int32), [-1, seq_length])   # [batch*4, seq]
+                flat[name] = ops.reshape(ops.cast(inputs[name], "int32"), [-1, seq_length])  # [batch*4, seq]
         pooled = self.encoder(flat, training=training)["pooled_output"]                     # [batch*4, H]
-        if training and self.dropout_prob > 0:
-            pooled = tf.nn.dropout(pooled, rate=self.dropout_prob)
+        pooled = self.head_dropout(pooled, self.dropout_prob, training)
         scores = self.race_head(pooled)                                                      # [batch*c, 1]
-        logits = tf.reshape(scores, [-1, num_choices])                                       # [batch, c]
-        probabilities = tf.nn.softmax(logits, axis=-1)
+        logits = ops.reshape(scores, [-1, num_choices])                                      # [batch, c]
+        probabilities = ops.softmax(logits, axis=-1)
         return {
             "logits": logits,
             "probabilities": probabilities,
-            "predictions": tf.argmax(probabilities, axis=-1, output_type=tf.int32),
+            "predictions": argmax(probabilities),
         }
 
     def default_loss(self):
@@ -104,8 +103,9 @@ def race_loss(logits, label_ids):
     Returns:
         `(loss, per_example_loss)`: a scalar and `[batch]`, float32.
     """
-    log_probs = tf.nn.log_softmax(tf.cast(logits, tf.float32), axis=-1)                       # [batch, 4]
-    labels = tf.reshape(tf.cast(label_ids, tf.int32), [-1])
-    one_hot = tf.one_hot(labels, depth=RACE_NUM_CHOICES, dtype=tf.float32)
-    per_example_loss = -tf.reduce_sum(one_hot * log_probs, axis=-1)                            # [batch]
-    return tf.reduce_mean(per_example_loss), per_example_loss
+    ops = keras.ops
+    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)                         # [batch, 4]
+    labels = ops.reshape(ops.cast(label_ids, "int32"), [-1])
+    one_hot = ops.one_hot(labels, RACE_NUM_CHOICES, dtype="float32")
+    per_example_loss = -ops.sum(one_hot * log_probs, axis=-1)                                  # [batch]
+    return ops.mean(per_example_loss), per_example_loss

@@ -2,10 +2,11 @@
 and `create_v2_model`)."""
 
 import keras
-import tensorflow as tf
+from keras import ops
 
 from albert_tf.errors import InputError
 from albert_tf.layers.embeddings import truncated_normal
+from albert_tf.layers.heads import gather_positions
 from albert_tf.models.albert_model import AlbertModel
 from albert_tf.models.base import PretrainedMixin, build_encoder, check_dropout_rate, check_positive_int
 
@@ -77,14 +78,14 @@ def _check_targets(y, names):
 
 def _position_ce(log_probs, positions):
     """Mean over the batch of `-log_probs[b, positions[b]]` (the original's one-hot sum)."""
-    positions = tf.reshape(tf.cast(positions, tf.int32), [-1])
-    return -tf.reduce_mean(tf.gather(log_probs, positions, batch_dims=1))
+    positions = ops.reshape(ops.cast(positions, "int32"), [-1])
+    return -ops.mean(ops.take_along_axis(log_probs, positions[:, None], axis=1))
 
 
 def squad_v1_loss(outputs, features):
     """`(CE_start + CE_end) / 2` over raw logits (`v1_model_fn_builder`)."""
-    start_log_probs = tf.nn.log_softmax(tf.cast(outputs["start_logits"], tf.float32), axis=-1)
-    end_log_probs = tf.nn.log_softmax(tf.cast(outputs["end_logits"], tf.float32), axis=-1)
+    start_log_probs = ops.log_softmax(ops.cast(outputs["start_logits"], "float32"), axis=-1)
+    end_log_probs = ops.log_softmax(ops.cast(outputs["end_logits"], "float32"), axis=-1)
     return (_position_ce(start_log_probs, features["start_positions"])
             + _position_ce(end_log_probs, features["end_positions"])) / 2.0
 
@@ -95,13 +96,14 @@ def default_p_mask(input_mask, segment_ids):
     0 for `[CLS]` and the doc tokens (segment 1, real, before the final `[SEP]`), 1 elsewhere; this equals the
     `p_mask` written by `albert_tf.tasks.squad.data` and lets serving callers pass only the three encoder inputs.
     """
-    input_mask = tf.cast(input_mask, tf.int32)
-    segment_ids = tf.cast(segment_ids, tf.int32)
-    positions = tf.range(tf.shape(input_mask)[1])[None, :]                   # [1, seq]
-    last_real = tf.reduce_sum(input_mask, axis=1, keepdims=True) - 1        # [batch, 1]
-    is_doc = (segment_ids == 1) & (input_mask == 1) & (positions < last_real)
-    is_cls = positions == 0
-    return 1 - tf.cast(is_doc | is_cls, tf.int32)
+    input_mask = ops.cast(input_mask, "int32")
+    segment_ids = ops.cast(segment_ids, "int32")
+    positions = ops.arange(ops.shape(input_mask)[1], dtype="int32")[None, :]  # [1, seq]
+    last_real = ops.sum(input_mask, axis=1, keepdims=True) - 1               # [batch, 1]
+    is_doc = ops.logical_and(ops.logical_and(ops.equal(segment_ids, 1), ops.equal(input_mask, 1)),
+                             ops.less(positions, last_real))
+    is_cls = ops.equal(positions, 0)
+    return 1 - ops.cast(ops.logical_or(is_doc, is_cls), "int32")
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -186,10 +188,10 @@ class AlbertSquadV2(PretrainedMixin, keras.Model):
     def _end_log_probs(self, end_input, p_mask):
         """`end_input [..., seq, 2H]`, `p_mask [..., seq]` float -> masked end log-probs `[..., seq]`."""
         x = self.end_dense_0(end_input)
-        x = self.end_layer_norm(tf.cast(x, tf.float32))
-        end_logits = tf.squeeze(tf.cast(self.end_dense_1(tf.cast(x, self.compute_dtype)), tf.float32), -1)
+        x = self.end_layer_norm(ops.cast(x, "float32"))
+        end_logits = ops.squeeze(ops.cast(self.end_dense_1(ops.cast(x, self.compute_dtype)), "float32"), -1)
         end_logits_masked = end_logits * (1.0 - p_mask) - 1e30 * p_mask
-        return tf.nn.log_softmax(end_logits_masked, axis=-1)
+        return ops.log_softmax(end_logits_masked, axis=-1)
 
     def call(self, inputs, training=None):
         inputs = self.token_inputs(inputs)
@@ -197,48 +199,50 @@ class AlbertSquadV2(PretrainedMixin, keras.Model):
         sequence_output = outputs["sequence_output"]                           # [batch, seq, H]
         p_mask = inputs.get("p_mask")
         if p_mask is None:
-            p_mask = default_p_mask(inputs.get("input_mask", tf.ones_like(inputs["input_ids"])),
-                                    inputs.get("segment_ids", tf.zeros_like(inputs["input_ids"])))
-        p_mask = tf.cast(p_mask, tf.float32)                                   # [batch, seq]
-        seq_length = tf.shape(sequence_output)[1]
+            p_mask = default_p_mask(inputs.get("input_mask", ops.ones_like(inputs["input_ids"])),
+                                    inputs.get("segment_ids", ops.zeros_like(inputs["input_ids"])))
+        p_mask = ops.cast(p_mask, "float32")                                   # [batch, seq]
+        seq_length = ops.shape(sequence_output)[1]
 
-        start_logits = tf.squeeze(tf.cast(self.start_dense(sequence_output), tf.float32), -1)   # [batch, seq]
+        start_logits = ops.squeeze(ops.cast(self.start_dense(sequence_output), "float32"), -1)  # [batch, seq]
         start_logits_masked = start_logits * (1.0 - p_mask) - 1e30 * p_mask
-        start_log_probs = tf.nn.log_softmax(start_logits_masked, axis=-1)
+        start_log_probs = ops.log_softmax(start_logits_masked, axis=-1)
 
         start_positions = inputs.get("start_positions")
         if start_positions is not None:
             # Teacher forcing: end logits given the gold start.
-            start_positions = tf.reshape(tf.cast(start_positions, tf.int32), [-1])
-            start_features = tf.gather(sequence_output, start_positions, batch_dims=1)        # [batch, H]
-            start_features = tf.tile(start_features[:, None, :], [1, seq_length, 1])         # [batch, seq, H]
-            end_input = tf.concat([sequence_output, start_features], axis=-1)                # [batch, seq, 2H]
+            start_positions = ops.reshape(ops.cast(start_positions, "int32"), [-1, 1])
+            start_features = gather_positions(sequence_output, start_positions)              # [batch, 1, H]
+            start_features = ops.tile(start_features, [1, seq_length, 1])                    # [batch, seq, H]
+            end_input = ops.concatenate([sequence_output, start_features], axis=-1)          # [batch, seq, 2H]
             outputs["start_log_probs"] = start_log_probs
             outputs["end_log_probs"] = self._end_log_probs(end_input, p_mask)
         else:
             # Beam: the start_n_top best starts, each with its end_n_top best ends.
             k = self.start_n_top
-            start_top_log_probs, start_top_index = tf.nn.top_k(start_log_probs, k=k)         # [batch, k]
-            start_features = tf.gather(sequence_output, start_top_index, batch_dims=1)       # [batch, k, H]
-            end_input = tf.concat([
-                tf.tile(sequence_output[:, None, :, :], [1, k, 1, 1]),
-                tf.tile(start_features[:, :, None, :], [1, 1, seq_length, 1])], axis=-1)    # [batch, k, seq, 2H]
+            start_top_log_probs, start_top_index = ops.top_k(start_log_probs, k=k)           # [batch, k]
+            start_top_index = ops.cast(start_top_index, "int32")
+            start_features = gather_positions(sequence_output, start_top_index)              # [batch, k, H]
+            end_input = ops.concatenate([
+                ops.tile(sequence_output[:, None, :, :], [1, k, 1, 1]),
+                ops.tile(start_features[:, :, None, :], [1, 1, seq_length, 1])], axis=-1)  # [batch, k, seq, 2H]
             end_log_probs = self._end_log_probs(end_input, p_mask[:, None, :])             # [batch, k, seq]
-            end_top_log_probs, end_top_index = tf.nn.top_k(end_log_probs, k=self.end_n_top)  # [batch, k, k']
+            end_top_log_probs, end_top_index = ops.top_k(end_log_probs, k=self.end_n_top)  # [batch, k, k']
+            end_top_index = ops.cast(end_top_index, "int32")
             outputs["start_log_probs"] = start_log_probs
             outputs["start_top_log_probs"] = start_top_log_probs
             outputs["start_top_index"] = start_top_index
-            outputs["end_top_log_probs"] = tf.reshape(end_top_log_probs, [-1, k * self.end_n_top])
-            outputs["end_top_index"] = tf.reshape(end_top_index, [-1, k * self.end_n_top])
+            outputs["end_top_log_probs"] = ops.reshape(end_top_log_probs, [-1, k * self.end_n_top])
+            outputs["end_top_index"] = ops.reshape(end_top_index, [-1, k * self.end_n_top])
 
         # Answer class from [CLS] and the expected start representation (no dependency on the end).
-        cls_feature = tf.cast(sequence_output[:, 0], tf.float32)                              # [batch, H]
-        start_p = tf.nn.softmax(start_logits_masked, axis=-1)                                # [batch, seq]
-        start_feature = tf.einsum("bl,blh->bh", start_p, tf.cast(sequence_output, tf.float32))
-        ans_feature = tf.concat([start_feature, cls_feature], axis=-1)                        # [batch, 2H]
-        ans_feature = self.answer_class_dense_0(tf.cast(ans_feature, self.compute_dtype))
+        cls_feature = ops.cast(sequence_output[:, 0], "float32")                              # [batch, H]
+        start_p = ops.softmax(start_logits_masked, axis=-1)                                  # [batch, seq]
+        start_feature = ops.einsum("bl,blh->bh", start_p, ops.cast(sequence_output, "float32"))
+        ans_feature = ops.concatenate([start_feature, cls_feature], axis=-1)                  # [batch, 2H]
+        ans_feature = self.answer_class_dense_0(ops.cast(ans_feature, self.compute_dtype))
         ans_feature = self.answer_class_dropout(ans_feature, training=training)
-        outputs["cls_logits"] = tf.squeeze(tf.cast(self.answer_class_dense_1(ans_feature), tf.float32), -1)
+        outputs["cls_logits"] = ops.squeeze(ops.cast(self.answer_class_dense_1(ans_feature), "float32"), -1)
         return outputs
 
     def task_loss(self, x, y, outputs, sample_weight=None):
@@ -256,8 +260,9 @@ def squad_v2_loss(outputs, features):
     """
     start_loss = _position_ce(outputs["start_log_probs"], features["start_positions"])
     end_loss = _position_ce(outputs["end_log_probs"], features["end_positions"])
-    is_impossible = tf.cast(tf.reshape(features["is_impossible"], [-1]), tf.float32)
-    cls_loss = tf.reduce_mean(tf.nn.sigmoid_cross_entropy_with_logits(labels=is_impossible,
-                                                                      logits=outputs["cls_logits"]))
+    is_impossible = ops.cast(ops.reshape(features["is_impossible"], [-1]), "float32")
+    logits = outputs["cls_logits"]
+    # sigmoid cross entropy in the stable form of `tf.nn.sigmoid_cross_entropy_with_logits`.
+    cls_loss = ops.mean(ops.relu(logits) - logits * is_impossible + ops.log1p(ops.exp(-ops.abs(logits))))
     total = (start_loss + end_loss) * 0.5 + cls_loss * 0.5
     return total, {"start_loss": start_loss, "end_loss": end_loss, "cls_loss": cls_loss}

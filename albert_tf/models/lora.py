@@ -1,0 +1,132 @@
+"""Keras' LoRA on the ALBERT models: `enable_lora`, adapters saved and loaded on their own, and a merged copy for
+export.
+
+The adapters are Keras' own (`keras.layers.Dense.enable_lora`: `kernel + (alpha / rank) * A @ B`, `B` starting
+at zero so that the outputs do not change until trained). The encoder's layers read `Dense.kernel`, which adds
+the adapter in, once per forward; on ALBERT one adapter on a shared block serves every layer that applies it.
+The meaning of `enable_lora(rank)` is keras-hub's `Backbone.enable_lora`: every layer of the encoder is frozen,
+then the target `Dense` layers (the query and value projections by default) get an adapter and train, with
+their bias; a task model's head stays trainable.
+"""
+
+import os
+
+import h5py
+import keras
+import numpy as np
+
+from albert_tf.errors import InputError
+
+DEFAULT_TARGETS = ("query", "value")
+# The encoder's `Dense` layers, by name (`AlbertAttention`, `AlbertTransformerBlock`, `AlbertModel`).
+TARGET_NAMES = ("query", "key", "value", "output_dense", "ffn", "ffn_output", "embedding_hidden_mapping_in",
+                "pooler")
+
+
+def enable_lora(encoder, rank, target_names=None, lora_alpha=None):
+    """Freezes `encoder` (an `AlbertModel`) and adds rank-`rank` adapters to its `Dense` layers named in
+    `target_names` (default `("query", "value")`); returns the layers that got one."""
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+        raise InputError(f"`rank` must be a positive int. Received: `rank={rank!r}`.")
+    targets = DEFAULT_TARGETS if target_names is None else tuple(target_names)
+    unknown = sorted(set(targets) - set(TARGET_NAMES))
+    if unknown or not targets:
+        raise InputError(f"`target_names` must name some of the encoder's dense layers {list(TARGET_NAMES)}. "
+                         f"Received: {list(targets)}.")
+    if any(getattr(layer, "lora_enabled", False) for layer in encoder._flatten_layers(include_self=False)):
+        raise InputError("LoRA is already enabled on this model.")
+    encoder.trainable = True
+    for layer in encoder._flatten_layers(include_self=False):
+        layer.trainable = False
+    enabled = []
+    for layer in encoder._flatten_layers(include_self=False):
+        if isinstance(layer, keras.layers.Dense) and layer.name in targets:
+            layer.trainable = True
+            layer.enable_lora(rank, lora_alpha=lora_alpha)
+            enabled.append(layer)
+    return enabled
+
+
+def lora_layers(model):
+    """The `Dense` layers of `model` that have a LoRA adapter."""
+    return [layer for layer in model._flatten_layers(include_self=False) if getattr(layer, "lora_enabled", False)]
+
+
+def save_lora_weights(model, filepath):
+    """Writes `model`'s trainable weights (the adapters, the target layers' biases and a task model's head) to
+    the HDF5 file `filepath`, each under its Keras variable path, with the LoRA rank as an attribute."""
+    layers = lora_layers(model)
+    if not layers:
+        raise InputError("The model has no LoRA adapters: call `enable_lora(rank)` first.")
+    if not str(filepath).endswith(".lora.h5"):
+        raise InputError(f"`filepath` must end in `.lora.h5`. Received: {filepath}.")
+    temp = f"{filepath}.tmp-{os.getpid()}"
+    with h5py.File(temp, "w") as f:
+        f.attrs["lora_rank"] = layers[0].lora_rank
+        for variable in model.trainable_variables:
+            f.create_dataset(variable.path, data=keras.ops.convert_to_numpy(variable))
+    os.replace(temp, filepath)
+
+
+def load_lora_weights(model, filepath):
+    """Reads a `save_lora_weights` file into `model`, which must have LoRA enabled with the same rank and the
+    same trainable weights (by path and shape)."""
+    layers = lora_layers(model)
+    if not layers:
+        raise InputError("The model has no LoRA adapters: call `enable_lora(rank)` with the file's rank first.")
+    with h5py.File(filepath, "r") as f:
+        rank = int(f.attrs["lora_rank"])
+        if rank != layers[0].lora_rank:
+            raise InputError(f"{filepath}: LoRA rank {rank}, the model's is {layers[0].lora_rank}.")
+        stored = {}
+        f.visititems(lambda name, item: stored.__setitem__(name, item[()]) if isinstance(item, h5py.Dataset)
+                     else None)
+    wanted = {variable.path: variable for variable in model.trainable_variables}
+    if sorted(stored) != sorted(wanted):
+        missing, extra = sorted(set(wanted) - set(stored)), sorted(set(stored) - set(wanted))
+        raise InputError(f"{filepath}: the adapters do not fit this model (missing: {missing}; not in the "
+                         f"model: {extra}).")
+    for path, variable in wanted.items():
+        if tuple(stored[path].shape) != tuple(variable.shape):
+            raise InputError(f"{filepath}: `{path}` has shape {stored[path].shape}, the model's is "
+                             f"{tuple(variable.shape)}.")
+        variable.assign(np.asarray(stored[path]))
+
+
+def merged_copy(model):
+    """`model` when it has no adapters; otherwise a new model of the same class and config whose kernels are the
+    adapted ones (`kernel + (alpha / rank) * A @ B`) and without adapters: what the exports write."""
+    layers = lora_layers(model)
+    if not layers:
+        return model
+    merged = {id(layer._kernel): keras.ops.convert_to_numpy(layer.kernel) for layer in layers}
+    copy = model.__class__.from_config(model.get_config())
+    lora = {id(v) for layer in layers for v in (layer.lora_kernel_a, layer.lora_kernel_b)}
+    values = [merged.get(id(v), None) for v in model.weights if id(v) not in lora]
+    plain = [v for v in model.weights if id(v) not in lora]
+    if len(plain) != len(copy.weights):
+        raise InputError(f"Cannot merge the adapters of {type(model).__name__}: {len(plain)} weights against "
+                         f"{len(copy.weights)} in a new model.")
+    for target, source, value in zip(copy.weights, plain, values):
+        target.assign(keras.ops.convert_to_numpy(source) if value is None else value)
+    return copy
+
+
+class LoraMixin:
+    """`enable_lora`, `save_lora_weights` and `load_lora_weights` of the ALBERT models (on the encoder: the
+    model itself, or a task model's `encoder`)."""
+
+    def enable_lora(self, rank, target_names=None, lora_alpha=None):
+        """Keras' LoRA of rank `rank` on the encoder's `Dense` layers named in `target_names` (default the query
+        and value projections; any of `albert_tf.models.lora.TARGET_NAMES`), the rest of the encoder frozen and
+        a task model's head trainable. The outputs do not change until the adapters are trained."""
+        enable_lora(getattr(self, "encoder", self), rank, target_names, lora_alpha)
+
+    def save_lora_weights(self, filepath):
+        """Writes the trainable weights (adapters, their layers' biases, a task head) to `filepath`
+        (`*.lora.h5`)."""
+        save_lora_weights(self, filepath)
+
+    def load_lora_weights(self, filepath):
+        """Reads a `save_lora_weights` file into this model (LoRA enabled with the same rank first)."""
+        load_lora_weights(self, filepath)
