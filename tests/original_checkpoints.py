@@ -10,6 +10,7 @@ the tests check.
 import os
 import re
 
+import numpy as np
 import tensorflow as tf
 
 from albert_tf import AlbertClassifier, AlbertPretrainer, AlbertRace, AlbertSquadV1, AlbertSquadV2
@@ -138,3 +139,25 @@ def files_with_text(directory):
     skip = re.compile(r"^(model\.ckpt|checkpoint$|events\.out|.*\.tf_record$)")
     return {name: open(os.path.join(directory, name)).read() for name in sorted(os.listdir(directory))
             if not skip.match(name) and os.path.isfile(os.path.join(directory, name))}
+
+
+def write_google_checkpoint(weights, prefix, name_prefix="", optimizer_slots=True, state_file=False):
+    """Writes `weights` as the original TF1 code would: `tf.compat.v1` variables, `Saver`, slots, global_step."""
+    os.makedirs(os.path.dirname(prefix), exist_ok=True)
+    rng = np.random.default_rng(7)
+    with tf.Graph().as_default():
+        for name, value in weights.items():
+            tf.compat.v1.Variable(value, name=name_prefix + name)
+            if optimizer_slots:
+                for slot in ("adam_m", "adam_v"):
+                    tf.compat.v1.Variable(rng.normal(size=value.shape).astype(np.float32),
+                                          name=f"{name_prefix}{name}/{slot}")
+        global_step = tf.compat.v1.train.get_or_create_global_step()
+        saver = tf.compat.v1.train.Saver()
+        with tf.compat.v1.Session() as sess:
+            sess.run(tf.compat.v1.global_variables_initializer())
+            sess.run(global_step.assign(1234))
+            saver.save(sess, prefix, write_meta_graph=False)
+    if not state_file:  # Google's tarballs ship no `checkpoint` file (the README's download list).
+        os.remove(os.path.join(os.path.dirname(prefix), "checkpoint"))
+    return prefix

@@ -31,6 +31,7 @@ from albert_tf.tasks.glue.model import AlbertClassifier
 from albert_tf.tasks.race.model import AlbertRace
 from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
 from albert_tf.training import loop
+from original_checkpoints import write_google_checkpoint
 
 BASE = dict(vocab_size=97, embedding_size=8, hidden_size=16, num_attention_heads=2, intermediate_size=24,
             max_position_embeddings=32, type_vocab_size=2, hidden_act="gelu", hidden_dropout_prob=0.0,
@@ -44,27 +45,6 @@ SPM_BYTES = b"fake sentencepiece model bytes"
 
 
 # --- fixtures written without albert_tf.checkpoints ----------------------------------------------------------
-
-def write_google_checkpoint(weights, prefix, name_prefix="", optimizer_slots=True, state_file=False):
-    """Writes `weights` as the original TF1 code would: `tf.compat.v1` variables, `Saver`, slots, global_step."""
-    os.makedirs(os.path.dirname(prefix), exist_ok=True)
-    rng = np.random.default_rng(7)
-    with tf.Graph().as_default():
-        for name, value in weights.items():
-            tf.compat.v1.Variable(value, name=name_prefix + name)
-            if optimizer_slots:
-                for slot in ("adam_m", "adam_v"):
-                    tf.compat.v1.Variable(rng.normal(size=value.shape).astype(np.float32),
-                                          name=f"{name_prefix}{name}/{slot}")
-        global_step = tf.compat.v1.train.get_or_create_global_step()
-        saver = tf.compat.v1.train.Saver()
-        with tf.compat.v1.Session() as sess:
-            sess.run(tf.compat.v1.global_variables_initializer())
-            sess.run(global_step.assign(1234))
-            saver.save(sess, prefix, write_meta_graph=False)
-    if not state_file:  # Google's tarballs ship no `checkpoint` file (the README's download list).
-        os.remove(os.path.join(os.path.dirname(prefix), "checkpoint"))
-    return prefix
 
 
 def write_release_dir(directory, config, weights):

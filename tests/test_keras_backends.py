@@ -20,7 +20,7 @@ import pytest
 import numpy_reference as ref
 from albert_tf import AlbertClassifier, AlbertModel, AlbertPretrainer, AlbertRace, AlbertSquadV1, AlbertSquadV2
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
-from test_checkpoints import write_google_checkpoint
+from original_checkpoints import write_google_checkpoint
 
 BACKEND = keras.backend.backend()
 CONFIG = dict(vocab_size=61, embedding_size=8, hidden_size=16, num_hidden_layers=3, num_hidden_groups=2,
