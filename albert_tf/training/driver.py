@@ -53,12 +53,14 @@ class TrainData:
     repeated, shuffled `tf.data.Dataset` of one input pipeline at the per-replica `batch_size`, without its first
     `start_batch` batches. `positional`: the dataset honours `start_batch`, so that a seeded run resumes its input
     where the checkpoint was written under every strategy (else `start_batch` is always 0, and a resumed run on one
-    device reads on from the input position saved in the checkpoint)."""
+    device reads on from the input position saved in the checkpoint). `files`: the TFRecord files it reads, checked
+    for the damaged one when reading fails (`damaged_record_file`); empty when the task does not name them."""
 
     num_train_steps: int
     num_warmup_steps: int
     dataset: Callable
     positional: bool = True
+    files: tuple = ()
 
 
 class Runtime:
