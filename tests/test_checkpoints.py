@@ -452,7 +452,7 @@ def test_convert_to_keras_and_cli_to_tf1(releases, tmp_path):
 
     out_dir = tmp_path / "tf1"
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run([sys.executable, "-m", "albert_tf.checkpoints", f"--input={tarball}",
+    proc = subprocess.run([sys.executable, "-m", "albert_tf.commands", "albert-convert", f"--input={tarball}",
                            f"--output_dir={out_dir}", "--format=tf1"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]

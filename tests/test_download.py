@@ -37,6 +37,8 @@ from loopback_http import Reply, files_app, serving
 REPO = pathlib.Path(__file__).resolve().parent.parent
 SPM_BYTES = b"sentencepiece model bytes of the download fixture"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
+# transformers 4.x's own TensorFlow directories (tests/references/make_transformers_tf_references.py).
+TRANSFORMERS_TF = pathlib.Path(__file__).resolve().parent / "references" / "transformers_tf"
 CONFIG = dict(vocab_size=53, embedding_size=8, hidden_size=16, num_attention_heads=2, intermediate_size=24,
               max_position_embeddings=32, type_vocab_size=2, hidden_act="gelu", hidden_dropout_prob=0.0,
               attention_probs_dropout_prob=0.0, initializer_range=0.02, num_hidden_layers=2, num_hidden_groups=1,
@@ -350,12 +352,14 @@ def test_a_damaged_cache_entry_is_named_with_the_command_that_refreshes_it(model
 
 # --- Hugging Face -----------------------------------------------------------------------------------------------
 
-def hf_app(hf_files, cdn_url, sharded=None, cut_first=False):
-    """The Hub's `resolve` endpoint for repository `albert-test/tiny` (and `albert-test/sharded`): small files with
-    `ETag` and `X-Repo-Commit`, safetensors as LFS files redirected to `cdn_url` (another origin)."""
+def hf_app(hf_files, cdn_url, sharded=None, cut_first=False, more=None):
+    """The Hub's `resolve` endpoint for repository `albert-test/tiny` (and `albert-test/sharded`, and the
+    repositories of `more`, `{repo: {filename: bytes}}`): small files with `ETag` and `X-Repo-Commit`, safetensors
+    and `.h5` files as LFS files redirected to `cdn_url` (another origin)."""
     repos = {"albert-test/tiny": dict(hf_files, **{"pytorch_model.bin": b"a pickle that must not be fetched"})}
     if sharded:
         repos["albert-test/sharded"] = sharded
+    repos.update(more or {})
     blobs = {hashlib.sha256(data).hexdigest(): data for files in repos.values() for data in files.values()}
     cuts = {"done": not cut_first}
 
@@ -379,7 +383,7 @@ def hf_app(hf_files, cdn_url, sharded=None, cut_first=False):
             return Reply(404, b"Entry not found", {"X-Error-Code": "EntryNotFound", "X-Repo-Commit": COMMIT})
         sha = hashlib.sha256(data).hexdigest()
         common = {"X-Repo-Commit": COMMIT, "Accept-Ranges": "bytes"}
-        if filename.endswith(".safetensors"):
+        if filename.endswith((".safetensors", ".h5")):
             return Reply(302, b"", dict(common, **{"Location": f"{cdn_url}/cdn/{sha}", "X-Linked-Etag": f'"{sha}"',
                                                   "X-Linked-Size": str(len(data)), "ETag": '"lfs-pointer"'}))
         return Reply(200, data, dict(common, ETag=f'"{hashlib.sha1(data).hexdigest()}"'))
@@ -442,6 +446,34 @@ def test_hf_repository_through_hf_endpoint(model_files, caches, monkeypatch):
     with pytest.raises(InputError, match=r"`hf:albert-test/other` is not in the Hugging Face cache .*missing "
                                          r"`config.json`.*offline mode"):
         hub.fetch("hf:albert-test/other")
+
+
+def test_hf_repository_with_only_tf_model_h5(model_files, caches, monkeypatch):
+    """A repository without safetensors, as transformers 4.x's `TFAlbertModel.save_pretrained` wrote it
+    (`config.json`, `tf_model.h5`): `tf_model.h5` is fetched, never `pytorch_model.bin`, and loads offline as the
+    same directory on disk does; a repository with neither safetensors nor `tf_model.h5` is refused in one line."""
+    reference = TRANSFORMERS_TF / "TFAlbertModel"
+    pickle = {"pytorch_model.bin": b"a pickle that must not be fetched"}
+    tfh5 = dict({name: (reference / name).read_bytes() for name in ("config.json", "tf_model.h5")}, **pickle)
+    bare = dict({"config.json": tfh5["config.json"]}, **pickle)
+    cdn_app = {}   # Both servers answer with one app, made once the CDN's address is known.
+    with serving(lambda *a: cdn_app["app"](*a)) as cdn, serving(lambda *a: cdn_app["app"](*a)) as hubsrv:
+        cdn_app["app"] = hf_app(model_files["hf"], cdn.url, more={"albert-test/tfh5": tfh5, "albert-test/bare": bare})
+        monkeypatch.setenv("HF_ENDPOINT", hubsrv.url)
+        snapshot = hub.fetch("hf:albert-test/tfh5")
+        assert sorted(os.listdir(snapshot)) == ["config.json", "tf_model.h5"]
+        assert (pathlib.Path(snapshot) / "tf_model.h5").read_bytes() == tfh5["tf_model.h5"]
+        with pytest.raises(InputError, match=r"`hf:albert-test/bare` has neither `model.safetensors`, "
+                                             r"`model.safetensors.index.json` nor `tf_model.h5` .*pytorch_model.bin"):
+            hub.fetch("hf:albert-test/bare")
+        paths = [p for _, p, _ in hubsrv.log + cdn.log]
+        assert [p for p in paths if p.startswith("/cdn/")] and not [p for p in paths if "pytorch_model" in p], paths
+    # Servers stopped, offline: the cached `tf_model.h5` stands in for the safetensors.
+    monkeypatch.setenv("ALBERT_TF_OFFLINE", "1")
+    loaded, expected = AlbertModel.from_pretrained("hf:albert-test/tfh5"), AlbertModel.from_pretrained(str(reference))
+    assert len(loaded.weights) == len(expected.weights) > 0
+    for ours, theirs in zip(loaded.weights, expected.weights):
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy(), err_msg=ours.path)
 
 
 # --- Kaggle -----------------------------------------------------------------------------------------------------

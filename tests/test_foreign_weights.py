@@ -466,7 +466,7 @@ def test_cli_hf_to_keras_hub_and_pickle_refusal(tmp_path):
     hf_dir = write_hf_dir(str(tmp_path / "hf"), config, state)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
     out = tmp_path / "kh"
-    proc = subprocess.run([sys.executable, "-m", "albert_tf.checkpoints", f"--input={hf_dir}",
+    proc = subprocess.run([sys.executable, "-m", "albert_tf.commands", "albert-convert", f"--input={hf_dir}",
                            f"--output_dir={out}", "--format=keras_hub"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -479,7 +479,7 @@ def test_cli_hf_to_keras_hub_and_pickle_refusal(tmp_path):
     torch_dir.mkdir()
     (torch_dir / "config.json").write_text(json.dumps(dict(config, model_type="albert", hidden_act="gelu_new")))
     (torch_dir / "pytorch_model.bin").write_bytes(pickle.dumps(_Trap(str(tmp_path / "unpickled"))))
-    proc = subprocess.run([sys.executable, "-m", "albert_tf.checkpoints", f"--input={torch_dir}",
+    proc = subprocess.run([sys.executable, "-m", "albert_tf.commands", "albert-convert", f"--input={torch_dir}",
                            f"--output_dir={tmp_path / 'never'}", "--format=hf"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 2 and "pytorch_model.bin" in proc.stderr and "safetensors" in proc.stderr

@@ -14,6 +14,9 @@ import threading
 import numpy as np
 import pytest
 
+# The quickstart as `albert-quickstart` runs it (its console script's door, without the installed script).
+QUICKSTART = [sys.executable, "-m", "albert_tf.commands", "albert-quickstart"]
+
 TINY_FLAGS = ["--vocab_size=600", "--max_seq_length=64", "--max_predictions_per_seq=10", "--dupe_factor=1",
               "--train_batch_size=16", "--num_train_steps=12", "--num_warmup_steps=2", "--hidden_size=32",
               "--num_hidden_layers=2", "--num_attention_heads=2", "--embedding_size=16",
@@ -23,7 +26,7 @@ TINY_FLAGS = ["--vocab_size=600", "--max_seq_length=64", "--max_predictions_per_
 
 
 def run_cli(output_dir, *extra, env=None, flags=TINY_FLAGS):
-    cmd = [sys.executable, "-m", "albert_tf.quickstart.run", f"--output_dir={output_dir}", *flags, *extra]
+    cmd = [*QUICKSTART, f"--output_dir={output_dir}", *flags, *extra]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **(env or {}))
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1500)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -179,7 +182,7 @@ def test_init_fine_tunes_a_release_by_name_from_a_loopback_server(quickstart_run
 
 
 def test_an_unknown_init_name_is_one_line_and_exit_2(tmp_path):
-    cmd = [sys.executable, "-m", "albert_tf.quickstart.run", f"--output_dir={tmp_path}", "--init=albert_tiny_v9"]
+    cmd = [*QUICKSTART, f"--output_dir={tmp_path}", "--init=albert_tiny_v9"]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
                           timeout=300)
     assert proc.returncode == 2, proc.stderr[-2000:]
@@ -303,7 +306,7 @@ def test_a_shortened_run_of_the_default_model_learns(tmp_path):
     """The default corpus, vocabulary and model, 300 pretraining steps instead of the default: the held-out
     masked-LM loss falls far below the untrained model's and the accuracy reaches at least the unigram predictor's.
     A broken gradient, optimizer, mask or data path leaves the loss near ln(vocab) and fails it."""
-    cmd = [sys.executable, "-m", "albert_tf.quickstart.run", f"--output_dir={tmp_path}", "--num_train_steps=300",
+    cmd = [*QUICKSTART, f"--output_dir={tmp_path}", "--num_train_steps=300",
            "--num_warmup_steps=30", "--dupe_factor=2", "--heldout_dupe_factor=1", "--save_checkpoints_steps=300",
            "--finetune_steps=10", "--nocompare_random_init", "--noplots"]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")

@@ -6,8 +6,8 @@ Names, besides paths (a path that exists always wins over a name):
   once into the cache;
 * `hf:<org>/<repo>[@revision]`: a Hugging Face model repository, through `huggingface_hub` (its cache under
   `HF_HOME`, its file locks, revisions, `HF_TOKEN`, `HF_ENDPOINT`, `HF_HUB_OFFLINE`). Only `config.json`,
-  `model.safetensors` (or `model.safetensors.index.json` and its shards) and `spiece.model` are fetched, never
-  `pytorch_model.bin`;
+  `model.safetensors` (or `model.safetensors.index.json` and its shards, or, in a repository without safetensors,
+  transformers 4.x's TensorFlow `tf_model.h5`) and `spiece.model` are fetched, never `pytorch_model.bin`;
 * `kaggle:<owner>/<model>/<framework>/<variation>[/<version>]`: a Kaggle model (keras-hub presets, the TF2
   SavedModels), through `kagglehub` (its cache under `KAGGLEHUB_CACHE`, its credentials from `KAGGLE_API_TOKEN`,
   `KAGGLE_USERNAME`/`KAGGLE_KEY` or `~/.kaggle/kaggle.json`, its MD5 check and its resumed archive downloads);
@@ -70,6 +70,9 @@ DEFAULT_TIMEOUT = 60.0
 RETRIES = 4
 CHUNK = 1 << 20
 MARKER = "complete.json"
+# transformers 4.x's TensorFlow weights, fetched from a repository without safetensors (`hf_tf.WEIGHTS`; that
+# module is not imported here: it loads Keras).
+HF_TF_WEIGHTS = "tf_model.h5"
 _ARCHIVES = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz", ".zip")
 _TRUE = ("1", "true", "yes", "on")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -566,27 +569,8 @@ def _fetch_hf(spec, force=False):
             raise InputError(f"Cannot fetch `{label}` ({url(filename)}): {_first_line(e)}.") from None
 
     config = get("config.json", required=True)
-    weights = get("model.safetensors", required=False) if config else None
-    if weights is None and config:
-        index = get("model.safetensors.index.json", required=False)
-        if index is not None:
-            if "model.safetensors" in missing:
-                missing.remove("model.safetensors")   # A sharded repository: the index stands in for it.
-            try:
-                with open(index) as f:
-                    shards = sorted(set(json.load(f)["weight_map"].values()))
-            except (OSError, ValueError, KeyError, AttributeError, TypeError):
-                raise InputError(f"`{label}`: `model.safetensors.index.json` has no `weight_map`.") from None
-            for shard in shards:
-                if os.path.basename(shard) != shard or not shard.endswith(".safetensors"):
-                    raise InputError(f"`{label}`: the index names `{shard}`, not a safetensors file beside it.")
-                weights = get(shard, required=True)
-        elif not missing:
-            raise InputError(f"`{label}` has neither `model.safetensors` nor `model.safetensors.index.json` "
-                             f"({url('model.safetensors')}); `pytorch_model.bin` is never downloaded (a pickle can "
-                             "run code): use a revision with safetensors.")
-        elif "model.safetensors.index.json" in missing:
-            missing.remove("model.safetensors.index.json")   # Either weights file would do; name the usual one.
+    if config:
+        _hf_weights(get, missing, label, url)
     spm = get("spiece.model", required=False) if config else None
     if spm is None and "spiece.model" in missing:
         missing.remove("spiece.model")   # Optional: the caller may pass its own SentencePiece model.
@@ -597,6 +581,41 @@ def _fetch_hf(spec, force=False):
                          f"{', '.join(f'`{m}`' for m in missing)}, and offline mode ({OFFLINE_ENV} or "
                          f"HF_HUB_OFFLINE) forbids fetching {url(missing[0])}.")
     return os.path.dirname(config)
+
+
+def _hf_weights(get, missing, label, url):
+    """Fetches a Hugging Face repository's weights with `_fetch_hf`'s `get`: `model.safetensors`, else the shards
+    of `model.safetensors.index.json`, else transformers 4.x's TensorFlow `tf_model.h5` (a repository without
+    safetensors); never `pytorch_model.bin`. Offline, with none of them cached, `missing` names `model.safetensors`
+    only (the usual one; either would do)."""
+    if get("model.safetensors", required=False) is not None:
+        return
+    index = get("model.safetensors.index.json", required=False)
+    if index is not None:
+        if "model.safetensors" in missing:
+            missing.remove("model.safetensors")   # A sharded repository: the index stands in for it.
+        try:
+            with open(index) as f:
+                shards = sorted(set(json.load(f)["weight_map"].values()))
+        except (OSError, ValueError, KeyError, AttributeError, TypeError):
+            raise InputError(f"`{label}`: `model.safetensors.index.json` has no `weight_map`.") from None
+        for shard in shards:
+            if os.path.basename(shard) != shard or not shard.endswith(".safetensors"):
+                raise InputError(f"`{label}`: the index names `{shard}`, not a safetensors file beside it.")
+            get(shard, required=True)
+        return
+    if get(HF_TF_WEIGHTS, required=False) is not None:
+        for name in ("model.safetensors", "model.safetensors.index.json"):
+            if name in missing:
+                missing.remove(name)   # Cached offline: the TensorFlow file stands in for the safetensors.
+        return
+    if not missing:
+        raise InputError(f"`{label}` has neither `model.safetensors`, `model.safetensors.index.json` nor "
+                         f"`{HF_TF_WEIGHTS}` ({url('model.safetensors')}); `pytorch_model.bin` is never downloaded "
+                         "(a pickle can run code): use a revision with safetensors.")
+    for name in ("model.safetensors.index.json", HF_TF_WEIGHTS):
+        if name in missing:
+            missing.remove(name)   # Any weights file would do; name the usual one.
 
 
 # --- Kaggle -----------------------------------------------------------------------------------------------------

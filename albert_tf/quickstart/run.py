@@ -407,7 +407,6 @@ class QuickstartOptions(MaskedLmOptions):
                                  "`from_pretrained` reads.")
     vocab_size: int = shared_option(TrainVocabOptions, "vocab_size", 3000)
     max_seq_length: int = option(128)
-    max_predictions_per_seq: int = option(20, flag=False)
     dupe_factor: int = shared_option(PretrainingDataOptions, "dupe_factor", 5)
     heldout_dupe_factor: int = option(2, "Passes over the held-out corpus with different masks.")
     train_batch_size: int = shared_option(PretrainingOptions, "train_batch_size", 32)

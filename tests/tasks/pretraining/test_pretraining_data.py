@@ -254,7 +254,7 @@ def test_bad_inputs(corpus, tmp_path):
 @pytest.mark.e2e
 def test_command_line(corpus, tmp_path):
     out = str(tmp_path / "cli.tfrecord")
-    args = [sys.executable, "-m", "albert_tf.tasks.pretraining.writer.create_data", f"--input_file={corpus['text']}",
+    args = [sys.executable, "-m", "albert_tf.create_pretraining_data", f"--input_file={corpus['text']}",
             f"--output_file={out}", f"--spm_model_file={corpus['spm_model']}", "--max_seq_length=32",
             "--dupe_factor=1", "--max_predictions_per_seq=5"]
     result = subprocess.run(args, capture_output=True, text=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))

@@ -330,10 +330,15 @@ def test_cached_features_must_match_the_request(trained, workdir):
 
 CLI_SCRIPT = r"""
 import json, sys
-sys.argv = ["run_race.py"] + sys.argv[1:]
-import run_race
 from absl import flags
-FLAGS = flags.FLAGS
+from albert_tf import commands
+from albert_tf.commands import app
+from albert_tf.commands import flags as flag_lib
+app.quiet_tensorflow_start()
+command = commands.find("run_race")
+# The command's flags declared apart, for their defaults; `commands.run` declares them again on absl's FLAGS.
+FLAGS = flags.FlagValues()
+flag_lib.define_flags(command.options, flag_values=FLAGS, no_flag=command.no_flag, only=command.only)
 names = ["task_name", "do_lower_case", "dropout_prob", "max_seq_length", "max_qa_length", "num_keep_checkpoint",
          "high_only", "middle_only", "do_train", "do_eval", "do_predict", "train_batch_size", "eval_batch_size",
          "predict_batch_size", "learning_rate", "train_step", "warmup_step", "save_checkpoints_steps",
@@ -341,8 +346,8 @@ names = ["task_name", "do_lower_case", "dropout_prob", "max_seq_length", "max_qa
          "output_dir", "vocab_file", "train_file", "eval_file", "predict_file", "init_checkpoint",
          "albert_hub_module_handle", "tpu_name", "tpu_zone", "gcp_project", "master", "export_dir"]
 print("DEFAULTS=" + json.dumps({n: FLAGS[n].default for n in names}))
-FLAGS(sys.argv)
-run_race.main(None)
+sys.argv = ["run_race.py"] + sys.argv[1:]
+commands.run("run_race")
 """
 
 
