@@ -10,7 +10,6 @@ import tensorflow as tf
 from albert_tf import registry
 from albert_tf.checkpoints import load_pretrained
 from albert_tf.errors import InputError
-from albert_tf.layers.activations import is_tensorflow
 from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config, check_quantize_mode, quantized, with_quantization
 from albert_tf.models.lora import LoraMixin
@@ -147,27 +146,24 @@ class PretrainedMixin(LoraMixin):
     def finish_init(self, preprocessor, head_dropout_rate=0.0):
         """The end of the constructor: holds `preprocessor` (`set_preprocessor`) and marks the model built.
 
-        `head_dropout_rate`: the rate of the head's own dropout (`head_dropout`). On JAX and PyTorch it draws
-        from the encoder's dropout seed generator; when the encoder has none (its dropout rates are 0), the model
-        makes its own (`head_dropout_seed`), the one variable a model has on those backends and not on
-        TensorFlow (so such a model's `.keras` file loads on the backend family it was saved on)."""
+        `head_dropout_rate`: the rate of the head's own dropout (`head_dropout`). It draws from the encoder's
+        dropout seed generator; when the encoder has none (its dropout rates are 0, as in the v2 configs), the
+        model makes its own (`head_dropout_seed`, seeded by `keras.utils.set_random_seed` as Keras' `Dropout`
+        is). A seed generator's state is not a weight (`.keras` files and `model.weights` leave it out); the
+        training loop's checkpoints save it, so a resumed run draws the masks the uninterrupted run draws."""
         self._head_seed = None
-        if head_dropout_rate > 0 and not is_tensorflow() and self.encoder._block_seed_generator() is None:
-            self._head_seed = keras.random.SeedGenerator(0, name="head_dropout_seed")
+        if head_dropout_rate > 0 and self.encoder._block_seed_generator() is None:
+            self._head_seed = keras.random.SeedGenerator(name="head_dropout_seed")
         self.set_preprocessor(preprocessor)
         self.built = True
 
     def head_dropout(self, x, rate, training):
-        """Dropout of `rate` on `x` when `training` is True (the heads' `dropout` of the original).
-
-        TensorFlow: `tf.nn.dropout`, as the original, not a Keras `Dropout`, whose seed-generator variable's
-        auto-numbered path would have to match between saved and restored models. JAX and PyTorch:
-        `keras.random.dropout` from the encoder's dropout seed generator (or the model's own, see
-        `finish_init`), since they draw random numbers only from a seed carried in the model's state."""
+        """Dropout of `rate` on `x` when `training` is True (the heads' `dropout` of the original), drawn with
+        `keras.random.dropout` from the encoder's dropout seed generator (or the model's own, see `finish_init`):
+        the random state lives in the model, where a checkpoint can save it, not in a stateful op (the
+        original's `tf.nn.dropout`, which a resumed process would draw again from its start)."""
         if not training or rate <= 0:
             return x
-        if is_tensorflow():
-            return tf.nn.dropout(x, rate=rate)
         seed = self._head_seed if self._head_seed is not None else self.encoder._block_seed_generator()
         return keras.random.dropout(x, rate, seed=seed)
 

@@ -57,20 +57,30 @@ def list_checkpoints(model_dir):
 
 
 def checkpoint_objects(model):
-    """`tf.train.Checkpoint` keyword arguments that save every variable of `model`: `{"model": model}`.
+    """`tf.train.Checkpoint` keyword arguments that save every variable of `model`: `{"model": model}`, and
+    `"dropout_rng"` when `model` draws random numbers (its dropout layers' seed generators).
+
+    The seed generators' states are saved under their order in `model.variables` (`dropout_rng/rng_<i>`), not
+    under their auto-numbered paths (`seed_generator_5/...`, which depend on what the process built before): a
+    run resumed from a checkpoint draws the same dropout masks as the uninterrupted run, so it ends with the
+    same weights.
 
     Raises `ValueError` naming a variable that the TF object graph of `model` does not reach (a layer held
-    where Keras does not track it), which the checkpoint would silently leave out. Dropout RNG state is not
-    saved (its auto-numbered paths, `seed_generator_5/...`, depend on the build order; the original does not
-    save it either).
+    where Keras does not track it), which the checkpoint would silently leave out.
     """
     reachable = {id(obj) for obj in tf.train.TrackableView(model).descendants()}
+    seed_states = []
     for variable in model.variables:
         path = getattr(variable, "path", variable.name)
-        if id(variable) not in reachable and "seed_generator_state" not in path:
+        if path.endswith("seed_generator_state"):
+            seed_states.append(variable)
+        elif id(variable) not in reachable:
             raise ValueError(f"Variable {path!r} of {type(model).__name__} is not tracked by its TF object graph "
                              "and would be left out of the checkpoint.")
-    return {"model": model}
+    objects = {"model": model}
+    if seed_states:
+        objects["dropout_rng"] = tf.train.Checkpoint(**{f"rng_{i}": v for i, v in enumerate(seed_states)})
+    return objects
 
 
 def _chief_checkpoint_dir(model_dir, strategy):
