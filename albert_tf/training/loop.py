@@ -34,6 +34,7 @@ from absl import logging
 from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
 from albert_tf.errors import InputError, tf_error_text
 from albert_tf.fileio import copy_atomic, write_text_atomic
+from albert_tf.layers.base import sublayers
 from albert_tf.training import interrupt
 from albert_tf.training.distribution import worker_info
 from albert_tf.training.optimization import inner_optimizer
@@ -57,8 +58,13 @@ def list_checkpoints(model_dir):
 
 
 def checkpoint_objects(model):
-    """`tf.train.Checkpoint` keyword arguments that save every variable of `model`: `{"model": model}`, and
-    `"dropout_rng"` when `model` draws random numbers (its dropout layers' seed generators).
+    """`tf.train.Checkpoint` keyword arguments that save every variable of `model`: `{"model": model}`,
+    `"dropout_rng"` when `model` draws random numbers (its dropout layers' seed generators), and `"lora"` when it
+    has LoRA adapters (`enable_lora`).
+
+    The adapters (`lora_kernel_a`, `lora_kernel_b` of each `Dense`) are saved with the model, under their layers;
+    `lora/alpha` holds the adapters' `lora_alpha` (no variable of the model), so that a reader without adapters
+    merges them into the kernels with the same scale (`albert_tf.checkpoints.reader`).
 
     The seed generators' states are saved under their order in `model.variables` (`dropout_rng/rng_<i>`), not
     under their auto-numbered paths (`seed_generator_5/...`, which depend on what the process built before): a
@@ -78,6 +84,12 @@ def checkpoint_objects(model):
             raise ValueError(f"Variable {path!r} of {type(model).__name__} is not tracked by its TF object graph "
                              "and would be left out of the checkpoint.")
     objects = {"model": model}
+    alphas = {float(layer.lora_alpha) for layer in sublayers(model) if getattr(layer, "lora_enabled", False)}
+    if len(alphas) > 1:
+        raise ValueError(f"The LoRA adapters of {type(model).__name__} have different alphas {sorted(alphas)}: "
+                         "a checkpoint holds one.")
+    if alphas:
+        objects["lora"] = tf.train.Checkpoint(alpha=tf.Variable(alphas.pop(), trainable=False, name="lora_alpha"))
     if seed_states:
         objects["dropout_rng"] = tf.train.Checkpoint(**{f"rng_{i}": v for i, v in enumerate(seed_states)})
     return objects
