@@ -385,10 +385,14 @@ def _restore_tf2_encoder(reader, encoder, children):
     adapters = reader.tf2_adapters(base)
     model_adapters = table.lora_adapters(encoder)
     if model_adapters and len(adapters) * 2 != len(model_adapters):
+        # By layer name (`query`, `ffn`, ...): `enable_lora` with the run's `lora_rank` and `lora_targets` fits.
+        saved_names = {path.rsplit("/", 1)[-1] for path in adapters}
+        model_names = {variable.path.split("/")[-2] for variable in model_adapters}
         raise CheckpointMismatchError(
             f"TF2 checkpoint `{prefix}` holds LoRA adapters on {len(adapters)} layers; this encoder has them on "
-            f"{len(model_adapters) // 2} (`enable_lora` with the run's `lora_rank` and `lora_targets`, or none to "
-            "read the adapters merged into the kernels).", missing=["lora_kernel_a"])
+            f"{len(model_adapters) // 2}.",
+            missing=[f"{name}/lora_kernel_a" for name in sorted(model_names - saved_names)],
+            unexpected=[f"{name}/lora_kernel_a" for name in sorted(saved_names - model_names)])
     # A plain encoder reads a LoRA checkpoint's base kernels, then adds the adapters in (`_merge_adapters`).
     merged = adapters if not model_adapters else []
     # Extra saved variables (a bigger config) would be ignored by tf.train.Checkpoint: compare counts.
