@@ -54,19 +54,6 @@ def lora_layers(model):
     return [layer for layer in sublayers(model) if getattr(layer, "lora_enabled", False)]
 
 
-def lora_settings(model):
-    """`(rank, alpha, target names)` of `model`'s adapters, or None without adapters; `ValueError` when its
-    adapters do not share one rank and one alpha (`enable_lora` gives them one)."""
-    layers = lora_layers(model)
-    if not layers:
-        return None
-    settings = {(layer.lora_rank, float(layer.lora_alpha)) for layer in layers}
-    if len(settings) != 1:
-        raise ValueError(f"The LoRA adapters of {type(model).__name__} differ in rank or alpha: {sorted(settings)}.")
-    (rank, alpha), = settings
-    return rank, alpha, tuple(dict.fromkeys(layer.name for layer in layers))
-
-
 def save_lora_weights(model, filepath):
     """Writes `model`'s trainable weights (the adapters, the target layers' biases and a task model's head) to
     the HDF5 file `filepath`, each under its Keras variable path, with the LoRA rank as an attribute."""
