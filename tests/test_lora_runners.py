@@ -241,6 +241,11 @@ def test_a_killed_lora_run_resumes_to_the_same_weights(files, tmp_path):
     assert sorted(resumed) == sorted(whole)
     for name, value in whole.items():
         np.testing.assert_allclose(resumed[name], value, rtol=0, atol=1e-6, err_msg=name)
+    # Going on without the adapters (or with others) is refused: the restore would leave them out.
+    for lora in ({}, dict(lora_rank=2)):
+        with pytest.raises(InputError, match=r"model.ckpt-8 holds LoRA adapters on 3 layers, the model on [02]"):
+            run_classifier("SST-2", files["glue"], str(out), **classifier_args(
+                files, do_train=True, train_step=12, save_checkpoints_steps=4, **lora))
 
 
 # --- run_ner, the command -----------------------------------------------------------------------------------

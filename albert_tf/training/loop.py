@@ -31,7 +31,9 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.checkpoints.reader import CheckpointReader
 from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
+from albert_tf.checkpoints.table import lora_adapters
 from albert_tf.errors import InputError, tf_error_text
 from albert_tf.fileio import copy_atomic, write_text_atomic
 from albert_tf.layers.base import sublayers
@@ -233,13 +235,18 @@ def _restore_newest_intact(objects, model_dir, is_chief):
     for step, prefix in reversed(checkpoints):
         try:
             check_readable(prefix)
-            tf.train.Checkpoint(**objects).restore(prefix).expect_partial()
+            # Checked before the restore, which would assign the optimizer's slots to other variables.
+            mismatch = _adapter_mismatch(objects["model"], prefix)
+            if mismatch is None:
+                tf.train.Checkpoint(**objects).restore(prefix).expect_partial()
         except (InputError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
             reason = str(e).splitlines()[0] if isinstance(e, InputError) else tf_error_text(e)
             aside = _move_aside(prefix) if is_chief else prefix
             logging.warning("Checkpoint %s is damaged (%s): moved aside to %s; trying the one before it.",
                             prefix, reason, aside)
             continue
+        if mismatch is not None:
+            raise InputError(mismatch)
         logging.info("Resuming from %s.", prefix)
         if is_chief and _state_file_latest(model_dir) != prefix:
             logging.warning("The `checkpoint` state file of %s does not name %s (damaged or stale): writing it "
@@ -251,6 +258,18 @@ def _restore_newest_intact(objects, model_dir, is_chief):
                          f"{DAMAGED_SUFFIX}.*): the same command now starts again from the initial weights; or "
                          "copy intact checkpoints back.")
     return None
+
+
+def _adapter_mismatch(model, prefix):
+    """The error text when checkpoint `prefix` and `model` have LoRA adapters on a different number of layers
+    (resuming would leave the adapters out, or start them again), else None."""
+    reader = CheckpointReader(prefix)
+    saved = len(reader.tf2_adapters("model")) if reader.is_tf2 else 0   # TF1 names hold no adapters
+    held = len(lora_adapters(model)) // 2
+    if saved == held:
+        return None
+    return (f"Checkpoint {prefix} holds LoRA adapters on {saved} layers, the model on {held}: resume with the "
+            "`lora_rank` and `lora_targets` of the run that wrote it, or train in another output directory.")
 
 
 def _write_state_file(model_dir, prefixes):
