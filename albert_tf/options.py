@@ -356,6 +356,21 @@ class FineTuningOptions(TaskOptions, TokenizerOptions):
     predict_batch_size: int = option(8, "Total batch size for predict.")
     export_dir: Optional[str] = option(None, "The directory where the exported SavedModel of the best model will "
                                        "be stored.")
+    lora_rank: int = option(0, "Rank of Keras' LoRA adapters (`enable_lora`): 0 fine-tunes every weight; a rank > 0 "
+                            "freezes the encoder and trains rank-`lora_rank` adapters on the --lora_targets "
+                            "projections (with their biases) and the task's head. The checkpoints hold the "
+                            "adapters; the export merges them into the kernels.")
+    lora_targets: Optional[list] = option(None, "With --lora_rank: the encoder's dense layers that get adapters, among "
+                                          "query, key, value, output_dense, ffn, ffn_output, "
+                                          "embedding_hidden_mapping_in, pooler (default: query,value, as keras-hub).")
+
+    def check_lora(self):
+        """Raises `InputError` for a negative `lora_rank`, or `lora_targets` without a rank."""
+        if isinstance(self.lora_rank, bool) or not isinstance(self.lora_rank, int) or self.lora_rank < 0:
+            raise InputError(f"`lora_rank` must be an int >= 0 (0: full fine-tuning). Received: "
+                             f"`lora_rank={self.lora_rank!r}`.")
+        if self.lora_targets and not self.lora_rank:
+            raise InputError(f"`lora_targets={','.join(self.lora_targets)}` needs `lora_rank` > 0.")
 
     def check_vocabulary(self, spm_model_file, message="`spm_model_file` is required (or `vocab_file` for a "
                          "WordPiece model)."):

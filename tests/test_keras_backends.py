@@ -20,6 +20,7 @@ import pytest
 import numpy_reference as ref
 from albert_tf import AlbertClassifier, AlbertModel, AlbertPretrainer, AlbertRace, AlbertSquadV1, AlbertSquadV2
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
+from albert_tf.layers.base import sublayers
 from original_checkpoints import write_google_checkpoint
 
 BACKEND = keras.backend.backend()
@@ -240,7 +241,7 @@ def test_lora_leaves_outputs_unchanged_and_trains_few_weights(release):
     before = numpy(model(inputs, training=False)["logits"])
     model.enable_lora(4)
     np.testing.assert_array_equal(numpy(model(inputs, training=False)["logits"]), before)
-    layers = [layer for layer in model._flatten_layers() if getattr(layer, "lora_enabled", False)]
+    layers = [layer for layer in sublayers(model) if getattr(layer, "lora_enabled", False)]
     assert sorted({layer.name for layer in layers}) == ["query", "value"]
     # Under 10% of a small model's weights (H=128: in the 16-wide model here the head and biases alone weigh
     # 5%), under 1% of base's.
@@ -260,7 +261,7 @@ def test_lora_trains_saves_loads_and_merges(release, tmp_path):
         from_logits=True))
     inputs = make_inputs()
     model.fit(inputs, np.array([0, 2], np.int32), batch_size=2, epochs=1, verbose=0)
-    b = [layer.lora_kernel_b for layer in model._flatten_layers() if getattr(layer, "lora_enabled", False)]
+    b = [layer.lora_kernel_b for layer in sublayers(model) if getattr(layer, "lora_enabled", False)]
     assert max(float(np.abs(numpy(v)).max()) for v in b) > 0
     want = numpy(model(inputs, training=False)["logits"])
     path = str(tmp_path / "adapters.lora.h5")
@@ -300,7 +301,7 @@ def test_int8_keeps_predictions_and_reloads_quantized(release, tmp_path):
         path = str(tmp_path / f"{model.name}.keras")
         model.save(path)
         loaded = keras.saving.load_model(path)
-        assert {layer.quantization_mode for layer in loaded._flatten_layers()
+        assert {layer.quantization_mode for layer in sublayers(loaded)
                 if isinstance(layer, keras.layers.Dense)} == {"int8"}
         reloaded = numpy(loaded(inputs, training=False)[name])
         if name == "mlm_logits":

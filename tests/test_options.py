@@ -73,7 +73,10 @@ ORIGINAL_FLAGS["run_ner"] = (["data_dir", "albert_config_file", "spm_model_file"
                               "export_dir", "labels", "dropout_prob", "train_step", "warmup_step", "optimizer"]
                              + _TPU + _TF2 + ["gradient_accumulation_steps"])
 ORIGINAL_FLAGS["run_squad_v1"] = ORIGINAL_FLAGS["run_squad_v2"] = ORIGINAL_FLAGS["run_squad"]
-RUNNER_ONLY = {"run_classifier": ["hparams_preset"]}
+# The fine-tuning runners' Keras LoRA (docs/lora.md).
+_LORA = ["lora_rank", "lora_targets"]
+RUNNER_ONLY = {"run_classifier": ["hparams_preset"] + _LORA, "run_squad": _LORA, "run_squad_v1": _LORA,
+               "run_squad_v2": _LORA, "run_race": _LORA, "run_ner": _LORA}
 # The option fields that a runner gives no flag (they keep their defaults).
 NO_FLAG = {"run_classifier": ["gradient_accumulation_steps"], "run_squad": ["gradient_accumulation_steps"],
            "run_squad_v1": ["gradient_accumulation_steps"], "run_squad_v2": ["gradient_accumulation_steps"],
@@ -115,6 +118,9 @@ def _probe(runner):
         elif flag.flag_type() == "float":
             value = 0.375
             argv.append(f"--{name}={value}")
+        elif isinstance(flag.parser, flags.ListParser):
+            value = ["value_of_" + name, "and_more"]
+            argv.append(f"--{name}={','.join(value)}")
         else:
             value = "value_of_" + name
             argv.append(f"--{name}={value}")

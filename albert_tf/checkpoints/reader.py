@@ -188,6 +188,33 @@ class CheckpointReader:
         model_id = self._child(0, "model")
         return 0 if model_id is None else self._count_variables(model_id)
 
+    def tf2_value(self, path):
+        """The value (numpy) of the variable at object path `path`, or None."""
+        node_id = self._node(path)
+        for attribute in [] if node_id is None else self._graph().nodes[node_id].attributes:
+            if attribute.name == "VARIABLE_VALUE":
+                return self._get_tensor(attribute.checkpoint_key)
+        return None
+
+    def tf2_adapters(self, path):
+        """The object paths, relative to `path`, of the Keras `Dense` layers under it that hold LoRA adapters
+        (children `lora_kernel_a` and `lora_kernel_b`), each layer once, in object-graph order."""
+        start = self._node(path)
+        if start is None:
+            return []
+        graph, found, seen, queue = self._graph(), [], {start}, [(start, "")]
+        while queue:
+            node_id, relative = queue.pop(0)
+            names = {child.local_name for child in graph.nodes[node_id].children}
+            if {"lora_kernel_a", "lora_kernel_b"} <= names:
+                found.append(relative)
+                continue
+            for child in graph.nodes[node_id].children:
+                if child.node_id not in seen:
+                    seen.add(child.node_id)
+                    queue.append((child.node_id, f"{relative}/{child.local_name}".lstrip("/")))
+        return found
+
     def tf2_shape(self, path):
         """Shape of the variable at object path `path` (e.g. `model/classifier_head/output_weights`), or None."""
         node_id = self._node(path)
@@ -354,13 +381,50 @@ def _restore_tf2_encoder(reader, encoder, children):
         raise CheckpointMismatchError(f"TF2 checkpoint `{prefix}` holds no albert_tf model: expected variables "
                                       "under `model/encoder/` or `model/embeddings/`. Found under `model/`: "
                                       f"{sorted(children) or 'nothing'}.", missing=["encoder"])
-    # Extra saved variables (a bigger config) would be ignored by tf.train.Checkpoint: compare counts.
-    if saved != len(encoder.weights):
+    base = "model/encoder" if "encoder" in children else "model"
+    adapters = reader.tf2_adapters(base)
+    model_adapters = table.lora_adapters(encoder)
+    if model_adapters and len(adapters) * 2 != len(model_adapters):
+        # By layer name (`query`, `ffn`, ...): `enable_lora` with the run's `lora_rank` and `lora_targets` fits.
+        saved_names = {path.rsplit("/", 1)[-1] for path in adapters}
+        model_names = {variable.path.split("/")[-2] for variable in model_adapters}
         raise CheckpointMismatchError(
-            f"TF2 checkpoint `{prefix}` holds {saved} encoder variables in its object graph; this encoder "
-            f"({encoder.config.num_hidden_groups} groups x {encoder.config.inner_group_num} inner groups) has "
-            f"{len(encoder.weights)}. The checkpoint was written with a different config.")
+            f"TF2 checkpoint `{prefix}` holds LoRA adapters on {len(adapters)} layers; this encoder has them on "
+            f"{len(model_adapters) // 2}.",
+            missing=[f"{name}/lora_kernel_a" for name in sorted(model_names - saved_names)],
+            unexpected=[f"{name}/lora_kernel_a" for name in sorted(saved_names - model_names)])
+    # A plain encoder reads a LoRA checkpoint's base kernels, then adds the adapters in (`_merge_adapters`).
+    merged = adapters if not model_adapters else []
+    # Extra saved variables (a bigger config) would be ignored by tf.train.Checkpoint: compare counts.
+    if saved - 2 * len(merged) != len(encoder.weights):
+        raise CheckpointMismatchError(
+            f"TF2 checkpoint `{prefix}` holds {saved - 2 * len(merged)} encoder variables in its object graph; "
+            f"this encoder ({encoder.config.num_hidden_groups} groups x {encoder.config.inner_group_num} inner "
+            f"groups) has {len(encoder.weights)}. The checkpoint was written with a different config.")
     _restore_object(prefix, node, "the encoder")
+    _merge_adapters(reader, encoder, base, merged)
+
+
+def _merge_adapters(reader, encoder, base, paths):
+    """Adds the LoRA adapters of the checkpoint's `Dense` layers at `paths` (under the object `base`) into the
+    kernels of the same layers of the plain `encoder`: `kernel + (alpha / rank) * A @ B`, Keras' `Dense.kernel`
+    with LoRA; `alpha` is the checkpoint's `lora/alpha` (`loop.checkpoint_objects`), else the rank (Keras'
+    default)."""
+    alpha = reader.tf2_value("lora/alpha")
+    for path in paths:
+        layer = encoder
+        for name in path.split("/"):
+            layer = tf.train.TrackableView(layer).children(layer).get(name)
+            if layer is None:
+                raise CheckpointMismatchError(f"TF2 checkpoint `{reader.prefix}` has LoRA adapters at "
+                                              f"`{base}/{path}`, which this encoder has no layer for.",
+                                              unexpected=[f"{base}/{path}"])
+        a = reader.tf2_value(f"{base}/{path}/lora_kernel_a")
+        b = reader.tf2_value(f"{base}/{path}/lora_kernel_b")
+        scale = (a.shape[1] if alpha is None else float(alpha)) / a.shape[1]
+        layer.kernel.assign(layer.kernel + tf.cast(scale * (a @ b), layer.kernel.dtype))
+    if paths:
+        logging.info("Merged the LoRA adapters of %d layers into their kernels (`%s`).", len(paths), reader.prefix)
 
 
 def _restore_tf2_head(reader, model, head, children, allow_missing_heads):
@@ -420,7 +484,7 @@ def restore_tf2(model, prefix, allow_missing_heads=True):
     """
     reader = prefix if isinstance(prefix, CheckpointReader) else CheckpointReader(prefix)
     children = reader.tf2_children()
-    table.model_targets(model)   # Every weight of the model has a row (else: an error naming the weights).
+    table.model_targets(model, adapters=True)   # Every weight has a row or is a LoRA adapter (else: an error).
     _restore_tf2_encoder(reader, table.get_encoder(model), children)
     loaded, missing_heads, used = ["encoder"], [], {"encoder"}
     for head in table.model_heads(model):

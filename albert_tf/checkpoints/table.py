@@ -29,6 +29,7 @@ import re
 
 from albert_tf import registry
 from albert_tf.errors import InputError
+from albert_tf.layers.base import sublayers
 
 # The component of the encoder's rows; each head's component is its `registry.Head.name`, declared by its task.
 ENCODER = "encoder"
@@ -230,11 +231,32 @@ class Target:
         return tuple(int(d) for d in self.transform.tf1_shape(tuple(self.variable.shape)))
 
 
-def model_targets(model):
+def lora_adapters(model):
+    """The LoRA adapter variables of `model` (`lora_kernel_a`, `lora_kernel_b` of each `Dense` with Keras' LoRA
+    enabled), which no TF1 name holds."""
+    return [variable for layer in sublayers(model) if getattr(layer, "lora_enabled", False)
+            for variable in (layer.lora_kernel_a, layer.lora_kernel_b)]
+
+
+def _row_variable(root, path):
+    """The variable at the row path `path` from `root`, or None; the `kernel` of a `Dense` with LoRA (whose
+    `kernel` property is the adapted sum, a tensor) is its base kernel variable."""
+    owner_path, _, attribute = path.rpartition(".")
+    owner = resolve_path(root, owner_path)
+    if owner is None:
+        return None
+    if attribute == "kernel" and getattr(owner, "lora_enabled", False):
+        return next(weight for weight in owner.weights if weight.name == "kernel")
+    return resolve_path(owner, attribute)
+
+
+def model_targets(model, adapters=False):
     """`OrderedDict` TF1 name -> `Target` for every variable of `model` the table knows, in table order.
 
     Also checks that the table covers every weight of the model: a Keras weight the table does not name would
-    be silently skipped by reading and writing, so it is an error here.
+    be silently skipped by reading and writing, so it is an error here. A model with LoRA adapters
+    (`enable_lora`) is refused unless `adapters` (a reader of our TF2 checkpoints, which restores the adapters
+    object by object): the TF1 names hold the base kernels only, so a writer would lose the adapters.
     """
     encoder = get_encoder(model)
     config = encoder.config
@@ -247,10 +269,15 @@ def model_targets(model):
         for g in groups:
             for k in inner:
                 name = row.name.format(g=g, k=k)
-                variable = resolve_path(root, row.path.format(g=g, k=k))
+                variable = _row_variable(root, row.path.format(g=g, k=k))
                 if variable is not None:
                     targets[name] = Target(name, variable, row.component, row.transform)
     covered = {id(t.variable) for t in targets.values()}
+    lora = lora_adapters(model)
+    if lora and not adapters:
+        raise InputError(f"{type(model).__name__} has LoRA adapters, which the original variable names do not "
+                         "hold: merge them into the kernels first (`albert_tf.models.lora.merged_copy(model)`).")
+    covered.update(id(variable) for variable in lora)
     uncovered = [w.path for w in model.weights if id(w) not in covered]
     if uncovered:
         raise InputError(f"The checkpoint table does not cover these weights of {type(model).__name__}: "

@@ -23,3 +23,28 @@ class ConfigLayer(keras.layers.Layer):
         config = super().get_config()
         config.update((name, getattr(self, name)) for name in self._argument_names)
         return config
+
+
+def sublayers(layer):
+    """Every `keras.layers.Layer` that `layer` holds, at any depth (not `layer` itself), each once, parents
+    before children: a walk of the instances' attributes and of the lists, tuples and dicts in them, by public
+    Python introspection (`vars`), so that nothing depends on Keras' private layer tracking."""
+    found, seen = [], {id(layer)}
+
+    def visit(value):
+        if isinstance(value, keras.layers.Layer):
+            if id(value) not in seen:
+                seen.add(id(value))
+                found.append(value)
+                for attribute in vars(value).values():
+                    visit(attribute)
+        elif isinstance(value, dict):
+            for item in list(value.values()):
+                visit(item)
+        elif isinstance(value, (list, tuple)):
+            for item in list(value):
+                visit(item)
+
+    for attribute in vars(layer).values():
+        visit(attribute)
+    return found

@@ -7,6 +7,7 @@ from albert_tf.checkpoints import load_pretrained
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError
 from albert_tf.layers.activations import is_tensorflow
+from albert_tf.layers.base import sublayers
 from albert_tf.layers.attention import attention_bias
 from albert_tf.layers.dropout import fold_in
 from albert_tf.layers.embeddings import AlbertEmbeddings, truncated_normal
@@ -229,7 +230,7 @@ class AlbertModel(LoraMixin, keras.Model):
 def with_quantization(model, config):
     """`config` plus `"quantization": "int8"` when `model`'s `Dense` layers are quantized (`model.quantize`), so
     that `from_config` (a `.keras` load) quantizes the new model before its weights are read."""
-    modes = {layer.quantization_mode for layer in model._flatten_layers(include_self=False)
+    modes = {layer.quantization_mode for layer in sublayers(model)
              if isinstance(layer, keras.layers.Dense)} - {None}
     if modes:
         config["quantization"] = modes.pop()

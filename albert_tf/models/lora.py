@@ -16,6 +16,7 @@ import keras
 import numpy as np
 
 from albert_tf.errors import InputError
+from albert_tf.layers.base import sublayers
 
 DEFAULT_TARGETS = ("query", "value")
 # The encoder's `Dense` layers, by name (`AlbertAttention`, `AlbertTransformerBlock`, `AlbertModel`).
@@ -33,13 +34,14 @@ def enable_lora(encoder, rank, target_names=None, lora_alpha=None):
     if unknown or not targets:
         raise InputError(f"`target_names` must name some of the encoder's dense layers {list(TARGET_NAMES)}. "
                          f"Received: {list(targets)}.")
-    if any(getattr(layer, "lora_enabled", False) for layer in encoder._flatten_layers(include_self=False)):
+    layers = sublayers(encoder)
+    if any(getattr(layer, "lora_enabled", False) for layer in layers):
         raise InputError("LoRA is already enabled on this model.")
     encoder.trainable = True
-    for layer in encoder._flatten_layers(include_self=False):
+    for layer in layers:
         layer.trainable = False
     enabled = []
-    for layer in encoder._flatten_layers(include_self=False):
+    for layer in layers:
         if isinstance(layer, keras.layers.Dense) and layer.name in targets:
             layer.trainable = True
             layer.enable_lora(rank, lora_alpha=lora_alpha)
@@ -49,7 +51,7 @@ def enable_lora(encoder, rank, target_names=None, lora_alpha=None):
 
 def lora_layers(model):
     """The `Dense` layers of `model` that have a LoRA adapter."""
-    return [layer for layer in model._flatten_layers(include_self=False) if getattr(layer, "lora_enabled", False)]
+    return [layer for layer in sublayers(model) if getattr(layer, "lora_enabled", False)]
 
 
 def save_lora_weights(model, filepath):

@@ -29,6 +29,7 @@ import functools
 import os
 from typing import Callable
 
+import numpy as np
 import tensorflow as tf
 from absl import logging
 
@@ -40,6 +41,7 @@ from albert_tf.checkpoints.sources import FOREIGN_KINDS
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError, tf_error_text
 from albert_tf.fileio import output_lock, write_text_atomic
+from albert_tf.models import lora
 from albert_tf.text import tokenization
 from albert_tf.training import distribution, loop, optimization
 
@@ -124,6 +126,9 @@ class Task(abc.ABC):
         runtime = self.runtime
         config_lib.check_max_seq_length(self.options.max_seq_length, runtime.config.max_position_embeddings,
                                         runtime.config_file)
+        if hasattr(self.options, "check_lora"):
+            self.options.check_lora()
+            check_lora_targets(self.options.lora_targets)
         check_checkpoints(self.options)
 
     @abc.abstractmethod
@@ -238,6 +243,29 @@ def prepare_runtime(runtime=None, **fields):
                                      tpu_zone=runtime.tpu_zone, gcp_project=runtime.gcp_project,
                                      master=runtime.master,
                                      num_tpu_cores=runtime.num_tpu_cores if runtime.use_tpu else None)
+
+
+def check_lora_targets(targets):
+    """Raises `InputError` unless `targets` (None: the default) are names of the encoder's dense layers."""
+    unknown = sorted(set(targets or ()) - set(lora.TARGET_NAMES))
+    if unknown:
+        raise InputError(f"`lora_targets` must be among {','.join(lora.TARGET_NAMES)}. Received: "
+                         f"{','.join(targets)} ({', '.join(unknown)} unknown).")
+
+
+def apply_lora(model, options):
+    """`model.enable_lora(options.lora_rank, options.lora_targets)` when the options ask for LoRA (a rank > 0):
+    the encoder frozen but the adapters and their layers' biases, the head trainable; logs the trainable
+    fraction. Returns `model`."""
+    rank = getattr(options, "lora_rank", 0)
+    if rank:
+        model.enable_lora(rank, target_names=options.lora_targets or None)
+        trainable = sum(int(np.prod(v.shape)) for v in model.trainable_weights)
+        total = sum(int(np.prod(v.shape)) for v in model.weights)
+        logging.info("LoRA rank %d on %s: %d of %d weights trainable (%.3f%%).", rank,
+                     ",".join(options.lora_targets or lora.DEFAULT_TARGETS), trainable, total,
+                     100.0 * trainable / total)
+    return model
 
 
 def model_kwargs(runtime):
@@ -467,6 +495,6 @@ def run(task_class, options, runtime_options=None):
         stack.enter_context(output_lock(options.output_dir, hold=distribution.worker_info(runtime.strategy)[2]))
         init_path = None if loop.list_checkpoints(options.output_dir) else options.checked_init_path
         with runtime.strategy.scope():
-            model = task.build_model(init_path)
+            model = apply_lora(task.build_model(init_path), options)
         stack.enter_context(removed_on_failure(options.feature_files()))
         return run_stages(task, model, options.stages(), init_path)

@@ -31,9 +31,12 @@ import keras
 import tensorflow as tf
 from absl import logging
 
+from albert_tf.checkpoints.reader import CheckpointReader
 from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
+from albert_tf.checkpoints.table import lora_adapters
 from albert_tf.errors import InputError, tf_error_text
 from albert_tf.fileio import copy_atomic, write_text_atomic
+from albert_tf.layers.base import sublayers
 from albert_tf.training import interrupt
 from albert_tf.training.distribution import worker_info
 from albert_tf.training.optimization import inner_optimizer
@@ -57,8 +60,13 @@ def list_checkpoints(model_dir):
 
 
 def checkpoint_objects(model):
-    """`tf.train.Checkpoint` keyword arguments that save every variable of `model`: `{"model": model}`, and
-    `"dropout_rng"` when `model` draws random numbers (its dropout layers' seed generators).
+    """`tf.train.Checkpoint` keyword arguments that save every variable of `model`: `{"model": model}`,
+    `"dropout_rng"` when `model` draws random numbers (its dropout layers' seed generators), and `"lora"` when it
+    has LoRA adapters (`enable_lora`).
+
+    The adapters (`lora_kernel_a`, `lora_kernel_b` of each `Dense`) are saved with the model, under their layers;
+    `lora/alpha` holds the adapters' `lora_alpha` (no variable of the model), so that a reader without adapters
+    merges them into the kernels with the same scale (`albert_tf.checkpoints.reader`).
 
     The seed generators' states are saved under their order in `model.variables` (`dropout_rng/rng_<i>`), not
     under their auto-numbered paths (`seed_generator_5/...`, which depend on what the process built before): a
@@ -78,6 +86,12 @@ def checkpoint_objects(model):
             raise ValueError(f"Variable {path!r} of {type(model).__name__} is not tracked by its TF object graph "
                              "and would be left out of the checkpoint.")
     objects = {"model": model}
+    alphas = {float(layer.lora_alpha) for layer in sublayers(model) if getattr(layer, "lora_enabled", False)}
+    if len(alphas) > 1:
+        raise ValueError(f"The LoRA adapters of {type(model).__name__} have different alphas {sorted(alphas)}: "
+                         "a checkpoint holds one.")
+    if alphas:
+        objects["lora"] = tf.train.Checkpoint(alpha=tf.Variable(alphas.pop(), trainable=False, name="lora_alpha"))
     if seed_states:
         objects["dropout_rng"] = tf.train.Checkpoint(**{f"rng_{i}": v for i, v in enumerate(seed_states)})
     return objects
@@ -221,13 +235,18 @@ def _restore_newest_intact(objects, model_dir, is_chief):
     for step, prefix in reversed(checkpoints):
         try:
             check_readable(prefix)
-            tf.train.Checkpoint(**objects).restore(prefix).expect_partial()
+            # Checked before the restore, which would assign the optimizer's slots to other variables.
+            mismatch = _adapter_mismatch(objects["model"], prefix)
+            if mismatch is None:
+                tf.train.Checkpoint(**objects).restore(prefix).expect_partial()
         except (InputError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
             reason = str(e).splitlines()[0] if isinstance(e, InputError) else tf_error_text(e)
             aside = _move_aside(prefix) if is_chief else prefix
             logging.warning("Checkpoint %s is damaged (%s): moved aside to %s; trying the one before it.",
                             prefix, reason, aside)
             continue
+        if mismatch is not None:
+            raise InputError(mismatch)
         logging.info("Resuming from %s.", prefix)
         if is_chief and _state_file_latest(model_dir) != prefix:
             logging.warning("The `checkpoint` state file of %s does not name %s (damaged or stale): writing it "
@@ -239,6 +258,18 @@ def _restore_newest_intact(objects, model_dir, is_chief):
                          f"{DAMAGED_SUFFIX}.*): the same command now starts again from the initial weights; or "
                          "copy intact checkpoints back.")
     return None
+
+
+def _adapter_mismatch(model, prefix):
+    """The error text when checkpoint `prefix` and `model` have LoRA adapters on a different number of layers
+    (resuming would leave the adapters out, or start them again), else None."""
+    reader = CheckpointReader(prefix)
+    saved = len(reader.tf2_adapters("model")) if reader.is_tf2 else 0   # TF1 names hold no adapters
+    held = len(lora_adapters(model)) // 2
+    if saved == held:
+        return None
+    return (f"Checkpoint {prefix} holds LoRA adapters on {saved} layers, the model on {held}: resume with the "
+            "`lora_rank` and `lora_targets` of the run that wrote it, or train in another output directory.")
 
 
 def _write_state_file(model_dir, prefixes):
