@@ -88,6 +88,21 @@ def detect_model(reader, architecture=None):
     return best.name, best.model_kwargs(labels_shape[0] if labels_shape else None)
 
 
+def describe_heads(source):
+    """What the heads of the resolved checkpoint `source` read as, for a message that refuses it: `a classifier
+    head (output_weights [3, 768])`, `a pretrainer head (cls/predictions/output_bias [30000])`, `no head (an
+    encoder)`. A Hugging Face directory's `config.json` class picks between heads that share their names."""
+    reader = reader_lib.open_reader(source)
+    architecture = hf.architecture_of(source.directory) if source.layout == "hf_model" else None
+    name, _ = detect_model(reader, architecture)
+    if name == "encoder":
+        return "no head (an encoder)"
+    kind = registry.get(name)
+    variable = kind.labels_variable or kind.tf1_names[0]
+    dims = _shape_getter(reader)(variable)
+    return f"a {name} head ({variable} {list(dims)})" if dims is not None else f"a {name} head"
+
+
 def tf1_values(model, components=None):
     """`OrderedDict` TF1 name -> `(shape, producer)` of `model`'s variables (of `components` only, if given);
     `producer()` returns the float32 value in the original layout."""
