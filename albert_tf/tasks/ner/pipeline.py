@@ -137,8 +137,8 @@ def token_classification_pipeline(source, **options):
     if export_dir is not None:
         runner = pipelines.ExportRunner(export_dir)
         if runner.kind not in TokenClassificationPipeline.export_kinds:
-            raise InputError(f"The export `{export_dir}` does not serve a token classifier (per-token "
-                             "`probabilities [batch, seq, labels]`).")
+            raise InputError(f"The export `{export_dir}` serves a {runner.kind} model; 'token-classification' needs "
+                             "an export of token_classifier (per-token `probabilities [batch, seq, labels]`).")
         options.setdefault("do_lower_case", runner.do_lower_case)
         pipelines.default_lengths(TokenClassificationPipeline, options,
                                   runner.max_seq_length or runner.config.max_position_embeddings)
