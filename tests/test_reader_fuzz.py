@@ -289,3 +289,106 @@ def test_pretraining_text_reader(data):
             _assert_names_file_and_line(e, path)
             return
         assert [line.decode("utf-8") for line in lines] == corrupted.decode("utf-8").split("\n")[:len(lines)]
+
+
+# --- the checkpoint state file ----------------------------------------------------------------------------------
+
+def _resume(model_dir, num_train_steps, keep):
+    """A tiny classifier trained to `num_train_steps` in `model_dir` (a checkpoint every 2 steps, `keep` kept),
+    resuming from what is there: `loop.run_training` as the runners call it."""
+    import numpy as np   # pylint: disable=import-outside-toplevel
+    import tensorflow as tf   # pylint: disable=import-outside-toplevel
+    import albert_tf   # pylint: disable=import-outside-toplevel
+    from albert_tf.tasks.glue.model import classifier_loss   # pylint: disable=import-outside-toplevel
+    from albert_tf.training import loop, optimization   # pylint: disable=import-outside-toplevel
+    rng = np.random.RandomState(0)
+    features = {"input_ids": rng.randint(5, 40, (8, 8)).astype(np.int32),
+                "input_mask": np.ones((8, 8), np.int32), "segment_ids": np.zeros((8, 8), np.int32),
+                "label_ids": rng.randint(0, 2, (8,)).astype(np.int32)}
+
+    def dataset_fn(context):
+        del context
+        return tf.data.Dataset.from_tensor_slices(features).repeat().batch(2, drop_remainder=True)
+
+    def loss_fn(model, batch, training):
+        outputs = model({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}, training=training)
+        return tf.reduce_mean(classifier_loss(outputs, batch["label_ids"], 2)), {}
+
+    config = albert_tf.AlbertConfig(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=1,
+                                    num_attention_heads=2, intermediate_size=32, max_position_embeddings=16)
+    model = albert_tf.AlbertClassifier(config, num_labels=2)
+    opt = optimization.create_optimizer(1e-3, num_train_steps, 1, optimizer="adamw")
+    return loop.run_training(model, opt, loss_fn, dataset_fn, tf.distribute.get_strategy(), model_dir,
+                             num_train_steps, iterations_per_loop=2, save_checkpoints_steps=2,
+                             keep_checkpoint_max=keep)["global_step"]
+
+
+def _files(directory):
+    out = {}
+    for name in sorted(os.listdir(directory)):
+        with open(os.path.join(directory, name), "rb") as f:
+            out[name] = f.read()
+    return out
+
+
+def _state_cases(rng, state, other):
+    """(name, bytes) of damaged `checkpoint` state files: cuts, garbage, wrong and missing paths, absolute paths,
+    another directory's checkpoint."""
+    cases = [(f"cut at {n}", state[:n]) for n in [rng.randrange(1, len(state))]]
+    cases.append(("garbage", bytes(rng.randrange(256) for _ in range(60))))
+    cases.append(("empty", b""))
+    cases.append(("missing files", b'model_checkpoint_path: "model.ckpt-8"\nall_model_checkpoint_paths: "model.ckpt-6"\n'
+                                    b'all_model_checkpoint_paths: "model.ckpt-8"\n'))
+    cases.append(("wrong paths", b'model_checkpoint_path: "/nonexistent/model.ckpt-4"\n'))
+    cases.append(("another directory's", f'model_checkpoint_path: "{other}"\nall_model_checkpoint_paths: "{other}"\n'
+                  .encode()))
+    cases.append(("absolute own paths, another's first",
+                  f'model_checkpoint_path: "{{d}}/model.ckpt-4"\nall_model_checkpoint_paths: "{other}"\n'
+                  'all_model_checkpoint_paths: "{d}/model.ckpt-2"\nall_model_checkpoint_paths: "{d}/model.ckpt-4"\n'
+                  .encode()))
+    return cases
+
+
+def test_checkpoint_state_file(tmp_path, caplog):
+    """The `checkpoint` state file damaged in every way a cut write, a copy or a hand edit leaves it: the run
+    resumes from the newest intact checkpoint on disk, overwrites and deletes no intact checkpoint (its own or
+    another directory's that the file names) and names the file, with no traceback."""
+    import random   # pylint: disable=import-outside-toplevel
+    import shutil   # pylint: disable=import-outside-toplevel
+    from albert_tf.commands.app import one_line   # pylint: disable=import-outside-toplevel
+    from albert_tf.training import loop   # pylint: disable=import-outside-toplevel
+    caplog.set_level(logging.INFO)
+    rng = random.Random(0)
+    trained, other_dir = str(tmp_path / "trained"), str(tmp_path / "other")
+    assert _resume(trained, 4, keep=10) == 4
+    shutil.copytree(trained, other_dir)
+    other = os.path.join(other_dir, "model.ckpt-4")
+    other_files = _files(other_dir)
+    intact = {name: data for name, data in _files(trained).items() if name.startswith("model.ckpt-")}
+    with open(os.path.join(trained, "checkpoint"), "rb") as f:
+        state = f.read()
+    for case, damaged in _state_cases(rng, state, other):
+        model_dir = str(tmp_path / re.sub(r"\W+", "_", case))
+        shutil.copytree(trained, model_dir)
+        with open(os.path.join(model_dir, "checkpoint"), "wb") as f:
+            f.write(damaged.replace(b"{d}", model_dir.encode()))
+        caplog.clear()
+        try:
+            step = _resume(model_dir, 6, keep=2)
+        except InputError as e:   # pragma: no cover - the cases above all resume
+            raise AssertionError(f"{case}: {one_line(e)}") from e
+        assert step == 6, case
+        files = _files(model_dir)
+        for name, data in intact.items():   # model.ckpt-4 as it was; model.ckpt-2 too, unless swept (keep=2)
+            if name.startswith("model.ckpt-4") or name in files:
+                assert files[name] == data, (case, name)
+        assert [s for s, _ in loop.list_checkpoints(model_dir)] in ([2, 4, 6], [4, 6]), case
+        assert _files(other_dir) == other_files, case   # another directory's checkpoint never touched
+        latest = tf_latest(model_dir)
+        assert latest == os.path.join(model_dir, "model.ckpt-6"), (case, latest)
+        assert "Resuming from " + os.path.join(model_dir, "model.ckpt-4") in caplog.text, case
+
+
+def tf_latest(model_dir):
+    import tensorflow as tf   # pylint: disable=import-outside-toplevel
+    return tf.train.latest_checkpoint(model_dir)
