@@ -392,3 +392,117 @@ def test_checkpoint_state_file(tmp_path, caplog):
 def tf_latest(model_dir):
     import tensorflow as tf   # pylint: disable=import-outside-toplevel
     return tf.train.latest_checkpoint(model_dir)
+
+
+# --- TFRecords: the pretraining data and the runners' feature files ----------------------------------------------
+
+SEQ, PRED = 16, 3
+
+
+def _record_files(root):
+    """A pretraining TFRecord (the schema of create_pretraining_data) and a classifier feature file (the
+    runners' cache, `feature_to_tf_example`), 6 records each; returns {name: (path, read)} where `read(path)`
+    reads a file as the runner does (in a graph) and returns its rows."""
+    import tensorflow as tf   # pylint: disable=import-outside-toplevel
+    from albert_tf.data import features as features_lib   # pylint: disable=import-outside-toplevel
+    from albert_tf.tasks.glue import data as glue_data   # pylint: disable=import-outside-toplevel
+    from albert_tf.tasks.pretraining import inputs   # pylint: disable=import-outside-toplevel
+    pretraining = os.path.join(root, "pretraining.tfrecord")
+    with tf.io.TFRecordWriter(pretraining) as writer:
+        for i in range(6):
+            writer.write(tf.train.Example(features=tf.train.Features(feature={
+                "input_ids": features_lib.int64_feature([i + 5] * SEQ),
+                "input_mask": features_lib.int64_feature([1] * SEQ),
+                "segment_ids": features_lib.int64_feature([0] * SEQ),
+                "token_boundary": features_lib.int64_feature([1] * SEQ),
+                "masked_lm_positions": features_lib.int64_feature([1, 2, 3]),
+                "masked_lm_ids": features_lib.int64_feature([7, 8, 9]),
+                "masked_lm_weights": features_lib.float_feature([1.0] * PRED),
+                "next_sentence_labels": features_lib.int64_feature([i % 2])})).SerializeToString())
+    classifier = os.path.join(root, "sst-2_eval.tf_record")
+    with tf.io.TFRecordWriter(classifier) as writer:
+        for i in range(6):
+            feature = glue_data.InputFeatures([i + 5] * SEQ, [1] * SEQ, [0] * SEQ, i % 2)
+            writer.write(glue_data.feature_to_tf_example(feature, "sst-2").SerializeToString())
+
+    def rows(dataset):
+        @tf.function
+        def collect(ds):   # the runners read in a graph: errors arrive as graph-execution errors
+            return ds.reduce(tf.zeros([0], tf.int32), lambda acc, b: tf.concat([acc, b["input_ids"][:, 0]], 0))
+        return collect(dataset).numpy().tolist()
+
+    def read_pretraining(path):
+        inputs.check_record_lengths([path], SEQ, PRED)
+        # The evaluation input repeats (the original's: a fixed number of steps): one pass over 6 records.
+        return rows(inputs.pretraining_dataset([path], SEQ, PRED, 2, is_training=False).take(3))
+
+    def read_classifier(path):
+        return rows(glue_data.file_based_dataset(path, SEQ, False, False, "sst-2", 2))
+
+    return {"pretraining": (pretraining, read_pretraining), "classifier features": (classifier, read_classifier)}
+
+
+def _record_damage(rng, data):
+    """(name, bytes) of damaged copies of a TFRecord file: cuts at random offsets, a byte flipped in a record's
+    length, length CRC, payload and payload CRC, an empty file, a file that is not a TFRecord file."""
+    starts, at = [], 0
+    while at < len(data):   # each record: 8-byte length, 4-byte CRC, payload, 4-byte CRC
+        starts.append(at)
+        at += 16 + int.from_bytes(data[at:at + 8], "little")
+    cases = [(f"cut at {n}", data[:n]) for n in sorted(rng.sample(range(1, len(data)), 6))]
+    for part in ("length", "length CRC", "payload", "payload CRC"):
+        index = rng.randrange(len(starts))
+        start, end = starts[index], (starts + [len(data)])[index + 1]
+        offset = {"length": start + rng.randrange(0, 8), "length CRC": start + rng.randrange(8, 12),
+                  "payload": rng.randrange(start + 12, end - 4), "payload CRC": rng.randrange(end - 4, end)}[part]
+        damaged = bytearray(data)
+        damaged[offset] ^= 1 << rng.randrange(8)
+        cases.append((f"{part} byte {offset} flipped", bytes(damaged)))
+    cases.append(("empty", b""))
+    cases.append(("text", b"the cat sat on the mat\n" * 10))
+    return cases, starts
+
+
+def test_tfrecords(tmp_path):
+    """Every damaged copy either stops with one line naming the file (and TensorFlow's offset), through the
+    driver's `data_loss_error` (the line a runner prints), or reads as the complete file's first records: a file
+    cut at a record boundary, or empty, which the TFRecord format cannot tell from a shorter file
+    (docs/troubleshooting.md)."""
+    import random   # pylint: disable=import-outside-toplevel
+    import tensorflow as tf   # pylint: disable=import-outside-toplevel
+    from albert_tf.commands.app import one_line   # pylint: disable=import-outside-toplevel
+    from albert_tf.training import driver   # pylint: disable=import-outside-toplevel
+    rng = random.Random(0)
+    undetected = []
+    for name, (path, read) in _record_files(str(tmp_path)).items():
+        expected = read(path)
+        assert expected == [5, 6, 7, 8, 9, 10], name
+        with open(path, "rb") as f:
+            data = f.read()
+        cases, starts = _record_damage(rng, data)
+        for case, damaged in cases:
+            target = str(tmp_path / f"{name.replace(' ', '_')}-{re.sub(r'\W+', '_', case)}.tfrecord")
+            with open(target, "wb") as f:
+                f.write(damaged)
+            try:
+                got = read(target)
+            except InputError as e:   # the pretraining check of each file's first record
+                line = one_line(e)
+                assert target in line and "\n" not in str(e), (name, case, line)
+                continue
+            except tf.errors.DataLossError as e:
+                error = driver.data_loss_error([path, target], str(tmp_path))
+                assert error is not None, (name, case, one_line(e))
+                line = one_line(error)
+                assert re.match(rf"{re.escape(target)}: (truncated|corrupted) record at \d+", line), (name, case, line)
+                continue
+            # Read without an error: a file cut at a record boundary (or empty) holds the complete file's first
+            # records (repeated by the pretraining evaluation input).
+            assert len(damaged) in starts, (name, case, got)
+            kept = expected[:starts.index(len(damaged))]
+            assert got == (kept * len(expected))[:len(got)], (name, case, got)
+            undetected.append((name, case))
+    # An empty pretraining file is refused (its repeating training input would wait forever); an empty feature
+    # file reads as no record (evaluation and prediction refuse it by its record count: `ensure_cached_features`).
+    assert all(case.startswith("cut at") or (name, case) == ("classifier features", "empty")
+               for name, case in undetected), undetected
