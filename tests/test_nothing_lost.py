@@ -243,6 +243,22 @@ def test_a_config_without_an_architecture_key_is_refused(tmp_path, key):
     assert "64" not in message   # no default the user never wrote
 
 
+def test_a_config_dict_without_an_architecture_key_names_the_default_it_takes(caplog):
+    """`AlbertConfig.from_dict` keeps the original's defaults (a Python dict, as `BertConfig.from_dict`), but says
+    which keys it filled: the tiny model's later "`num_attention_heads=64`" has its origin named."""
+    values = AlbertConfig(**TINY).to_dict()
+    del values["num_attention_heads"], values["num_hidden_groups"]
+    config = AlbertConfig.from_dict(values)
+    assert config.num_attention_heads == 64
+    warning = [r.getMessage() for r in caplog.records if "lacks" in r.getMessage()]
+    assert len(warning) == 1
+    assert "lacks num_hidden_groups, num_attention_heads," in warning[0]
+    assert "num_attention_heads=64" in warning[0]
+    caplog.clear()
+    AlbertConfig.from_dict(AlbertConfig(**TINY).to_dict())
+    assert "lacks" not in caplog.text
+
+
 # --- damaged TFRecords named --------------------------------------------------------------------------------
 
 def _records(tmp_path):
