@@ -81,7 +81,8 @@ def sources(model_files, tmp_path_factory):  # noqa: F811
     return {"run dir": (str(run), head), "run model.ckpt-2": (str(run / "model.ckpt-2"), head),
             "run model.ckpt-best": (str(run / "model.ckpt-best"), head),
             "google tf1": (str(google / "model.ckpt-300"), head), "google dir": (str(google), head),
-            "albert-export": (export, "serves a classifier model"), "keras file": (keras_file, "is a Keras model file (AlbertClassifier)"),
+            "albert-export": (export, "serves a classifier model"),
+            "keras file": (keras_file, "is a Keras model file (AlbertClassifier)"),
             "hf safetensors": (hf_dir, hf_head), "keras-hub preset": (preset, hf_head), "spm": model_files["spm"]}
 
 

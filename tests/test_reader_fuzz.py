@@ -337,8 +337,8 @@ def _state_cases(rng, state, other):
     cases = [(f"cut at {n}", state[:n]) for n in [rng.randrange(1, len(state))]]
     cases.append(("garbage", bytes(rng.randrange(256) for _ in range(60))))
     cases.append(("empty", b""))
-    cases.append(("missing files", b'model_checkpoint_path: "model.ckpt-8"\nall_model_checkpoint_paths: "model.ckpt-6"\n'
-                                    b'all_model_checkpoint_paths: "model.ckpt-8"\n'))
+    cases.append(("missing files", b'model_checkpoint_path: "model.ckpt-8"\n'
+                                    b'all_model_checkpoint_paths: "model.ckpt-6"\nall_model_checkpoint_paths: "model.ckpt-8"\n'))
     cases.append(("wrong paths", b'model_checkpoint_path: "/nonexistent/model.ckpt-4"\n'))
     cases.append(("another directory's", f'model_checkpoint_path: "{other}"\nall_model_checkpoint_paths: "{other}"\n'
                   .encode()))
@@ -481,7 +481,7 @@ def test_tfrecords(tmp_path):
             data = f.read()
         cases, starts = _record_damage(rng, data)
         for case, damaged in cases:
-            target = str(tmp_path / f"{name.replace(' ', '_')}-{re.sub(r'\W+', '_', case)}.tfrecord")
+            target = str(tmp_path / (re.sub(r"\W+", "_", f"{name} {case}") + ".tfrecord"))
             with open(target, "wb") as f:
                 f.write(damaged)
             try:
