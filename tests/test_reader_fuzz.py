@@ -338,7 +338,8 @@ def _state_cases(rng, state, other):
     cases.append(("garbage", bytes(rng.randrange(256) for _ in range(60))))
     cases.append(("empty", b""))
     cases.append(("missing files", b'model_checkpoint_path: "model.ckpt-8"\n'
-                                    b'all_model_checkpoint_paths: "model.ckpt-6"\nall_model_checkpoint_paths: "model.ckpt-8"\n'))
+                                    b'all_model_checkpoint_paths: "model.ckpt-6"\n'
+                                    b'all_model_checkpoint_paths: "model.ckpt-8"\n'))
     cases.append(("wrong paths", b'model_checkpoint_path: "/nonexistent/model.ckpt-4"\n'))
     cases.append(("another directory's", f'model_checkpoint_path: "{other}"\nall_model_checkpoint_paths: "{other}"\n'
                   .encode()))
