@@ -359,6 +359,7 @@ def test_checkpoint_state_file(tmp_path, caplog):
     from albert_tf.commands.app import one_line   # pylint: disable=import-outside-toplevel
     from albert_tf.training import loop   # pylint: disable=import-outside-toplevel
     caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="absl")   # an earlier test may have set absl's verbosity
     rng = random.Random(0)
     trained, other_dir = str(tmp_path / "trained"), str(tmp_path / "other")
     assert _resume(trained, 4, keep=10) == 4
