@@ -10,6 +10,8 @@ import copy
 import json
 import os
 
+from absl import logging
+
 from albert_tf import fileio
 from albert_tf.errors import InputError
 
@@ -119,10 +121,17 @@ class AlbertConfig:
 
     @classmethod
     def from_dict(cls, json_object):
-        """Builds a config from a dict, keeping every key (as the original does)."""
+        """Builds a config from a dict, keeping every key (as the original does). The keys of `REQUIRED_KEYS` the
+        dict lacks take the constructor's defaults (the original's, built for xxlarge), with a warning naming
+        them: a later error about such a value then has its origin (`from_json_file` refuses them instead)."""
         if not isinstance(json_object, dict):
             raise TypeError(f"`json_object` must be a dict. Received: {type(json_object).__name__}.")
         config = cls(vocab_size=None)
+        missing = [key for key in REQUIRED_KEYS if key not in json_object and key != "vocab_size"]
+        if missing:
+            logging.warning("The config lacks %s, which decide the model's architecture: the constructor's "
+                            "defaults (built for xxlarge) are used: %s.", ", ".join(missing),
+                            ", ".join(f"{key}={getattr(config, key)!r}" for key in missing))
         for key, value in json_object.items():
             config.__dict__[key] = value
         return config

@@ -45,8 +45,8 @@ import numpy as np
 import tensorflow as tf
 
 from albert_tf import registry
-from albert_tf.checkpoints import open_reader, resolve_source, restore_source, table
-from albert_tf.checkpoints.convert import detect_model
+from albert_tf.checkpoints import resolve_source, restore_source, table
+from albert_tf.checkpoints.convert import describe_heads
 from albert_tf.config import AlbertConfig, check_max_seq_length
 from albert_tf.errors import InputError, MissingPackageError
 from albert_tf.export import lite
@@ -374,8 +374,7 @@ class Pipeline:
                    if head in table.model_components(model) and head in loaded.missing_heads]
         if missing:
             raise InputError(f"Source `{resolved.path}` has no {missing[0]} head, which {cls.task!r} needs "
-                             f"({type(model).__name__}); its heads read as: "
-                             f"{detect_model(open_reader(resolved))[0]}.")
+                             f"({type(model).__name__}); it holds {describe_heads(resolved)}.")
         return model
 
     @classmethod

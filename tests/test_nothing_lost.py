@@ -208,6 +208,25 @@ def test_every_checkpoint_damaged_stops_the_run(tmp_path):
     assert os.path.exists(_data_file(os.path.join(model_dir, "model.ckpt-2-damaged")))
 
 
+def test_pruning_after_evaluation_rewrites_the_state_file(tmp_path):
+    """The evaluation keeps the best and the latest checkpoint (`delete_non_best`, as the original prunes): the
+    `checkpoint` state file then names those two only, none that is gone (issue 56's two-runs row)."""
+    model_dir = str(tmp_path / "run")
+    _train(model_dir, 6)
+    model = albert_tf.AlbertClassifier(albert_tf.AlbertConfig.from_dict(TINY), num_labels=2)
+    scores = iter([0.5, 0.9, 0.7])   # model.ckpt-4 the best
+
+    def eval_fn(_):
+        return {"eval_accuracy": next(scores)}
+
+    best, _ = loop.evaluate_checkpoints(model, model_dir, eval_fn, "eval_accuracy", model_dir, delete_non_best=True)
+    assert best == 4
+    assert [s for s, _ in loop.list_checkpoints(model_dir)] == [4, 6]
+    state = tf.train.get_checkpoint_state(model_dir)
+    assert [os.path.basename(p) for p in state.all_model_checkpoint_paths] == ["model.ckpt-4", "model.ckpt-6"]
+    assert tf.train.latest_checkpoint(model_dir) == os.path.join(model_dir, "model.ckpt-6")
+
+
 # --- strict configs -----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("key", ["num_hidden_layers", "num_attention_heads", "hidden_act", "type_vocab_size"])
@@ -222,6 +241,22 @@ def test_a_config_without_an_architecture_key_is_refused(tmp_path, key):
     message = str(caught.value)
     assert f"`{path}` lacks the key(s) {key}," in message
     assert "64" not in message   # no default the user never wrote
+
+
+def test_a_config_dict_without_an_architecture_key_names_the_default_it_takes(caplog):
+    """`AlbertConfig.from_dict` keeps the original's defaults (a Python dict, as `BertConfig.from_dict`), but says
+    which keys it filled: the tiny model's later "`num_attention_heads=64`" has its origin named."""
+    values = AlbertConfig(**TINY).to_dict()
+    del values["num_attention_heads"], values["num_hidden_groups"]
+    config = AlbertConfig.from_dict(values)
+    assert config.num_attention_heads == 64
+    warning = [r.getMessage() for r in caplog.records if "lacks" in r.getMessage()]
+    assert len(warning) == 1
+    assert "lacks num_hidden_groups, num_attention_heads," in warning[0]
+    assert "num_attention_heads=64" in warning[0]
+    caplog.clear()
+    AlbertConfig.from_dict(AlbertConfig(**TINY).to_dict())
+    assert "lacks" not in caplog.text
 
 
 # --- damaged TFRecords named --------------------------------------------------------------------------------

@@ -83,6 +83,27 @@ def test_ids_equal_the_original_packing(model_files, number_spm, which):
     assert _ids(clone(tuple(zip(*pairs)))) == got
 
 
+def test_bytes_that_are_not_utf8_are_dropped_as_the_original_decodes_them(model_files):
+    """Raw bytes that are not UTF-8: the original's `convert_to_unicode` under Python 3 (`bytes.decode("utf-8",
+    "ignore")`), then its packing; singles and pairs."""
+    tokenizer = FullTokenizer(spm_model_file=model_files["spm"])
+    pre = AlbertPreprocessor(model_files["spm"], max_seq_length=16)
+    text_a = [b"the movie was g\xc3ood \xff", b"caf\xe9 \xe2\x82 was \xc0\xaf happy \xed\xa0\x80", b"\x80\xbf"]
+    text_b = [b"", b"a \xf0\x9f\x98 sad plot", b"\xf4\x90\x80\x80bad"]
+
+    def expected(a, b):
+        example = glue.InputExample("g", tokenization.preprocess_text(tokenization.convert_to_unicode(a), lower=True),
+                                    tokenization.preprocess_text(tokenization.convert_to_unicode(b), lower=True)
+                                    if b else None, "0")
+        f = glue.convert_single_example(0, example, ["0", "1"], 16, tokenizer, "sst-2")
+        return [f.input_ids, f.input_mask, f.segment_ids]
+
+    got = _ids(pre({"text_a": tf.constant(text_a), "text_b": tf.constant(text_b)}))
+    assert [list(r) for r in zip(got["input_ids"], got["input_mask"], got["segment_ids"])] == \
+        [expected(a, b) for a, b in zip(text_a, text_b)]
+    assert tokenization.convert_to_unicode(text_a[0]) == "the movie was good "
+
+
 @pytest.mark.e2e
 def test_fine_tune_from_strings_save_and_reload_in_a_fresh_process(model_files, tmp_path):
     """`compile()` + `fit(x=strings, y=labels)` learns the sentiment task; the `.keras` file reloads in a new

@@ -289,3 +289,222 @@ def test_pretraining_text_reader(data):
             _assert_names_file_and_line(e, path)
             return
         assert [line.decode("utf-8") for line in lines] == corrupted.decode("utf-8").split("\n")[:len(lines)]
+
+
+# --- the checkpoint state file ----------------------------------------------------------------------------------
+
+def _resume(model_dir, num_train_steps, keep):
+    """A tiny classifier trained to `num_train_steps` in `model_dir` (a checkpoint every 2 steps, `keep` kept),
+    resuming from what is there: `loop.run_training` as the runners call it."""
+    import numpy as np   # pylint: disable=import-outside-toplevel
+    import tensorflow as tf   # pylint: disable=import-outside-toplevel
+    import albert_tf   # pylint: disable=import-outside-toplevel
+    from albert_tf.tasks.glue.model import classifier_loss   # pylint: disable=import-outside-toplevel
+    from albert_tf.training import loop, optimization   # pylint: disable=import-outside-toplevel
+    rng = np.random.RandomState(0)
+    features = {"input_ids": rng.randint(5, 40, (8, 8)).astype(np.int32),
+                "input_mask": np.ones((8, 8), np.int32), "segment_ids": np.zeros((8, 8), np.int32),
+                "label_ids": rng.randint(0, 2, (8,)).astype(np.int32)}
+
+    def dataset_fn(context):
+        del context
+        return tf.data.Dataset.from_tensor_slices(features).repeat().batch(2, drop_remainder=True)
+
+    def loss_fn(model, batch, training):
+        outputs = model({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}, training=training)
+        return tf.reduce_mean(classifier_loss(outputs, batch["label_ids"], 2)), {}
+
+    config = albert_tf.AlbertConfig(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=1,
+                                    num_attention_heads=2, intermediate_size=32, max_position_embeddings=16)
+    model = albert_tf.AlbertClassifier(config, num_labels=2)
+    opt = optimization.create_optimizer(1e-3, num_train_steps, 1, optimizer="adamw")
+    return loop.run_training(model, opt, loss_fn, dataset_fn, tf.distribute.get_strategy(), model_dir,
+                             num_train_steps, iterations_per_loop=2, save_checkpoints_steps=2,
+                             keep_checkpoint_max=keep)["global_step"]
+
+
+def _files(directory):
+    out = {}
+    for name in sorted(os.listdir(directory)):
+        with open(os.path.join(directory, name), "rb") as f:
+            out[name] = f.read()
+    return out
+
+
+def _state_cases(rng, state, other):
+    """(name, bytes) of damaged `checkpoint` state files: cuts, garbage, wrong and missing paths, absolute paths,
+    another directory's checkpoint."""
+    cases = [(f"cut at {n}", state[:n]) for n in [rng.randrange(1, len(state))]]
+    cases.append(("garbage", bytes(rng.randrange(256) for _ in range(60))))
+    cases.append(("empty", b""))
+    cases.append(("missing files", b'model_checkpoint_path: "model.ckpt-8"\n'
+                                    b'all_model_checkpoint_paths: "model.ckpt-6"\n'
+                                    b'all_model_checkpoint_paths: "model.ckpt-8"\n'))
+    cases.append(("wrong paths", b'model_checkpoint_path: "/nonexistent/model.ckpt-4"\n'))
+    cases.append(("another directory's", f'model_checkpoint_path: "{other}"\nall_model_checkpoint_paths: "{other}"\n'
+                  .encode()))
+    cases.append(("absolute own paths, another's first",
+                  f'model_checkpoint_path: "{{d}}/model.ckpt-4"\nall_model_checkpoint_paths: "{other}"\n'
+                  'all_model_checkpoint_paths: "{d}/model.ckpt-2"\nall_model_checkpoint_paths: "{d}/model.ckpt-4"\n'
+                  .encode()))
+    return cases
+
+
+def test_checkpoint_state_file(tmp_path, caplog):
+    """The `checkpoint` state file damaged in every way a cut write, a copy or a hand edit leaves it: the run
+    resumes from the newest intact checkpoint on disk, overwrites and deletes no intact checkpoint (its own or
+    another directory's that the file names) and names the file, with no traceback."""
+    import random   # pylint: disable=import-outside-toplevel
+    import shutil   # pylint: disable=import-outside-toplevel
+    from albert_tf.commands.app import one_line   # pylint: disable=import-outside-toplevel
+    from albert_tf.training import loop   # pylint: disable=import-outside-toplevel
+    caplog.set_level(logging.INFO)
+    caplog.set_level(logging.INFO, logger="absl")   # an earlier test may have set absl's verbosity
+    rng = random.Random(0)
+    trained, other_dir = str(tmp_path / "trained"), str(tmp_path / "other")
+    assert _resume(trained, 4, keep=10) == 4
+    shutil.copytree(trained, other_dir)
+    other = os.path.join(other_dir, "model.ckpt-4")
+    other_files = _files(other_dir)
+    intact = {name: data for name, data in _files(trained).items() if name.startswith("model.ckpt-")}
+    with open(os.path.join(trained, "checkpoint"), "rb") as f:
+        state = f.read()
+    for case, damaged in _state_cases(rng, state, other):
+        model_dir = str(tmp_path / re.sub(r"\W+", "_", case))
+        shutil.copytree(trained, model_dir)
+        with open(os.path.join(model_dir, "checkpoint"), "wb") as f:
+            f.write(damaged.replace(b"{d}", model_dir.encode()))
+        caplog.clear()
+        try:
+            step = _resume(model_dir, 6, keep=2)
+        except InputError as e:   # pragma: no cover - the cases above all resume
+            raise AssertionError(f"{case}: {one_line(e)}") from e
+        assert step == 6, case
+        files = _files(model_dir)
+        for name, data in intact.items():   # model.ckpt-4 as it was; model.ckpt-2 too, unless swept (keep=2)
+            if name.startswith("model.ckpt-4") or name in files:
+                assert files[name] == data, (case, name)
+        assert [s for s, _ in loop.list_checkpoints(model_dir)] in ([2, 4, 6], [4, 6]), case
+        assert _files(other_dir) == other_files, case   # another directory's checkpoint never touched
+        latest = tf_latest(model_dir)
+        assert latest == os.path.join(model_dir, "model.ckpt-6"), (case, latest)
+        assert "Resuming from " + os.path.join(model_dir, "model.ckpt-4") in caplog.text, case
+
+
+def tf_latest(model_dir):
+    import tensorflow as tf   # pylint: disable=import-outside-toplevel
+    return tf.train.latest_checkpoint(model_dir)
+
+
+# --- TFRecords: the pretraining data and the runners' feature files ----------------------------------------------
+
+SEQ, PRED = 16, 3
+
+
+def _record_files(root):
+    """A pretraining TFRecord (the schema of create_pretraining_data) and a classifier feature file (the
+    runners' cache, `feature_to_tf_example`), 6 records each; returns {name: (path, read)} where `read(path)`
+    reads a file as the runner does (in a graph) and returns its rows."""
+    import tensorflow as tf   # pylint: disable=import-outside-toplevel
+    from albert_tf.data import features as features_lib   # pylint: disable=import-outside-toplevel
+    from albert_tf.tasks.glue import data as glue_data   # pylint: disable=import-outside-toplevel
+    from albert_tf.tasks.pretraining import inputs   # pylint: disable=import-outside-toplevel
+    pretraining = os.path.join(root, "pretraining.tfrecord")
+    with tf.io.TFRecordWriter(pretraining) as writer:
+        for i in range(6):
+            writer.write(tf.train.Example(features=tf.train.Features(feature={
+                "input_ids": features_lib.int64_feature([i + 5] * SEQ),
+                "input_mask": features_lib.int64_feature([1] * SEQ),
+                "segment_ids": features_lib.int64_feature([0] * SEQ),
+                "token_boundary": features_lib.int64_feature([1] * SEQ),
+                "masked_lm_positions": features_lib.int64_feature([1, 2, 3]),
+                "masked_lm_ids": features_lib.int64_feature([7, 8, 9]),
+                "masked_lm_weights": features_lib.float_feature([1.0] * PRED),
+                "next_sentence_labels": features_lib.int64_feature([i % 2])})).SerializeToString())
+    classifier = os.path.join(root, "sst-2_eval.tf_record")
+    with tf.io.TFRecordWriter(classifier) as writer:
+        for i in range(6):
+            feature = glue_data.InputFeatures([i + 5] * SEQ, [1] * SEQ, [0] * SEQ, i % 2)
+            writer.write(glue_data.feature_to_tf_example(feature, "sst-2").SerializeToString())
+
+    def rows(dataset):
+        @tf.function
+        def collect(ds):   # the runners read in a graph: errors arrive as graph-execution errors
+            return ds.reduce(tf.zeros([0], tf.int32), lambda acc, b: tf.concat([acc, b["input_ids"][:, 0]], 0))
+        return collect(dataset).numpy().tolist()
+
+    def read_pretraining(path):
+        inputs.check_record_lengths([path], SEQ, PRED)
+        # The evaluation input repeats (the original's: a fixed number of steps): one pass over 6 records.
+        return rows(inputs.pretraining_dataset([path], SEQ, PRED, 2, is_training=False).take(3))
+
+    def read_classifier(path):
+        return rows(glue_data.file_based_dataset(path, SEQ, False, False, "sst-2", 2))
+
+    return {"pretraining": (pretraining, read_pretraining), "classifier features": (classifier, read_classifier)}
+
+
+def _record_damage(rng, data):
+    """(name, bytes) of damaged copies of a TFRecord file: cuts at random offsets, a byte flipped in a record's
+    length, length CRC, payload and payload CRC, an empty file, a file that is not a TFRecord file."""
+    starts, at = [], 0
+    while at < len(data):   # each record: 8-byte length, 4-byte CRC, payload, 4-byte CRC
+        starts.append(at)
+        at += 16 + int.from_bytes(data[at:at + 8], "little")
+    cases = [(f"cut at {n}", data[:n]) for n in sorted(rng.sample(range(1, len(data)), 6))]
+    for part in ("length", "length CRC", "payload", "payload CRC"):
+        index = rng.randrange(len(starts))
+        start, end = starts[index], (starts + [len(data)])[index + 1]
+        offset = {"length": start + rng.randrange(0, 8), "length CRC": start + rng.randrange(8, 12),
+                  "payload": rng.randrange(start + 12, end - 4), "payload CRC": rng.randrange(end - 4, end)}[part]
+        damaged = bytearray(data)
+        damaged[offset] ^= 1 << rng.randrange(8)
+        cases.append((f"{part} byte {offset} flipped", bytes(damaged)))
+    cases.append(("empty", b""))
+    cases.append(("text", b"the cat sat on the mat\n" * 10))
+    return cases, starts
+
+
+def test_tfrecords(tmp_path):
+    """Every damaged copy either stops with one line naming the file (and TensorFlow's offset), through the
+    driver's `data_loss_error` (the line a runner prints), or reads as the complete file's first records: a file
+    cut at a record boundary, or empty, which the TFRecord format cannot tell from a shorter file
+    (docs/troubleshooting.md)."""
+    import random   # pylint: disable=import-outside-toplevel
+    import tensorflow as tf   # pylint: disable=import-outside-toplevel
+    from albert_tf.commands.app import one_line   # pylint: disable=import-outside-toplevel
+    from albert_tf.training import driver   # pylint: disable=import-outside-toplevel
+    rng = random.Random(0)
+    undetected = []
+    for name, (path, read) in _record_files(str(tmp_path)).items():
+        expected = read(path)
+        assert expected == [5, 6, 7, 8, 9, 10], name
+        with open(path, "rb") as f:
+            data = f.read()
+        cases, starts = _record_damage(rng, data)
+        for case, damaged in cases:
+            target = str(tmp_path / (re.sub(r"\W+", "_", f"{name} {case}") + ".tfrecord"))
+            with open(target, "wb") as f:
+                f.write(damaged)
+            try:
+                got = read(target)
+            except InputError as e:   # the pretraining check of each file's first record
+                line = one_line(e)
+                assert target in line and "\n" not in str(e), (name, case, line)
+                continue
+            except tf.errors.DataLossError as e:
+                error = driver.data_loss_error([path, target], str(tmp_path))
+                assert error is not None, (name, case, one_line(e))
+                line = one_line(error)
+                assert re.match(rf"{re.escape(target)}: (truncated|corrupted) record at \d+", line), (name, case, line)
+                continue
+            # Read without an error: a file cut at a record boundary (or empty) holds the complete file's first
+            # records (repeated by the pretraining evaluation input).
+            assert len(damaged) in starts, (name, case, got)
+            kept = expected[:starts.index(len(damaged))]
+            assert got == (kept * len(expected))[:len(got)], (name, case, got)
+            undetected.append((name, case))
+    # An empty pretraining file is refused (its repeating training input would wait forever); an empty feature
+    # file reads as no record (evaluation and prediction refuse it by its record count: `ensure_cached_features`).
+    assert all(case.startswith("cut at") or (name, case) == ("classifier features", "empty")
+               for name, case in undetected), undetected

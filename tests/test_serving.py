@@ -466,7 +466,8 @@ def test_doc_saved_model_cli_show_output(served):
 
 def test_the_session_path_refuses_inputs_it_would_cast(served):
     """A `Session::Run` casts float ids (1.7 -> 1) and reshapes nothing: `SessionModel` refuses such inputs naming
-    the signature and the input, as it refuses text that is not UTF-8 and inputs of different batch sizes."""
+    the signature and the input, as it refuses inputs of different batch sizes; text that is not UTF-8 loses its
+    invalid bytes, as in the original."""
     importlib.import_module("tensorflow_text")   # the SentencePiece ops of serve_text
     from albert_tf.errors import InputError   # pylint: disable=import-outside-toplevel
     ids = np.full((2, MAX_SEQ), 3, np.int32)
@@ -486,8 +487,19 @@ def test_the_session_path_refuses_inputs_it_would_cast(served):
             with pytest.raises(InputError) as caught:
                 model.run(**inputs)
             assert str(caught.value) == message
-        with pytest.raises(InputError, match=r"Input `text_a` of signature `serve_text`: row 1 is not UTF-8 text"):
-            model.run("serve_text", text_a=[b"fine", b"caf\xe9"], text_b=[b"", b""])
+        # Text that is not UTF-8: its invalid bytes dropped, as the original's `convert_to_unicode` decodes it
+        # under Python 3 (`bytes.decode("utf-8", "ignore")`); the TF2 loader gives the same numbers.
+        text_a = [b"fine \xff", b"caf\xe9 \xe2\x82 au \xc0\xaf lait \xed\xa0\x80"]
+        text_b = [b"\x80good", b"\xf0\x9f\x98"]
+        dropped = model.run("serve_text", text_a=text_a, text_b=text_b)
+        decoded = model.run("serve_text", text_a=[t.decode("utf-8", "ignore") for t in text_a],
+                            text_b=[t.decode("utf-8", "ignore") for t in text_b])
+        assert [t.decode("utf-8", "ignore") for t in text_a] == ["fine ", "caf  au  lait "]
+        tf2 = tf.saved_model.load(served["paths"]["classifier"]).signatures["serve_text"](
+            text_a=tf.constant(text_a), text_b=tf.constant(text_b))
+        for name in decoded:
+            np.testing.assert_array_equal(dropped[name], decoded[name])
+            np.testing.assert_allclose(tf2[name].numpy(), decoded[name], atol=ATOL, rtol=0)
         with pytest.raises(InputError, match="must have one batch size. Received: text_a 2, text_b 1"):
             model.run("serve_text", text_a=["one", "two"], text_b=[""])
         again = model.run(**good)

@@ -95,6 +95,46 @@ def test_ids_equal_the_python_tokenizer(model):
     assert raw != expected
 
 
+# Bytes that are not UTF-8, by class: lone continuation bytes, cut multi-byte sequences, overlong encodings,
+# encoded surrogates, code points above U+10FFFF, bytes that never start a sequence (0xc0, 0xc1, 0xf5-0xff).
+INVALID_UTF8 = [
+    b"caf\xe9 au lait", b"lone \x80 continuation \xbf", b"cut \xe2\x82", b"cut \xe2\x82 then text",
+    b"cut emoji \xf0\x9f\x98", b"\xf0\x9f\x98x", b"overlong \xc0\xaf slash \xe0\x80\xaf", b"\xc1\xbf",
+    b"surrogate \xed\xa0\x80 pair \xed\xb0\x80", b"above \xf4\x90\x80\x80 max", b"\xff\xfe 0xff 0xfe",
+    b"\xf5\x80\x80\x80 \xf8\x88\x80\x80\x80", b"In 1990\xff, the", b"x\xc3\xc3\xa9y", b"\xef\xbb\xbfbom",
+    b"\x80", b"\xe9",
+]
+
+
+def _random_bytes(n, seed=0):
+    """Strings of valid characters, cut characters and stray bytes: every invalid class at random places."""
+    rng = random.Random(seed)
+    pieces = [b"a", b"Z", b" ", b"1990,", "é".encode(), "€".encode(), "😀".encode(), "ﬁ".encode()]
+    pieces += [bytes([b]) for b in range(0x80, 0x100)]
+    pieces += ["€".encode()[:2], "😀".encode()[:3], "😀".encode()[1:]]
+    return [b"".join(rng.choice(pieces) for _ in range(rng.randint(1, 10))) for _ in range(n)]
+
+
+def test_bytes_that_are_not_utf8_are_dropped_as_the_original_decodes_them(model):
+    """serve_text's tokenizer on invalid UTF-8: the ids of the original's `convert_to_unicode` under Python 3
+    (`bytes.decode("utf-8", "ignore")`), then `preprocess_text` and `encode_ids`; eager, graph, masks."""
+    sp = model["sp"]
+    texts = INVALID_UTF8 + _random_bytes(1000)
+    assert all(t.decode("utf-8", "ignore").encode() != t for t in INVALID_UTF8 if not t.startswith(b"\xef"))
+    decoded = [t.decode("utf-8", "ignore") for t in texts]
+    got = text_ops.drop_invalid_utf8(tf.constant(texts)).numpy().tolist()
+    assert [g.decode("utf-8") for g in got] == decoded   # byte for byte Python's "ignore"
+    for lower in (True, False):
+        tok = text_ops.AlbertTextTokenizer(model["proto"], do_lower_case=lower)
+        fn = tf.function(tok.tokenize, input_signature=[tf.TensorSpec([None], tf.string)])
+        expected = [ref_encode_ids(sp, ref_preprocess_text(t, lower)) for t in decoded]
+        assert tok.tokenize(tf.constant(texts)).to_list() == expected
+        assert fn(tf.constant(texts)).to_list() == expected
+    tok = text_ops.AlbertTextTokenizer(model["proto"], do_lower_case=True)
+    masked = tok.tokenize_with_masks(tf.constant([b"[MA\xffSK] \x80caf\xe9 [mask]"]), 4).to_list()[0]
+    assert masked == [4] + ref_encode_ids(sp, ref_preprocess_text(" caf ", True)) + [4]
+
+
 def test_digit_comma_rule_on_number_text(tmp_path):
     """A 400-piece vocabulary of number-heavy text (`1,` and `▁75,`-like pieces): the issue's examples and
     300 generated lines tokenize in the graph as the original does under Python 3."""

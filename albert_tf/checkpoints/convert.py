@@ -59,6 +59,18 @@ def _shape_getter(reader):
     return lambda name: reader.tf2_shape(paths[name]) if name in paths else None
 
 
+def _kind_shape(reader, kind, name):
+    """Shape of `kind`'s head variable `name` in `reader`, or None (TF2: at the object path of `kind`'s own row:
+    heads of several kinds share a TF1 name such as `output_weights`)."""
+    if not reader.is_tf2:
+        return reader.shapes.get(name)
+    for head in kind.heads:
+        for row in head.rows:
+            if row.name == name:
+                return reader.tf2_shape("model/" + row.path.replace(".", "/"))
+    return None
+
+
 def _holds(reader, kind, shape):
     """Whether `reader` holds every head variable of `kind` (TF2: every head attribute with variables)."""
     if reader.is_tf2:
@@ -84,8 +96,23 @@ def detect_model(reader, architecture=None):
     if not held:
         return "encoder", {}
     best = max(held, key=lambda kind: (len(kind.tf1_names), -kind.order))
-    labels_shape = shape(best.labels_variable) if best.labels_variable else None
+    labels_shape = _kind_shape(reader, best, best.labels_variable) if best.labels_variable else None
     return best.name, best.model_kwargs(labels_shape[0] if labels_shape else None)
+
+
+def describe_heads(source):
+    """What the heads of the resolved checkpoint `source` read as, for a message that refuses it: `a classifier
+    head (output_weights [3, 768])`, `a pretrainer head (cls/predictions/output_bias [30000])`, `no head (an
+    encoder)`. A Hugging Face directory's `config.json` class picks between heads that share their names."""
+    reader = reader_lib.open_reader(source)
+    architecture = hf.architecture_of(source.directory) if source.layout == "hf_model" else None
+    name, _ = detect_model(reader, architecture)
+    if name == "encoder":
+        return "no head (an encoder)"
+    kind = registry.get(name)
+    variable = kind.labels_variable or kind.tf1_names[0]
+    dims = _kind_shape(reader, kind, variable)
+    return f"a {name} head ({variable} {list(dims)})" if dims is not None else f"a {name} head"
 
 
 def tf1_values(model, components=None):

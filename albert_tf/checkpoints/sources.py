@@ -22,10 +22,12 @@ long as the `resolve_source` context, so every caller finds `config_file` and `s
 import contextlib
 import dataclasses
 import glob
+import json
 import os
 import re
 import tarfile
 import tempfile
+import zipfile
 
 import tensorflow as tf
 from absl import logging
@@ -160,6 +162,16 @@ def _resolve_directory(path, directory, stack):
         "SavedModel (`saved_model.pb`), a keras-hub preset or a Hugging Face directory (`config.json`).")
 
 
+def _keras_file_class(path):
+    """The model class a `.keras` file holds (`config.json` of its zip: `AlbertClassifier`), or what it is."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            config = json.loads(archive.read("config.json"))
+        return str(config["class_name"])
+    except (zipfile.BadZipFile, KeyError, ValueError, TypeError):
+        return "not a readable .keras archive"
+
+
 def _resolve_plain(path, local, stack):
     """Resolves a path that is not an archive; `local` is the filesystem path, `path` the user's (for messages)."""
     if os.path.isdir(local):
@@ -188,6 +200,10 @@ def _resolve_plain(path, local, stack):
                          "model directory.")
     if os.path.isfile(local) and base in (keras_hub.WEIGHTS, saved_model.SAVED_MODEL, "config.json", hf_tf.WEIGHTS):
         return _resolve_directory(path, os.path.dirname(local) or ".", stack)
+    if os.path.isfile(local) and base.endswith(".keras"):
+        raise InputError(f"`{path}` is a Keras model file ({_keras_file_class(local)}), not a checkpoint source: load "
+                         "it with `keras.saving.load_model` (albert_tf's classes are registered), or pass the "
+                         "checkpoint or export it was made from.")
     raise FileNotFoundError(
         f"Checkpoint source `{path}` not found. Expected a checkpoint prefix (with `{os.path.basename(local)}.index` "
         "beside it), a release directory, a TF-Hub TF1 module directory, or a `.tar.gz` of one.")

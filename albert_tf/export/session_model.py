@@ -62,8 +62,9 @@ class SessionModel:
 
         Raises:
             InputError: an input of another kind than its tensor's (float or string ids for an integer input: a
-            session would cast 1.7 to 1), of another rank, inputs of different batch sizes, or `serve_text`
-            strings that are not UTF-8; each names the signature and the input.
+            session would cast 1.7 to 1), of another rank, or inputs of different batch sizes; each names the
+            signature and the input. `serve_text` strings that are not UTF-8 are not refused: the graph drops the
+            bytes that are not UTF-8, as the original's `convert_to_unicode` (`bytes.decode("utf-8", "ignore")`).
         """
         signature_def = self._signature(signature)
         expected = set(signature_def.inputs)
@@ -125,13 +126,6 @@ def _check_inputs(signature, signature_def, arrays):
                                  f"{list(array.shape)}.")
             if dims and dims[0] == -1:
                 batch[name] = array.shape[0]
-        if signature == "serve_text" and dtype == tf.string:
-            for row, text in enumerate(array.reshape(-1)):
-                try:
-                    text.decode("utf-8")
-                except UnicodeDecodeError as e:
-                    raise InputError(f"{where}: row {row} is not UTF-8 text (the bytes "
-                                     f"{text[e.start:e.start + 4]!r}).") from None
     if len(set(batch.values())) > 1:
         sizes = ", ".join(f"{name} {size}" for name, size in sorted(batch.items()))
         raise InputError(f"The inputs of signature `{signature}` must have one batch size. Received: {sizes}.")

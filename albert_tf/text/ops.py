@@ -3,6 +3,10 @@
 The same steps as the Python path `encode_ids(sp, preprocess_text(text, lower=do_lower_case))`
 (as the original `tokenization.py`), all in the graph, so a SavedModel can take raw strings:
 
+0. bytes that are not UTF-8 are dropped, as the original's `convert_to_unicode` decodes them under Python 3
+   (`bytes.decode("utf-8", "ignore")`): `tf.strings.unicode_transcode(errors="ignore")` drops exactly the bytes
+   Python drops (lone continuation bytes, cut multi-byte sequences, overlong forms, surrogates, 0xc0/0xc1/0xf5-0xff;
+   `tests/test_text_ops.py` compares the two on thousands of byte strings);
 1. whitespace: `" ".join(text.strip().split())`, with Python's own set of whitespace characters;
 2. `unicodedata.normalize("NFKD", ·)` -> `text.normalize_utf8(·, "NFKD")`;
 3. drop every character with a non-zero canonical combining class (the class list is Python's, written
@@ -22,8 +26,7 @@ Known differences from the Python path (`tests/test_text_ops.py` shows them): Un
 older. Of the 1.1M code points, 158 normalise differently (each tried with one character between ASCII
 letters): 40 capital letters new in Unicode 14 that `tf.strings.lower` leaves upper-case (U+2C2F, U+A7C0,
 U+A7D0, U+A7D6, U+A7D8 and Vithkuqi U+10570-U+10595) and 118 code points unassigned in Unicode 14 that
-ICU decomposes. The context-dependent final-sigma rule of `str.lower` is matched. Invalid UTF-8 input is
-an op error here (the Python path decodes before it gets this far).
+ICU decomposes. The context-dependent final-sigma rule of `str.lower` is matched.
 """
 
 import numpy as np
@@ -89,6 +92,14 @@ def require_tensorflow_text():
     return tensorflow_text
 
 
+def drop_invalid_utf8(strings):
+    """tf.string [...] with the bytes that are not UTF-8 dropped: in the graph what the original's
+    `convert_to_unicode` does under Python 3 (`bytes.decode("utf-8", "ignore")`), byte for byte; valid UTF-8
+    passes unchanged."""
+    strings = tf.convert_to_tensor(strings, dtype=tf.string)
+    return tf.strings.unicode_transcode(strings, "UTF-8", "UTF-8", errors="ignore")
+
+
 class AlbertTextTokenizer(tf.Module):
     """Raw strings -> ALBERT SentencePiece ids, in the graph (for `tf.function`s and SavedModels).
 
@@ -119,9 +130,9 @@ class AlbertTextTokenizer(tf.Module):
         self._combining = _code_point_class(tokenization.combining_code_point_ranges())
 
     def normalize(self, strings):
-        """`preprocess_text(strings, lower=do_lower_case)` as TF ops: tf.string [...] -> same shape."""
-        strings = tf.convert_to_tensor(strings, dtype=tf.string)
-        out = tf.strings.regex_replace(strings, _WHITESPACE_CLASS + "+", " ")
+        """`preprocess_text(convert_to_unicode(strings), lower=do_lower_case)` as TF ops: tf.string [...] -> same
+        shape (bytes that are not UTF-8 dropped, see `drop_invalid_utf8`)."""
+        out = tf.strings.regex_replace(drop_invalid_utf8(strings), _WHITESPACE_CLASS + "+", " ")
         out = tf.strings.regex_replace(out, "^ | $", "")
         out = require_tensorflow_text().normalize_utf8(out, "NFKD")
         out = tf.strings.regex_replace(out, self._combining, "")
@@ -147,6 +158,7 @@ class AlbertTextTokenizer(tf.Module):
         The text between masks is tokenized piece by piece, as the Python path
         `[encode_ids(preprocess_text(chunk)) for chunk in text.split("[MASK]")]` joined by the mask id.
         """
+        strings = drop_invalid_utf8(strings)   # before the split: `[MA<0xff>SK]` is a mask, as in Python
         chunks = tf.strings.split(tf.strings.regex_replace(strings, r"(?i)\[mask\]", "[MASK]"), "[MASK]")
         chunk_ids = self.tokenize(chunks.flat_values)                                     # [chunks, (n)]
         # Every chunk but the last of its row is followed by one [MASK].

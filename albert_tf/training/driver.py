@@ -360,12 +360,23 @@ def train(task, model, runtime, output_dir):
             keep_checkpoint_max=keep, gradient_accumulation_steps=accumulation, jit_compile=jit_compile,
             positional_input=data.positional and runtime.options.random_seed is not None)
     except tf.errors.DataLossError as e:
-        damaged = damaged_record_file(data.files)
-        if damaged is None:
+        error = data_loss_error(data.files, output_dir)
+        if error is None:
             raise
-        raise InputError(f"{damaged[0]}: {damaged[1]} (a cut or damaged TFRecord file: write it again; the "
-                         f"checkpoints in {output_dir} are kept and the same command resumes).") from e
+        raise error from e
     return dict(result, num_train_steps=data.num_train_steps)
+
+
+def data_loss_error(files, output_dir):
+    """The `InputError` for a `DataLossError` met while reading the TFRecord `files`: one line naming the first
+    damaged file and TensorFlow's words with the offset ("truncated record at 464"); None when every file reads
+    to its end (the error came from elsewhere)."""
+    damaged = damaged_record_file([path for path in files if tf.io.gfile.exists(path)])
+    if damaged is None:
+        return None
+    return InputError(f"{damaged[0]}: {damaged[1]} (a cut or damaged TFRecord file: write it again, or remove a "
+                      f"runner's cached feature file and it is written again; the checkpoints in {output_dir} are "
+                      "kept and the same command resumes).")
 
 
 def damaged_record_file(files):
@@ -444,10 +455,17 @@ def run_stages(task, model, stages, init_path=None):
     for stage in stages:
         if stage == "train":
             result["train"] = train(task, model, task.runtime, output_dir)
-        elif stage == "evaluate":
-            result["eval"] = evaluate(task, model, output_dir, init_path)
-        elif stage == "predict":
-            result["predict"] = task.predict(model, restore_for_inference(model, output_dir, init_path))
+        elif stage in ("evaluate", "predict"):
+            try:
+                if stage == "evaluate":
+                    result["eval"] = evaluate(task, model, output_dir, init_path)
+                else:
+                    result["predict"] = task.predict(model, restore_for_inference(model, output_dir, init_path))
+            except tf.errors.DataLossError as e:   # a damaged feature file: named, with the offset
+                error = data_loss_error(options.feature_files(), output_dir)
+                if error is None:
+                    raise
+                raise error from e
         elif stage == "export":
             if "predict" not in stages:
                 restore_for_inference(model, output_dir, init_path)

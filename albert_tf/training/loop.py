@@ -568,7 +568,8 @@ def evaluate_checkpoints(model, model_dir, eval_fn, metric_key, output_dir, high
     with `global_step`), `best = <best so far>` and a `=====` line to `output_dir/eval_results.txt`,
     rewrite `output_dir/best_trial.txt` as `global_step:best_step:best_value`; a strictly better checkpoint
     is copied to `output_dir/model.ckpt-best.*`. With `delete_non_best`, checkpoints other than the best
-    and the latest are removed at the end (the original `run_classifier.py` prunes them while evaluating).
+    and the latest are removed at the end (the original `run_classifier.py` prunes them while evaluating) and
+    `model_dir`'s `checkpoint` state file is rewritten to name the ones left.
 
     Returns:
         `(best_step, best_metrics)`; `(None, None)` when `model_dir` has no checkpoint.
@@ -612,4 +613,7 @@ def evaluate_checkpoints(model, model_dir, eval_fn, metric_key, output_dir, high
             if step not in (best_step, latest_step):
                 logging.info("removing %s", prefix)
                 _remove_checkpoint(prefix)
+        # The `checkpoint` state file names only what is left (a later resume or `latest_checkpoint` reads it).
+        if len(checkpoints) > 2 and tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):
+            _write_state_file(model_dir, [prefix for step, prefix in checkpoints if step in (best_step, latest_step)])
     return best_step, best_metrics

@@ -25,7 +25,7 @@ import numpy as np
 from albert_tf.config import TOKEN_INPUTS
 from albert_tf import pipelines, registry
 from albert_tf.checkpoints import hf, open_reader, resolve_source, restore_source
-from albert_tf.checkpoints.convert import detect_model
+from albert_tf.checkpoints.convert import describe_heads, detect_model
 from albert_tf.tasks.ner import data as conll
 from albert_tf.errors import InputError
 from albert_tf.models.albert_model import as_config
@@ -137,8 +137,8 @@ def token_classification_pipeline(source, **options):
     if export_dir is not None:
         runner = pipelines.ExportRunner(export_dir)
         if runner.kind not in TokenClassificationPipeline.export_kinds:
-            raise InputError(f"The export `{export_dir}` does not serve a token classifier (per-token "
-                             "`probabilities [batch, seq, labels]`).")
+            raise InputError(f"The export `{export_dir}` serves a {runner.kind} model; 'token-classification' needs "
+                             "an export of token_classifier (per-token `probabilities [batch, seq, labels]`).")
         options.setdefault("do_lower_case", runner.do_lower_case)
         pipelines.default_lengths(TokenClassificationPipeline, options,
                                   runner.max_seq_length or runner.config.max_position_embeddings)
@@ -155,7 +155,7 @@ def token_classification_pipeline(source, **options):
         kind, kwargs = detect_model(open_reader(resolved))
         if kind != "token_classifier":
             raise InputError(f"Source `{source}` has no token-classification head (`token_classification/"
-                             f"output_weights`); its heads read as: {kind}.")
+                             f"output_weights`); it holds {describe_heads(resolved)}.")
         labels = options.get("labels")
         labels = conll.parse_labels(labels) if labels is not None else (
             hf.labels_of(resolved.directory, kwargs.get("num_labels")) if resolved.layout == "hf_model" else None)

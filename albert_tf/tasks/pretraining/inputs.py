@@ -8,6 +8,7 @@ number of steps), batched with `drop_remainder=True`. Shapes are static.
 """
 
 import tensorflow as tf
+from absl import logging
 from google.protobuf.message import DecodeError
 
 from albert_tf.data import features as features_lib
@@ -68,10 +69,18 @@ def check_record_lengths(input_files, max_seq_length, max_predictions_per_seq):
     """Reads the first record of every file and parses the first file's, before any training.
 
     Raises an `InputError` that names the file when one is not a TFRecord file (random bytes, a text
-    file), and one that names the file, the feature and both lengths when the data were written with another
+    file), one when no file holds a record (the repeating training input would wait forever), and one that names
+    the file, the feature and both lengths when the data were written with another
     `max_seq_length` / `max_predictions_per_seq`. Reads one record per file.
     """
     records = [_first_record(path) for path in input_files]
+    if records and all(record is None for record in records):
+        # The training input repeats its files: with no record in any of them it would wait forever.
+        raise InputError(f"The pretraining input files hold no record (zero-length TFRecord files): "
+                         f"{', '.join(input_files)}. Write them again with create_pretraining_data.py.")
+    for path, record in zip(input_files, records):
+        if record is None:
+            logging.warning("%s holds no record (a zero-length TFRecord file): it adds nothing to the input.", path)
     for record in records[:1]:
         if record is None:
             continue
