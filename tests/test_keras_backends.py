@@ -279,33 +279,107 @@ def test_lora_trains_saves_loads_and_merges(release, tmp_path):
 
 INT8_PROBABILITY_TOLERANCE = 0.05   # docs/deploying_small.md
 
+# Fine-tuned goldens, one per head kind (tests/references/make_finetuned_references.py): a tiny ALBERT fine-tuned
+# on a small synthetic task the head is made for, its weights under the original TF1 names, held-out inputs and
+# the original's float outputs on them (NumPy), every held-out decision clear (top two probabilities >= 0.1
+# apart).
+GOLDENS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "references", "finetuned_goldens.npz")
+GOLDEN_MODELS = {"glue": (AlbertClassifier, dict(num_labels=3)), "squad_v1": (AlbertSquadV1, {}),
+                 "squad_v2": (AlbertSquadV2, {}), "race": (AlbertRace, {}),
+                 "ner": (AlbertTokenClassifier, dict(num_labels=5)), "pretraining": (AlbertPretrainer, {})}
+FIRST_WORD = 5   # the goldens' vocabulary: 0 pad, 2 [CLS], 3 [SEP], 4 [MASK], words from 5
 
-def test_int8_keeps_predictions_and_reloads_quantized(release, tmp_path):
-    """`quantize("int8")` of the classifier and the pretrainer from the checkpoint: the same argmax and
-    probabilities within 0.05 of float; the saved `.keras` file reloads quantized, with the same outputs."""
-    inputs = dict(make_inputs(), masked_lm_positions=np.array([[1, 2, 6], [0, 3, 4]], np.int32))
-    for model, name in ((AlbertClassifier.from_pretrained(release[0], num_labels=3), "probabilities"),
-                        (AlbertPretrainer.from_pretrained(release[0]), "mlm_logits")):
-        float_out = numpy(model(inputs, training=False)[name])
-        model.quantize("int8")
-        out = numpy(model(inputs, training=False)[name])
-        if name == "mlm_logits":
-            float_out, out = (np.exp(log_softmax(x)) for x in (float_out, out))
-        # The same argmax: everywhere for the classifier; for the MLM head (random weights: near ties among its
-        # 61 words) wherever float's top two probabilities are apart by more than rounding.
-        top2 = np.sort(float_out, -1)[..., -2:]
-        clear = (top2[..., 1] - top2[..., 0] > 0.01) | (name == "probabilities")
-        np.testing.assert_array_equal(out.argmax(-1)[clear], float_out.argmax(-1)[clear])
-        np.testing.assert_allclose(out, float_out, atol=INT8_PROBABILITY_TOLERANCE)
-        path = str(tmp_path / f"{model.name}.keras")
-        model.save(path)
-        loaded = keras.saving.load_model(path)
-        assert {layer.quantization_mode for layer in loaded._flatten_layers()
-                if isinstance(layer, keras.layers.Dense)} == {"int8"}
-        reloaded = numpy(loaded(inputs, training=False)[name])
-        if name == "mlm_logits":
-            reloaded = np.exp(log_softmax(reloaded))
-        np.testing.assert_allclose(reloaded, out, atol=1e-6)
+
+@pytest.fixture(scope="module")
+def goldens(tmp_path_factory):
+    """`{task: (release directory, inputs, outputs)}`: each task's weights written as the original TF1 code
+    writes a checkpoint, with `albert_config.json`."""
+    stored = np.load(GOLDENS)
+    config = json.loads(str(stored["config"]))
+    result = {}
+    for task in GOLDEN_MODELS:
+        part = {key[len(task) + 1:]: stored[key] for key in stored.files if key.startswith(task + "/")}
+        weights = {k[len("weights/"):]: v for k, v in part.items() if k.startswith("weights/")}
+        directory = tmp_path_factory.mktemp(task)
+        write_google_checkpoint(weights, str(directory / "model.ckpt-best"), optimizer_slots=False)
+        (directory / "albert_config.json").write_text(json.dumps(config))
+        result[task] = (str(directory),
+                        {k[len("inputs/"):]: v for k, v in part.items() if k.startswith("inputs/")},
+                        {k[len("outputs/"):]: v.astype(np.float64) for k, v in part.items()
+                         if k.startswith("outputs/")})
+    return result
+
+
+def softmax(x):
+    return np.exp(log_softmax(x))
+
+
+def golden_decisions(task, outputs, inputs):
+    """`{decision: (argmax, probabilities)}` of the stored outputs; SQuAD v2's end: the ends of the best start,
+    as the top `end_n_top` (5) probabilities in order; NER: the words only (`[CLS]`, `[SEP]`, padding carry no
+    tag)."""
+    if task == "squad_v2":
+        end = np.exp(outputs["end_log_probs"])
+        cls = 1 / (1 + np.exp(-outputs["cls_logits"]))
+        return {"start": (outputs["start_log_probs"].argmax(-1), np.exp(outputs["start_log_probs"])),
+                "end": (end.argmax(-1), -np.sort(-end, -1)[:, :5]),
+                "answer_class": (cls > 0.5, cls)}
+    if task == "squad_v1":
+        return {name: (outputs[f"{name}_logits"].argmax(-1), softmax(outputs[f"{name}_logits"]))
+                for name in ("start", "end")}
+    if task == "pretraining":
+        return {name: (outputs[f"{name}_logits"].argmax(-1), softmax(outputs[f"{name}_logits"]))
+                for name in ("mlm", "sop")}
+    probabilities = softmax(outputs["logits"])
+    if task == "ner":
+        words = inputs["input_ids"] >= FIRST_WORD
+        return {"tags": (probabilities.argmax(-1)[words], probabilities[words])}
+    return {"label": (probabilities.argmax(-1), probabilities)}
+
+
+def model_decisions(task, model, inputs):
+    """The model's decisions on `inputs`, as `golden_decisions` gives them (SQuAD v2: its beam's best start
+    and that start's best ends)."""
+    out = {k: numpy(v) for k, v in model(inputs, training=False).items()}
+    if task != "squad_v2":
+        return golden_decisions(task, out, inputs), out
+    cls = 1 / (1 + np.exp(-out["cls_logits"]))
+    return {"start": (out["start_top_index"][:, 0], np.exp(out["start_log_probs"])),
+            "end": (out["end_top_index"][:, 0], np.exp(out["end_top_log_probs"][:, :model.end_n_top])),
+            "answer_class": (cls > 0.5, cls)}, out
+
+
+def assert_same_decisions(got, want, atol, what):
+    for name, (argmax, probabilities) in want.items():
+        np.testing.assert_array_equal(got[name][0], argmax, err_msg=f"{what}: {name} argmax")
+        np.testing.assert_allclose(got[name][1], probabilities, atol=atol, err_msg=f"{what}: {name} probabilities")
+
+
+@pytest.mark.parametrize("task", list(GOLDEN_MODELS))
+def test_int8_keeps_the_decisions_of_the_finetuned_goldens(goldens, task, tmp_path):
+    """The golden checkpoint gives the stored float outputs (1e-4); `quantize("int8")` keeps every argmax (the
+    label, SQuAD's start and end and answer class, RACE's choice, each word's tag, the MLM word at each mask
+    and SOP) with probabilities within 0.05 of float; the saved `.keras` file reloads quantized with the same
+    outputs."""
+    directory, inputs, want = goldens[task]
+    cls, kwargs = GOLDEN_MODELS[task]
+    model = cls.from_pretrained(directory, **kwargs)
+    golden = golden_decisions(task, want, inputs)
+    got, out = model_decisions(task, model, inputs)
+    assert_same_decisions(got, golden, ATOL, "float")
+    for name, value in want.items():
+        if name in out and not name.endswith("log_probs"):
+            np.testing.assert_allclose(out[name], value, atol=ATOL, err_msg=name)
+    model.quantize("int8")
+    quantized, _ = model_decisions(task, model, inputs)
+    assert_same_decisions(quantized, golden, INT8_PROBABILITY_TOLERANCE, "int8")
+    path = str(tmp_path / f"{task}.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert {layer.quantization_mode for layer in loaded._flatten_layers()
+            if isinstance(layer, keras.layers.Dense)} == {"int8"}
+    reloaded, _ = model_decisions(task, loaded, inputs)
+    assert_same_decisions(reloaded, {k: v for k, v in quantized.items()}, 1e-6, "reloaded")
 
 
 def test_quantize_modes_other_than_int8_are_refused():
