@@ -386,3 +386,62 @@ def test_quantize_modes_other_than_int8_are_refused():
     from albert_tf.errors import InputError
     with pytest.raises(InputError, match="int8"):
         AlbertModel(CONFIG).quantize("float8")
+
+
+# --- Keras training on strings: the preprocessor in the tf.data pipeline, the model on the backend ---------------
+
+@pytest.fixture(scope="module")
+def spm_model(tmp_path_factory):
+    """A SentencePiece model of at most 61 pieces (the release's `vocab_size`), trained on the sentiment text."""
+    import random
+
+    from albert_tf.text.vocab import train_sentencepiece
+    from glue_fixtures import sentiment_sentence
+
+    root = tmp_path_factory.mktemp("spm")
+    rng = random.Random(0)
+    (root / "corpus.txt").write_text("\n".join(sentiment_sentence(rng, rng.random() < 0.5).lower()
+                                               for _ in range(300)) + "\n")
+    return train_sentencepiece([str(root / "corpus.txt")], str(root / "spm"), vocab_size=50,
+                               hard_vocab_limit=False, character_coverage=1.0, minloglevel=2)
+
+
+TEXTS = ["the movie was good .", "a bad film .", "great plot and a happy end", "awful and sad",
+         "the story was nice", "poor acting", "it was fine", "ugly"]
+QUESTIONS = {"question": ["what was good ?"] * 4 + ["what was bad ?"] * 4, "context": TEXTS}
+
+
+def text_model(kind, directory, spm_file):
+    from albert_tf.text.preprocessor import AlbertPreprocessor
+
+    pre = AlbertPreprocessor(spm_file, max_seq_length=CONFIG["max_position_embeddings"], max_query_length=5)
+    if kind == "classifier":
+        model = AlbertClassifier.from_pretrained(directory, num_labels=3, dropout_rate=0.0, preprocessor=pre)
+        model.compile(optimizer=keras.optimizers.SGD(0.5), loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True))
+        return model, TEXTS, np.array([0, 2, 1, 1, 0, 2, 1, 0], np.int32), "probabilities"
+    model = AlbertSquadV1.from_pretrained(directory, preprocessor=pre)
+    model.compile(optimizer=keras.optimizers.SGD(0.5))   # the original's SQuAD loss (`task_loss`)
+    positions = {"start_positions": np.array([7, 8, 7, 9, 8, 7, 9, 8], np.int32),
+                 "end_positions": np.array([8, 9, 10, 9, 9, 8, 10, 9], np.int32)}
+    return model, QUESTIONS, positions, "start_logits"
+
+
+@pytest.mark.parametrize("kind", ["classifier", "squad_v1"])
+def test_fit_evaluate_predict_and_calls_on_strings(release, spm_model, kind):
+    """`fit`, `evaluate`, `predict` and calls on raw strings, packed by the preprocessor in a `tf.data`
+    pipeline (TensorFlow) for the model on this backend, give what the same model gives on the packed ids."""
+    model, texts, y, name = text_model(kind, release[0], spm_model)
+    ids = {key: value.numpy() for key, value in model.preprocess(texts).items()}
+    on_ids, _, _, _ = text_model(kind, release[0], spm_model)
+    losses = model.fit(texts, y, batch_size=4, epochs=2, shuffle=False, verbose=0).history["loss"]
+    id_losses = on_ids.fit(ids, y, batch_size=4, epochs=2, shuffle=False, verbose=0).history["loss"]
+    assert len(losses) == 2 and np.isfinite(losses).all(), losses
+    np.testing.assert_allclose(losses, id_losses, atol=1e-5)
+    np.testing.assert_allclose(model.evaluate(texts, y, batch_size=4, verbose=0),
+                               on_ids.evaluate(ids, y, batch_size=4, verbose=0), atol=1e-5)
+    predicted = model.predict(texts, batch_size=4, verbose=0)
+    np.testing.assert_array_equal(predicted["input_ids"], ids["input_ids"])
+    want = numpy(on_ids(ids, training=False)[name])
+    np.testing.assert_allclose(predicted[name], want, atol=1e-5)
+    np.testing.assert_allclose(numpy(model(texts, training=False)[name]), want, atol=1e-5)
