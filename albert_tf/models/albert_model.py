@@ -257,7 +257,7 @@ def quantized(model, mode):
 
 def check_quantize_mode(mode):
     """Raises `InputError` unless `mode` is `"int8"`, the Keras quantization mode measured on these models
-    (docs/deploying_small.md); the others (int4, float8, GPTQ) are refused, with the LiteRT export named."""
+    (docs/deploying_small.md); the others (int4, float8, GPTQ, AWQ) are refused, with the LiteRT export named."""
     if mode != "int8":
         raise InputError(f"`quantize({mode!r})` is not supported on the ALBERT models: use `quantize('int8')`, or "
                          "the LiteRT export (`albert-export --format=tflite --quantize=dynamic|int8`).")
