@@ -3,7 +3,9 @@ encoder and every head built from a checkpoint the original TF1 code's way (`tf.
 the original names) give the NumPy reference's outputs (`tests/numpy_reference.py` and the heads' formulas from
 the original scripts, written out below); three SGD steps of `fit` give the losses written in
 `BACKEND_LOSSES` (the same numbers on every backend); a `.keras` file written under JAX by a fresh process loads
-here with the same outputs.
+here with the same outputs; LoRA; `quantize("int8")` keeps every decision of the fine-tuned goldens (one per head
+kind, `tests/references/make_finetuned_references.py`); `fit`, `evaluate`, `predict` and calls on raw strings
+(the preprocessor in the `tf.data` pipeline) give what the model gives on the packed ids.
 
 The CI runs this file under each backend (`.ci/run`, the `backends` tier; see docs/testing.md).
 """
