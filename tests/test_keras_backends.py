@@ -411,17 +411,27 @@ def spm_model(tmp_path_factory):
 TEXTS = ["the movie was good .", "a bad film .", "great plot and a happy end", "awful and sad",
          "the story was nice", "poor acting", "it was fine", "ugly"]
 QUESTIONS = {"question": ["what was good ?"] * 4 + ["what was bad ?"] * 4, "context": TEXTS}
+RACE_TEXTS = {"article": TEXTS[:4], "question": ["what was it ?"] * 4,
+              "options": [["good", "bad", "sad", "nice"], ["bad", "good", "poor", "fine"],
+                          ["ugly", "fine", "sad", "happy"], ["poor", "nice", "sad", "good"]]}
 
 
 def text_model(kind, directory, spm_file):
     from albert_tf.text.preprocessor import AlbertPreprocessor
 
-    pre = AlbertPreprocessor(spm_file, max_seq_length=CONFIG["max_position_embeddings"], max_query_length=5)
+    pre = AlbertPreprocessor(spm_file, max_seq_length=CONFIG["max_position_embeddings"], max_query_length=5,
+                             max_qa_length=6)
     if kind == "classifier":
         model = AlbertClassifier.from_pretrained(directory, num_labels=3, dropout_rate=0.0, preprocessor=pre)
         model.compile(optimizer=keras.optimizers.SGD(0.5), loss=keras.losses.SparseCategoricalCrossentropy(
             from_logits=True))
         return model, TEXTS, np.array([0, 2, 1, 1, 0, 2, 1, 0], np.int32), "probabilities"
+    if kind == "race":
+        keras.utils.set_random_seed(5)   # The head is new (the release's `output_weights` are the classifier's).
+        model = AlbertRace(encoder=AlbertModel.from_pretrained(directory), dropout_prob=0.0, preprocessor=pre)
+        model.compile(optimizer=keras.optimizers.SGD(0.5), loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True))
+        return model, RACE_TEXTS, np.array([0, 1, 3, 2], np.int32), "probabilities"
     model = AlbertSquadV1.from_pretrained(directory, preprocessor=pre)
     model.compile(optimizer=keras.optimizers.SGD(0.5))   # the original's SQuAD loss (`task_loss`)
     positions = {"start_positions": np.array([7, 8, 7, 9, 8, 7, 9, 8], np.int32),
@@ -429,7 +439,7 @@ def text_model(kind, directory, spm_file):
     return model, QUESTIONS, positions, "start_logits"
 
 
-@pytest.mark.parametrize("kind", ["classifier", "squad_v1"])
+@pytest.mark.parametrize("kind", ["classifier", "squad_v1", "race"])
 def test_fit_evaluate_predict_and_calls_on_strings(release, spm_model, kind):
     """`fit`, `evaluate`, `predict` and calls on raw strings, packed by the preprocessor in a `tf.data`
     pipeline (TensorFlow) for the model on this backend, give what the same model gives on the packed ids."""
