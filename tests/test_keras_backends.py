@@ -3,7 +3,9 @@ encoder and every head built from a checkpoint the original TF1 code's way (`tf.
 the original names) give the NumPy reference's outputs (`tests/numpy_reference.py` and the heads' formulas from
 the original scripts, written out below); three SGD steps of `fit` give the losses written in
 `BACKEND_LOSSES` (the same numbers on every backend); a `.keras` file written under JAX by a fresh process loads
-here with the same outputs.
+here with the same outputs; LoRA; `quantize("int8")` keeps every decision of the fine-tuned goldens (one per head
+kind, `tests/references/make_finetuned_references.py`); `fit`, `evaluate`, `predict` and calls on raw strings
+(the preprocessor in the `tf.data` pipeline) give what the model gives on the packed ids.
 
 The CI runs this file under each backend (`.ci/run`, the `backends` tier; see docs/testing.md).
 """
@@ -280,36 +282,179 @@ def test_lora_trains_saves_loads_and_merges(release, tmp_path):
 
 INT8_PROBABILITY_TOLERANCE = 0.05   # docs/deploying_small.md
 
+# Fine-tuned goldens, one per head kind (tests/references/make_finetuned_references.py): a tiny ALBERT fine-tuned
+# on a small synthetic task the head is made for, its weights under the original TF1 names, held-out inputs and
+# the original's float outputs on them (NumPy), every held-out decision clear (top two probabilities >= 0.1
+# apart).
+GOLDENS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "references", "finetuned_goldens.npz")
+GOLDEN_MODELS = {"glue": (AlbertClassifier, dict(num_labels=3)), "squad_v1": (AlbertSquadV1, {}),
+                 "squad_v2": (AlbertSquadV2, {}), "race": (AlbertRace, {}),
+                 "ner": (AlbertTokenClassifier, dict(num_labels=5)), "pretraining": (AlbertPretrainer, {})}
+FIRST_WORD = 5   # the goldens' vocabulary: 0 pad, 2 [CLS], 3 [SEP], 4 [MASK], words from 5
 
-def test_int8_keeps_predictions_and_reloads_quantized(release, tmp_path):
-    """`quantize("int8")` of the classifier and the pretrainer from the checkpoint: the same argmax and
-    probabilities within 0.05 of float; the saved `.keras` file reloads quantized, with the same outputs."""
-    inputs = dict(make_inputs(), masked_lm_positions=np.array([[1, 2, 6], [0, 3, 4]], np.int32))
-    for model, name in ((AlbertClassifier.from_pretrained(release[0], num_labels=3), "probabilities"),
-                        (AlbertPretrainer.from_pretrained(release[0]), "mlm_logits")):
-        float_out = numpy(model(inputs, training=False)[name])
-        model.quantize("int8")
-        out = numpy(model(inputs, training=False)[name])
-        if name == "mlm_logits":
-            float_out, out = (np.exp(log_softmax(x)) for x in (float_out, out))
-        # The same argmax: everywhere for the classifier; for the MLM head (random weights: near ties among its
-        # 61 words) wherever float's top two probabilities are apart by more than rounding.
-        top2 = np.sort(float_out, -1)[..., -2:]
-        clear = (top2[..., 1] - top2[..., 0] > 0.01) | (name == "probabilities")
-        np.testing.assert_array_equal(out.argmax(-1)[clear], float_out.argmax(-1)[clear])
-        np.testing.assert_allclose(out, float_out, atol=INT8_PROBABILITY_TOLERANCE)
-        path = str(tmp_path / f"{model.name}.keras")
-        model.save(path)
-        loaded = keras.saving.load_model(path)
-        assert {layer.quantization_mode for layer in sublayers(loaded)
-                if isinstance(layer, keras.layers.Dense)} == {"int8"}
-        reloaded = numpy(loaded(inputs, training=False)[name])
-        if name == "mlm_logits":
-            reloaded = np.exp(log_softmax(reloaded))
-        np.testing.assert_allclose(reloaded, out, atol=1e-6)
+
+@pytest.fixture(scope="module")
+def goldens(tmp_path_factory):
+    """`{task: (release directory, inputs, outputs)}`: each task's weights written as the original TF1 code
+    writes a checkpoint, with `albert_config.json`."""
+    stored = np.load(GOLDENS)
+    config = json.loads(str(stored["config"]))
+    result = {}
+    for task in GOLDEN_MODELS:
+        part = {key[len(task) + 1:]: stored[key] for key in stored.files if key.startswith(task + "/")}
+        weights = {k[len("weights/"):]: v for k, v in part.items() if k.startswith("weights/")}
+        directory = tmp_path_factory.mktemp(task)
+        write_google_checkpoint(weights, str(directory / "model.ckpt-best"), optimizer_slots=False)
+        (directory / "albert_config.json").write_text(json.dumps(config))
+        result[task] = (str(directory),
+                        {k[len("inputs/"):]: v for k, v in part.items() if k.startswith("inputs/")},
+                        {k[len("outputs/"):]: v.astype(np.float64) for k, v in part.items()
+                         if k.startswith("outputs/")})
+    return result
+
+
+def softmax(x):
+    return np.exp(log_softmax(x))
+
+
+def golden_decisions(task, outputs, inputs):
+    """`{decision: (argmax, probabilities)}` of the stored outputs; SQuAD v2's end: the ends of the best start,
+    as the top `end_n_top` (5) probabilities in order; NER: the words only (`[CLS]`, `[SEP]`, padding carry no
+    tag)."""
+    if task == "squad_v2":
+        end = np.exp(outputs["end_log_probs"])
+        cls = 1 / (1 + np.exp(-outputs["cls_logits"]))
+        return {"start": (outputs["start_log_probs"].argmax(-1), np.exp(outputs["start_log_probs"])),
+                "end": (end.argmax(-1), -np.sort(-end, -1)[:, :5]),
+                "answer_class": (cls > 0.5, cls)}
+    if task == "squad_v1":
+        return {name: (outputs[f"{name}_logits"].argmax(-1), softmax(outputs[f"{name}_logits"]))
+                for name in ("start", "end")}
+    if task == "pretraining":
+        return {name: (outputs[f"{name}_logits"].argmax(-1), softmax(outputs[f"{name}_logits"]))
+                for name in ("mlm", "sop")}
+    probabilities = softmax(outputs["logits"])
+    if task == "ner":
+        words = inputs["input_ids"] >= FIRST_WORD
+        return {"tags": (probabilities.argmax(-1)[words], probabilities[words])}
+    return {"label": (probabilities.argmax(-1), probabilities)}
+
+
+def model_decisions(task, model, inputs):
+    """The model's decisions on `inputs`, as `golden_decisions` gives them (SQuAD v2: its beam's best start
+    and that start's best ends)."""
+    out = {k: numpy(v) for k, v in model(inputs, training=False).items()}
+    if task != "squad_v2":
+        return golden_decisions(task, out, inputs), out
+    cls = 1 / (1 + np.exp(-out["cls_logits"]))
+    return {"start": (out["start_top_index"][:, 0], np.exp(out["start_log_probs"])),
+            "end": (out["end_top_index"][:, 0], np.exp(out["end_top_log_probs"][:, :model.end_n_top])),
+            "answer_class": (cls > 0.5, cls)}, out
+
+
+def assert_same_decisions(got, want, atol, what):
+    for name, (argmax, probabilities) in want.items():
+        np.testing.assert_array_equal(got[name][0], argmax, err_msg=f"{what}: {name} argmax")
+        np.testing.assert_allclose(got[name][1], probabilities, atol=atol, err_msg=f"{what}: {name} probabilities")
+
+
+@pytest.mark.parametrize("task", list(GOLDEN_MODELS))
+def test_int8_keeps_the_decisions_of_the_finetuned_goldens(goldens, task, tmp_path):
+    """The golden checkpoint gives the stored float outputs (1e-4); `quantize("int8")` keeps every argmax (the
+    label, SQuAD's start and end and answer class, RACE's choice, each word's tag, the MLM word at each mask
+    and SOP) with probabilities within 0.05 of float; the saved `.keras` file reloads quantized with the same
+    outputs."""
+    directory, inputs, want = goldens[task]
+    cls, kwargs = GOLDEN_MODELS[task]
+    model = cls.from_pretrained(directory, **kwargs)
+    golden = golden_decisions(task, want, inputs)
+    got, out = model_decisions(task, model, inputs)
+    assert_same_decisions(got, golden, ATOL, "float")
+    for name, value in want.items():
+        if name in out and not name.endswith("log_probs"):
+            np.testing.assert_allclose(out[name], value, atol=ATOL, err_msg=name)
+    model.quantize("int8")
+    quantized, _ = model_decisions(task, model, inputs)
+    assert_same_decisions(quantized, golden, INT8_PROBABILITY_TOLERANCE, "int8")
+    path = str(tmp_path / f"{task}.keras")
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert {layer.quantization_mode for layer in sublayers(loaded)
+            if isinstance(layer, keras.layers.Dense)} == {"int8"}
+    reloaded, _ = model_decisions(task, loaded, inputs)
+    assert_same_decisions(reloaded, {k: v for k, v in quantized.items()}, 1e-6, "reloaded")
 
 
 def test_quantize_modes_other_than_int8_are_refused():
     from albert_tf.errors import InputError
     with pytest.raises(InputError, match="int8"):
         AlbertModel(CONFIG).quantize("float8")
+
+
+# --- Keras training on strings: the preprocessor in the tf.data pipeline, the model on the backend ---------------
+
+@pytest.fixture(scope="module")
+def spm_model(tmp_path_factory):
+    """A SentencePiece model of at most 61 pieces (the release's `vocab_size`), trained on the sentiment text."""
+    import random
+
+    from albert_tf.text.vocab import train_sentencepiece
+    from glue_fixtures import sentiment_sentence
+
+    root = tmp_path_factory.mktemp("spm")
+    rng = random.Random(0)
+    (root / "corpus.txt").write_text("\n".join(sentiment_sentence(rng, rng.random() < 0.5).lower()
+                                               for _ in range(300)) + "\n")
+    return train_sentencepiece([str(root / "corpus.txt")], str(root / "spm"), vocab_size=50,
+                               hard_vocab_limit=False, character_coverage=1.0, minloglevel=2)
+
+
+TEXTS = ["the movie was good .", "a bad film .", "great plot and a happy end", "awful and sad",
+         "the story was nice", "poor acting", "it was fine", "ugly"]
+QUESTIONS = {"question": ["what was good ?"] * 4 + ["what was bad ?"] * 4, "context": TEXTS}
+RACE_TEXTS = {"article": TEXTS[:4], "question": ["what was it ?"] * 4,
+              "options": [["good", "bad", "sad", "nice"], ["bad", "good", "poor", "fine"],
+                          ["ugly", "fine", "sad", "happy"], ["poor", "nice", "sad", "good"]]}
+
+
+def text_model(kind, directory, spm_file):
+    from albert_tf.text.preprocessor import AlbertPreprocessor
+
+    pre = AlbertPreprocessor(spm_file, max_seq_length=CONFIG["max_position_embeddings"], max_query_length=5,
+                             max_qa_length=6)
+    if kind == "classifier":
+        model = AlbertClassifier.from_pretrained(directory, num_labels=3, dropout_rate=0.0, preprocessor=pre)
+        model.compile(optimizer=keras.optimizers.SGD(0.5), loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True))
+        return model, TEXTS, np.array([0, 2, 1, 1, 0, 2, 1, 0], np.int32), "probabilities"
+    if kind == "race":
+        keras.utils.set_random_seed(5)   # The head is new (the release's `output_weights` are the classifier's).
+        model = AlbertRace(encoder=AlbertModel.from_pretrained(directory), dropout_prob=0.0, preprocessor=pre)
+        model.compile(optimizer=keras.optimizers.SGD(0.5), loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True))
+        return model, RACE_TEXTS, np.array([0, 1, 3, 2], np.int32), "probabilities"
+    model = AlbertSquadV1.from_pretrained(directory, preprocessor=pre)
+    model.compile(optimizer=keras.optimizers.SGD(0.5))   # the original's SQuAD loss (`task_loss`)
+    positions = {"start_positions": np.array([7, 8, 7, 9, 8, 7, 9, 8], np.int32),
+                 "end_positions": np.array([8, 9, 10, 9, 9, 8, 10, 9], np.int32)}
+    return model, QUESTIONS, positions, "start_logits"
+
+
+@pytest.mark.parametrize("kind", ["classifier", "squad_v1", "race"])
+def test_fit_evaluate_predict_and_calls_on_strings(release, spm_model, kind):
+    """`fit`, `evaluate`, `predict` and calls on raw strings, packed by the preprocessor in a `tf.data`
+    pipeline (TensorFlow) for the model on this backend, give what the same model gives on the packed ids."""
+    model, texts, y, name = text_model(kind, release[0], spm_model)
+    ids = {key: value.numpy() for key, value in model.preprocess(texts).items()}
+    on_ids, _, _, _ = text_model(kind, release[0], spm_model)
+    losses = model.fit(texts, y, batch_size=4, epochs=2, shuffle=False, verbose=0).history["loss"]
+    id_losses = on_ids.fit(ids, y, batch_size=4, epochs=2, shuffle=False, verbose=0).history["loss"]
+    assert len(losses) == 2 and np.isfinite(losses).all(), losses
+    np.testing.assert_allclose(losses, id_losses, atol=1e-5)
+    np.testing.assert_allclose(model.evaluate(texts, y, batch_size=4, verbose=0),
+                               on_ids.evaluate(ids, y, batch_size=4, verbose=0), atol=1e-5)
+    predicted = model.predict(texts, batch_size=4, verbose=0)
+    np.testing.assert_array_equal(predicted["input_ids"], ids["input_ids"])
+    want = numpy(on_ids(ids, training=False)[name])
+    np.testing.assert_allclose(predicted[name], want, atol=1e-5)
+    np.testing.assert_allclose(numpy(model(texts, training=False)[name]), want, atol=1e-5)

@@ -8,7 +8,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError
 from albert_tf.layers.activations import is_tensorflow
 from albert_tf.layers.base import sublayers
-from albert_tf.layers.attention import attention_bias
+from albert_tf.layers.attention import attention_bias, dense_weights
 from albert_tf.layers.dropout import fold_in
 from albert_tf.layers.embeddings import AlbertEmbeddings, truncated_normal
 from albert_tf.layers.transformer import AlbertTransformerBlock
@@ -142,9 +142,7 @@ class AlbertModel(LoraMixin, keras.Model):
         seeds = [fold_in(dropout_seed, i) for i in range(len(self.layer_groups) + 1)]
         embedding_output = self.embeddings(input_ids, segment_ids, training=training,
                                            dropout_seed=seeds[0])                        # [batch, seq, E]
-        x = embedding_output
-        if self.embedding_projection is not None:
-            x = self.embedding_projection(x)                                             # [batch, seq, H]
+        x = self._project_embeddings(embedding_output)                                    # [batch, seq, H]
         bias = attention_bias(input_mask, "float32")                                     # [batch, 1, 1, seq]
         # Each block's dense weights in the compute dtype: made once per forward and shared by every application
         # of the block.
@@ -193,6 +191,20 @@ class AlbertModel(LoraMixin, keras.Model):
             if layer.rate > 0 and generator is not None:
                 return generator
         return None
+
+    def _project_embeddings(self, x):
+        """`embedding_hidden_mapping_in` (E -> H) of `x`, or `x` when E == H. Quantized (`quantize("int8")`), it
+        reads its kernel dequantized, weight-only like the blocks (`dense_weights`): Keras' int8 matmul also
+        quantizes its input per token, and on the embeddings that moved a fine-tuned NER model's probabilities by
+        0.06 where weight-only int8 moves them by 0.0015 (docs/deploying_small.md)."""
+        layer = self.embedding_projection
+        if layer is None:
+            return x
+        if layer.quantization_mode is None:
+            return layer(x)
+        kernel, bias = dense_weights(layer)
+        dtype = layer.compute_dtype
+        return keras.ops.add(keras.ops.matmul(x, keras.ops.cast(kernel, dtype)), keras.ops.cast(bias, dtype))
 
     @property
     def embedding_table(self):
@@ -246,7 +258,7 @@ def quantized(model, mode):
 
 def check_quantize_mode(mode):
     """Raises `InputError` unless `mode` is `"int8"`, the Keras quantization mode measured on these models
-    (docs/deploying_small.md); the others (int4, float8, GPTQ) are refused, with the LiteRT export named."""
+    (docs/deploying_small.md); the others (int4, float8, GPTQ, AWQ) are refused, with the LiteRT export named."""
     if mode != "int8":
         raise InputError(f"`quantize({mode!r})` is not supported on the ALBERT models: use `quantize('int8')`, or "
                          "the LiteRT export (`albert-export --format=tflite --quantize=dynamic|int8`).")

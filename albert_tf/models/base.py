@@ -121,7 +121,8 @@ class PretrainedMixin(LoraMixin):
     # `compile()` defaults: the optimizer name of `create_optimizer` and its schedule.
     _TRAINING_DEFAULTS = dict(optimizer="adamw", learning_rate=3e-5, num_train_steps=10000, num_warmup_steps=1000)
     _uses_task_loss = False
-    preprocessor = None
+    # `preprocessor` is an instance attribute only (`finish_init` sets it, None or a layer): under PyTorch a
+    # layer attribute lives in the module's `_modules`, where a class attribute of the same name would hide it.
     # The label that a task's loss ignores (the token classifier's -100), exempt from `check_labels`.
     _IGNORED_LABEL = None
 
@@ -235,10 +236,14 @@ class PretrainedMixin(LoraMixin):
         return self.preprocessor(inputs, mode=self._PREPROCESS_MODE)
 
     def __call__(self, inputs, *args, **kwargs):
-        # Keras models take tensors as positional inputs: raw text in Python lists is converted first.
+        # Keras models take tensors as positional inputs: raw text in Python lists is converted first. On JAX and
+        # PyTorch, which have no string arrays, the preprocessor (TensorFlow) packs the text here, outside the
+        # model, and the model runs on the packed ids as NumPy arrays.
         if self.preprocessor is not None and not _is_token_features(inputs) and _looks_like_text(inputs):
             from albert_tf.text.preprocessor import string_tensors  # Deferred: needs tensorflow-text.
             inputs = string_tensors(inputs)
+            if keras.backend.backend() != "tensorflow":
+                inputs = {name: value.numpy() for name, value in self.preprocess(inputs).items()}
         return super().__call__(inputs, *args, **kwargs)
 
     def token_inputs(self, inputs):
@@ -372,13 +377,18 @@ class PretrainedMixin(LoraMixin):
             x, batch_size = dataset, None
         return super().predict(x, batch_size=batch_size, **kwargs)
 
-    def predict_step(self, data):
-        x, _, _ = keras.utils.unpack_x_y_sample_weight(data)
-        outputs = self(x, training=False)
+    def predict_step(self, *args):
+        """The backend trainer's `predict_step` (`(data)`, or JAX's stateless `(state, data)`, which returns
+        `(outputs, non_trainable_variables)`), plus the packed features of `_PREDICT_PASSTHROUGH` with a
+        preprocessor."""
+        result = super().predict_step(*args)
+        stateless = len(args) == 2
+        outputs = result[0] if stateless else result
+        x, _, _ = keras.utils.unpack_x_y_sample_weight(args[-1])
         if self.preprocessor is not None and isinstance(x, dict) and isinstance(outputs, dict):
             outputs = dict(outputs)
             outputs.update((name, x[name]) for name in self._PREDICT_PASSTHROUGH if name in x)
-        return outputs
+        return (outputs,) + tuple(result[1:]) if stateless else outputs
 
     # --- Compile -----------------------------------------------------------------------------------------
 

@@ -102,6 +102,10 @@ class AlbertPreprocessor(keras.layers.Layer):
         kwargs.setdefault("name", "albert_preprocessor")
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
+        # TensorFlow string tensors in and out on every Keras backend (as Keras' own `TextVectorization`): the
+        # layer runs in `tf.data` pipelines, and its inputs are never converted to the backend's arrays.
+        self._convert_input_args = False
+        self._allow_non_tensor_positional_args = True
         self.max_seq_length = text_modes.positive_int("max_seq_length", max_seq_length, 4)
         resolved = text_modes.resolve_lengths(lengths, self.max_seq_length)
         self.length_names = tuple(resolved)
