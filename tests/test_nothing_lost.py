@@ -17,8 +17,8 @@ from albert_tf import fileio
 from albert_tf.commands.app import one_line
 from albert_tf.config import REQUIRED_KEYS, AlbertConfig
 from albert_tf.errors import InputError
-from albert_tf.tasks.glue.model import classifier_loss
-from albert_tf.training import driver, loop, optimization
+from albert_tf.training import driver, loop
+from training_fixtures import train_tiny_classifier
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TINY = dict(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
@@ -118,29 +118,7 @@ def test_the_driver_holds_the_output_dir(tmp_path):
 # --- resume past damage ---------------------------------------------------------------------------------------
 
 def _train(model_dir, num_train_steps, dropout=0.0):
-    """A tiny classifier (the head's dropout 0.1, the encoder's `dropout`) trained to `num_train_steps`, a
-    checkpoint every 2 steps; returns (result, weights)."""
-    rng = np.random.RandomState(0)
-    features = {"input_ids": rng.randint(5, 40, (8, 8)).astype(np.int32),
-                "input_mask": np.ones((8, 8), np.int32), "segment_ids": np.zeros((8, 8), np.int32),
-                "label_ids": rng.randint(0, 2, (8,)).astype(np.int32)}
-
-    def dataset_fn(context):
-        del context
-        return tf.data.Dataset.from_tensor_slices(features).repeat().batch(2, drop_remainder=True)
-
-    def loss_fn(model, batch, training):
-        outputs = model({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}, training=training)
-        return tf.reduce_mean(classifier_loss(outputs, batch["label_ids"], 2)), {}
-
-    tf.keras.utils.set_random_seed(1)
-    config = dict(TINY, hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
-    model = albert_tf.AlbertClassifier(albert_tf.AlbertConfig.from_dict(config), num_labels=2)
-    opt = optimization.create_optimizer(1e-3, num_train_steps, 1, optimizer="adamw")
-    result = loop.run_training(model, opt, loss_fn, dataset_fn, tf.distribute.get_strategy(), model_dir,
-                               num_train_steps, iterations_per_loop=2, save_checkpoints_steps=2,
-                               keep_checkpoint_max=10)
-    return result, [w.numpy() for w in model.weights]
+    return train_tiny_classifier(model_dir, num_train_steps, dropout)
 
 
 def _data_file(prefix):

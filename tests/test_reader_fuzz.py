@@ -23,6 +23,7 @@ from albert_tf.tasks.race import data as race
 from albert_tf.tasks.squad import data as squad
 from albert_tf.tasks.pretraining.writer import local as pretraining_writer
 from albert_tf.errors import InputError
+from training_fixtures import train_tiny_classifier
 
 FUZZ = settings(max_examples=30, derandomize=True, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
@@ -294,33 +295,8 @@ def test_pretraining_text_reader(data):
 # --- the checkpoint state file ----------------------------------------------------------------------------------
 
 def _resume(model_dir, num_train_steps, keep):
-    """A tiny classifier trained to `num_train_steps` in `model_dir` (a checkpoint every 2 steps, `keep` kept),
-    resuming from what is there: `loop.run_training` as the runners call it."""
-    import numpy as np   # pylint: disable=import-outside-toplevel
-    import tensorflow as tf   # pylint: disable=import-outside-toplevel
-    import albert_tf   # pylint: disable=import-outside-toplevel
-    from albert_tf.tasks.glue.model import classifier_loss   # pylint: disable=import-outside-toplevel
-    from albert_tf.training import loop, optimization   # pylint: disable=import-outside-toplevel
-    rng = np.random.RandomState(0)
-    features = {"input_ids": rng.randint(5, 40, (8, 8)).astype(np.int32),
-                "input_mask": np.ones((8, 8), np.int32), "segment_ids": np.zeros((8, 8), np.int32),
-                "label_ids": rng.randint(0, 2, (8,)).astype(np.int32)}
-
-    def dataset_fn(context):
-        del context
-        return tf.data.Dataset.from_tensor_slices(features).repeat().batch(2, drop_remainder=True)
-
-    def loss_fn(model, batch, training):
-        outputs = model({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}, training=training)
-        return tf.reduce_mean(classifier_loss(outputs, batch["label_ids"], 2)), {}
-
-    config = albert_tf.AlbertConfig(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=1,
-                                    num_attention_heads=2, intermediate_size=32, max_position_embeddings=16)
-    model = albert_tf.AlbertClassifier(config, num_labels=2)
-    opt = optimization.create_optimizer(1e-3, num_train_steps, 1, optimizer="adamw")
-    return loop.run_training(model, opt, loss_fn, dataset_fn, tf.distribute.get_strategy(), model_dir,
-                             num_train_steps, iterations_per_loop=2, save_checkpoints_steps=2,
-                             keep_checkpoint_max=keep)["global_step"]
+    """The tiny classifier trained to `num_train_steps` in `model_dir`, resuming from what is there; its step."""
+    return train_tiny_classifier(model_dir, num_train_steps, keep=keep)[0]["global_step"]
 
 
 def _files(directory):
