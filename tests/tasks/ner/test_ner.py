@@ -357,6 +357,10 @@ for name in names:
         given[name] = (flag.default or 0) + 7
     elif flag.flag_type() == "float":
         given[name] = 0.375
+    elif isinstance(flag.parser, flags.ListParser):
+        given[name] = ["value_of_" + name, "and_more"]
+        argv.append(f"--{name}={','.join(given[name])}")
+        continue
     else:
         given[name] = "value_of_" + name
     argv.append(f"--{name}={given[name]}")
