@@ -24,6 +24,12 @@ from typing import Callable, ClassVar, Optional
 
 from albert_tf.errors import InputError
 
+# Keras' LoRA on the encoder (`enable_lora`, `--lora_targets`): its `Dense` layers by name (`AlbertAttention`,
+# `AlbertTransformerBlock`, `AlbertModel`), and the default targets (keras-hub's: the query and value projections).
+LORA_TARGET_NAMES = ("query", "key", "value", "output_dense", "ffn", "ffn_output", "embedding_hidden_mapping_in",
+                     "pooler")
+LORA_DEFAULT_TARGETS = ("query", "value")
+
 STRATEGIES = ("one_device", "mirrored", "multi_worker", "tpu")
 MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 REQUIRED = dataclasses.MISSING
@@ -365,12 +371,17 @@ class FineTuningOptions(TaskOptions, TokenizerOptions):
                                           "embedding_hidden_mapping_in, pooler (default: query,value, as keras-hub).")
 
     def check_lora(self):
-        """Raises `InputError` for a negative `lora_rank`, or `lora_targets` without a rank."""
+        """Raises `InputError` for a negative `lora_rank`, `lora_targets` without a rank, or a target that is not
+        one of the encoder's dense layers (`LORA_TARGET_NAMES`)."""
         if isinstance(self.lora_rank, bool) or not isinstance(self.lora_rank, int) or self.lora_rank < 0:
             raise InputError(f"`lora_rank` must be an int >= 0 (0: full fine-tuning). Received: "
                              f"`lora_rank={self.lora_rank!r}`.")
         if self.lora_targets and not self.lora_rank:
             raise InputError(f"`lora_targets={','.join(self.lora_targets)}` needs `lora_rank` > 0.")
+        unknown = sorted(set(self.lora_targets or ()) - set(LORA_TARGET_NAMES))
+        if unknown:
+            raise InputError(f"`lora_targets` must be among {','.join(LORA_TARGET_NAMES)}. Received: "
+                             f"{','.join(self.lora_targets)} ({', '.join(unknown)} unknown).")
 
     def check_vocabulary(self, spm_model_file, message="`spm_model_file` is required (or `vocab_file` for a "
                          "WordPiece model)."):

@@ -17,11 +17,8 @@ import numpy as np
 
 from albert_tf.errors import InputError
 from albert_tf.layers.base import sublayers
-
-DEFAULT_TARGETS = ("query", "value")
-# The encoder's `Dense` layers, by name (`AlbertAttention`, `AlbertTransformerBlock`, `AlbertModel`).
-TARGET_NAMES = ("query", "key", "value", "output_dense", "ffn", "ffn_output", "embedding_hidden_mapping_in",
-                "pooler")
+from albert_tf.options import LORA_DEFAULT_TARGETS as DEFAULT_TARGETS
+from albert_tf.options import LORA_TARGET_NAMES as TARGET_NAMES
 
 
 def enable_lora(encoder, rank, target_names=None, lora_alpha=None):

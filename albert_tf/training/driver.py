@@ -41,7 +41,6 @@ from albert_tf.checkpoints.sources import FOREIGN_KINDS
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError, tf_error_text
 from albert_tf.fileio import output_lock, write_text_atomic
-from albert_tf.models import lora
 from albert_tf.text import tokenization
 from albert_tf.training import distribution, loop, optimization
 
@@ -128,7 +127,6 @@ class Task(abc.ABC):
                                         runtime.config_file)
         if hasattr(self.options, "check_lora"):
             self.options.check_lora()
-            check_lora_targets(self.options.lora_targets)
         check_checkpoints(self.options)
 
     @abc.abstractmethod
@@ -245,14 +243,6 @@ def prepare_runtime(runtime=None, **fields):
                                      num_tpu_cores=runtime.num_tpu_cores if runtime.use_tpu else None)
 
 
-def check_lora_targets(targets):
-    """Raises `InputError` unless `targets` (None: the default) are names of the encoder's dense layers."""
-    unknown = sorted(set(targets or ()) - set(lora.TARGET_NAMES))
-    if unknown:
-        raise InputError(f"`lora_targets` must be among {','.join(lora.TARGET_NAMES)}. Received: "
-                         f"{','.join(targets)} ({', '.join(unknown)} unknown).")
-
-
 def apply_lora(model, options):
     """`model.enable_lora(options.lora_rank, options.lora_targets)` when the options ask for LoRA (a rank > 0):
     the encoder frozen but the adapters and their layers' biases, the head trainable; logs the trainable
@@ -263,7 +253,7 @@ def apply_lora(model, options):
         trainable = sum(int(np.prod(v.shape)) for v in model.trainable_weights)
         total = sum(int(np.prod(v.shape)) for v in model.weights)
         logging.info("LoRA rank %d on %s: %d of %d weights trainable (%.3f%%).", rank,
-                     ",".join(options.lora_targets or lora.DEFAULT_TARGETS), trainable, total,
+                     ",".join(options.lora_targets or options_lib.LORA_DEFAULT_TARGETS), trainable, total,
                      100.0 * trainable / total)
     return model
 
