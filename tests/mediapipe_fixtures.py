@@ -51,6 +51,7 @@ def build_release(root):
     a checkpoint, with `albert_config.json`, and a 64-piece SentencePiece model (the original's spm_train
     flags) on lower-cased sentences of `WORDS`."""
     root = str(root)
+    os.makedirs(root, exist_ok=True)
     corpus = os.path.join(root, "corpus.txt")
     rng = random.Random(0)
     with open(corpus, "w", encoding="utf-8") as f:
