@@ -1,3 +1,22 @@
+# coding=utf-8
+# Copyright 2018 The Google AI Team Authors.
+#
+# Licensed under the Apache License, Version 2.0 (the "License");
+# you may not use this file except in compliance with the License.
+# You may obtain a copy of the License at
+#
+#     http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS,
+# WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+# See the License for the specific language governing permissions and
+# limitations under the License.
+#
+# `original_preprocess_text` and `original_ids` are adapted from google-research/ALBERT/tokenization.py
+# (`preprocess_text`, `encode_pieces`, `encode_ids`). Changes: Python 3 only (the `six` branches are gone; the
+# digit-comma branch's bytes comparisons written out as they evaluate under Python 3); `original_ids` also
+# returns whether the digit-comma rule fired. The corpus builder above them is new.
 """A large mixed corpus for the normalization tests, and the original tokenizer written out as the reference.
 
 The corpus is the English text CPython ships (`pydoc_data.topics`, the help topics) and variants of it drawn
