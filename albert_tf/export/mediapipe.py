@@ -28,12 +28,12 @@ import zipfile
 
 import flatbuffers
 import tensorflow as tf
+from absl import logging
 from tensorflow.lite.python import schema_py_generated as tflite_schema
 
 from albert_tf.errors import InputError
 from albert_tf.export import lite
 from albert_tf.export import saved_model as export_lib
-from albert_tf.fileio import write_bytes_atomic
 from albert_tf.text import normalization
 
 SPM_FILE = "mediapipe_spm.model"
@@ -190,6 +190,9 @@ def export_mediapipe(model, output_dir, spm_model_file=None, do_lower_case=True,
         raise InputError(f"MediaPipe runs one text at a time: the batch is 1. Received: `batch_size={batch_size}`.")
     if kind == "classifier":
         labels = _label_names(model, labels)
+    if not do_lower_case:
+        logging.warning("MediaPipe lower-cases ASCII letters before the packed tokenizer: a cased model "
+                        "(`do_lower_case=False`) receives lower-cased ASCII there; --format=tflite keeps the case.")
     if not tf.io.gfile.exists(spm_model_file):
         raise InputError(f"`spm_model_file` not found: `{spm_model_file}`.")
     with tf.io.gfile.GFile(spm_model_file, "rb") as f:
