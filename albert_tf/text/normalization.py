@@ -12,7 +12,9 @@ table of the installed `sentencepiece`), and for every multi-character key of th
 composition survives the preprocessing (Hangul jamo, Indic two-part vowels) the whole key's string.
 `normalized_model(proto, do_lower_case)` puts it into a release's model (`30k-clean.model` or any other)
 in place of its `nmt_nfkc` rules (normalizer name `user_defined`), keeping the vocabulary, the scores and
-the whitespace flags: nothing is retrained.
+the whitespace flags: nothing is retrained. `write_normalized_model` does it to a file (the command line is
+`albert-normalize-spm`, `albert_tf.commands.normalize_spm`); `albert-export --format=mediapipe` packs such a
+model into its file.
 
 What no normalization rule can express (measured on a mixed corpus by `tests/text/test_normalization.py`;
 docs/deploying_small.md):
@@ -23,13 +25,18 @@ docs/deploying_small.md):
   elsewhere as `σ`; a rule maps one string to one string, whatever follows it, so `Σ` always becomes `σ`.
 """
 
+import dataclasses
 import functools
 import unicodedata
 
 import sentencepiece as spm
+import tensorflow as tf
 from sentencepiece import sentencepiece_model_pb2
 
+from albert_tf import options as options_lib
 from albert_tf.errors import InputError
+from albert_tf.fileio import write_bytes_atomic
+from albert_tf.options import option
 
 NORMALIZER_NAME = "user_defined"
 _MAX_CODE_POINT = 0x110000
@@ -102,3 +109,31 @@ def normalized_model(proto, do_lower_case=True, source="the SentencePiece model"
     model.normalizer_spec.precompiled_charsmap = spec.precompiled_charsmap
     model.ClearField("denormalizer_spec")
     return model.SerializeToString()
+
+
+def write_normalized_model(spm_model_file, output, do_lower_case=True):
+    """Writes `normalized_model` of the SentencePiece model file `spm_model_file` to `output` (a temporary name,
+    then renamed); returns `output`."""
+    if not tf.io.gfile.exists(spm_model_file):
+        raise InputError(f"`spm_model_file` not found: `{spm_model_file}`.")
+    with tf.io.gfile.GFile(spm_model_file, "rb") as f:
+        proto = normalized_model(f.read(), do_lower_case, spm_model_file)
+    write_bytes_atomic(output, proto)
+    return output
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class NormalizeOptions(options_lib.TokenizerOptions):
+    """`albert-normalize-spm`'s options: the release's SentencePiece model and casing (the shared tokenizer
+    group), and the file to write."""
+
+    output: str = option(help_text="The SentencePiece model to write: the release's with ALBERT's preprocessing "
+                         "in its normalization rules.")
+
+
+def normalize_spm(run):
+    """The call of `albert-normalize-spm`: `write_normalized_model` of the `NormalizeOptions` `run`; prints the
+    written path."""
+    if not run.spm_model_file:
+        raise InputError("`--spm_model_file` is required: the release's SentencePiece model (30k-clean.model).")
+    print(write_normalized_model(run.spm_model_file, run.output, run.do_lower_case), flush=True)

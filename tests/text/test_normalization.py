@@ -2,6 +2,10 @@
 original's `preprocess_text` gives the original tokenizer's ids on raw text (a large mixed corpus), on every line
 but those where what no rule can express fires: the digit-comma split and, lower-cased, the final sigma."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import sentencepiece as spm
 from sentencepiece import sentencepiece_model_pb2
@@ -13,6 +17,7 @@ from albert_tf.text import normalization
 from albert_tf.text.vocab import train_sentencepiece
 
 NUM_LINES = 6000
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +86,19 @@ def test_rules_spell_out_the_preprocessing():
 def test_a_file_that_is_not_a_model_is_named():
     with pytest.raises(InputError, match="`broken.model` is not a SentencePiece model"):
         normalization.normalized_model(b"\x08\x96\x01garbage", source="broken.model")
+
+
+@pytest.mark.e2e
+def test_albert_normalize_spm_writes_the_model(spm_models, tmp_path):
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    output = tmp_path / "raw-text.model"
+    command = [sys.executable, "-m", "albert_tf.commands", "albert-normalize-spm",
+               f"--spm_model_file={spm_models[True]}", f"--output={output}"]
+    proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == str(output)
+    with open(spm_models[True], "rb") as f:
+        assert output.read_bytes() == normalization.normalized_model(f.read(), True)
+    proc = subprocess.run(command[:-2] + [f"--spm_model_file={tmp_path / 'missing.model'}", f"--output={output}"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode != 0 and "`spm_model_file` not found" in proc.stderr, proc.stderr[-2000:]
