@@ -219,7 +219,8 @@ def export_mediapipe_from_checkpoint(input_path, output_dir, model="encoder", nu
     """Loads a model from any checkpoint source (as `lite.export_tflite_from_checkpoint`) and writes its MediaPipe
     export (the library side of `albert-export --format=mediapipe`); returns the `.tflite` path."""
     if model not in KINDS:
-        raise InputError(f"MediaPipe's text tasks run a classifier or an encoder. Received: `model={model!r}`.")
+        raise InputError(f"MediaPipe's text tasks run a classifier or an encoder (TextClassifier, TextEmbedder). "
+                         f"Received: `model={model!r}`: export it with --format=tflite.")
     with export_lib.model_from_checkpoint(input_path, model, num_labels, albert_config_file,
                                           spm_model_file) as (net, config, spm_model_file):
         return export_mediapipe(net, output_dir, spm_model_file=spm_model_file, config=config, **export_kwargs)
