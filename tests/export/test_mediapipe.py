@@ -16,6 +16,7 @@ import sentencepiece as spm
 
 import albert_tf
 import mediapipe_fixtures as mpf
+import normalization_corpus
 from albert_tf.errors import InputError
 from albert_tf.export import lite
 from albert_tf.export import mediapipe as mediapipe_export
@@ -73,6 +74,22 @@ def test_text_classifier_gives_the_original_probabilities_on_raw_text(release, c
     got = mpf.as_matrix(mpf.run_client("classifier", classifier, mpf.SENTENCES))
     print(f"TextClassifier, float: max abs probability difference {np.max(np.abs(got - want)):.2e} "
           f"on {len(mpf.SENTENCES)} raw sentences")
+    np.testing.assert_allclose(got, want, atol=FLOAT_ATOL)
+
+
+@needs_mediapipe
+def test_text_classifier_follows_the_original_on_the_mixed_corpus(release, classifier):
+    # The mixed corpus of the normalization test (accents, other scripts, quotes, Unicode spaces, both casings),
+    # less the lines where what no rule expresses fires; MediaPipe's own tokenizer (its SentencePiece, its ASCII
+    # lower-casing) reads the first 14 pieces of each.
+    sp_model = spm.SentencePieceProcessor(model_file=release["spm"])
+    lines = [line for line in normalization_corpus.mixed_corpus(1000)
+             if not normalization_corpus.original_ids(sp_model, line, True)[1]
+             and not normalization_corpus.final_sigma_fires(normalization_corpus.original_preprocess_text(line, False))]
+    want, _ = mpf.original_outputs(release, lines)
+    got = mpf.as_matrix(mpf.run_client("classifier", classifier, lines))
+    print(f"TextClassifier, float: max abs probability difference {np.max(np.abs(got - want)):.2e} on "
+          f"{len(lines)} corpus lines")
     np.testing.assert_allclose(got, want, atol=FLOAT_ATOL)
 
 
