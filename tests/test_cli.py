@@ -20,6 +20,7 @@ COMMANDS = [
     (["albert-train-vocab"], "--vocab_size", ["SentencePiece"]),
     (["albert-convert"], "--format", ["checkpoint"]),
     (["albert-export"], "--export_dir", ["SavedModel"]),
+    (["albert-normalize-spm"], "--spm_model_file", ["SentencePiece", "preprocess_text"]),
     (["albert-quickstart"], "--num_train_steps", ["pydoc_data", "SentencePiece", "SavedModel", "quickstart_output"]),
     (["albert-reproduce"], "--glue_dir", ["GLUE", "SQuAD", "RACE", "results.md"]),
 ]

@@ -35,6 +35,7 @@ COMMANDS = [
     (["albert-train-vocab"], "albert-train-vocab"),
     (["albert-convert"], "albert-convert"),
     (["albert-export"], "albert-export"),
+    (["albert-normalize-spm"], "albert-normalize-spm"),
     (["albert-quickstart"], "albert-quickstart"),
 ]
 
