@@ -31,6 +31,7 @@ import tensorflow as tf
 from absl import logging
 from tensorflow.lite.python import schema_py_generated as tflite_schema
 
+from albert_tf import registry
 from albert_tf.errors import InputError
 from albert_tf.export import lite
 from albert_tf.export import saved_model as export_lib
@@ -38,7 +39,7 @@ from albert_tf.text import normalization
 
 SPM_FILE = "mediapipe_spm.model"
 LABELS_FILE = "labels.txt"
-KINDS = {"classifier": "probabilities", "encoder": "pooled_output"}
+CLASSIFIER_TASK = "TextClassifier"   # the MediaPipe task that reads label probabilities (else `TextEmbedder`)
 INPUT_NAMES = {"input_ids": "ids", "input_mask": "mask", "segment_ids": "segment_ids"}
 METADATA_FIELD = "TFLITE_METADATA"
 METADATA_IDENTIFIER = b"M001"
@@ -99,19 +100,19 @@ def _tensor(builder, name, description, files=(), stats=None):
     return _table(builder, fields)
 
 
-def metadata_buffer(input_names, kind, labels=None, description=""):
+def metadata_buffer(input_names, task, labels=None, description="", name="ALBERT"):
     """The `ModelMetadata` flatbuffer of a MediaPipe text model.
 
     Args:
         input_names: the model's input names in its subgraph's order (keys of `INPUT_NAMES`).
-        kind: "classifier" or "encoder".
+        task: the MediaPipe task, "TextClassifier" or "TextEmbedder".
         labels: a classifier's label names (packed as `LABELS_FILE`).
         description: the model's description.
     """
     builder = flatbuffers.Builder(1024)
     inputs = [_tensor(builder, INPUT_NAMES[name], f"ALBERT's {name} (the original's feature).")
               for name in input_names]
-    if kind == "classifier":
+    if task == CLASSIFIER_TASK:
         output = _tensor(builder, "probability", "The label probabilities.", stats=(0.0, 1.0),
                          files=[(LABELS_FILE, "The labels, one a line.", _TENSOR_AXIS_LABELS)])
     else:
@@ -121,7 +122,7 @@ def metadata_buffer(input_names, kind, labels=None, description=""):
     unit = _table(builder, [(0, "byte", _SENTENCE_PIECE_OPTIONS), (1, "offset", options)])
     subgraph = _table(builder, [(2, "offset", _vector(builder, inputs)), (3, "offset", _vector(builder, [output])),
                                 (5, "offset", _vector(builder, [unit]))])
-    name = builder.CreateString(f"ALBERT {kind}")
+    name = builder.CreateString(name)
     text = builder.CreateString(description)
     version = builder.CreateString(MIN_PARSER_VERSION)
     root = _table(builder, [(0, "offset", name), (1, "offset", text), (3, "offset", _vector(builder, [subgraph])),
@@ -180,15 +181,16 @@ def export_mediapipe(model, output_dir, spm_model_file=None, do_lower_case=True,
     Args as `lite.export_tflite`'s; `model` is an `AlbertClassifier` (`TextClassifier`) or an `AlbertModel`
     (`TextEmbedder`), `spm_model_file` is required, and the batch is 1.
     """
-    kind = export_lib.serving_spec(model).kind
-    if kind not in KINDS:
+    spec = export_lib.serving_spec(model)
+    if spec.mediapipe_task is None:
         raise InputError(f"MediaPipe's text tasks run a classifier or an encoder (TextClassifier, TextEmbedder). "
-                         f"Received a `{kind}` model: export it with --format=tflite.")
+                         f"Received a `{spec.kind}` model: export it with --format=tflite.")
+    task, output_name = spec.mediapipe_task
     if spm_model_file is None:
         raise InputError("The MediaPipe export packs the SentencePiece model: pass `spm_model_file`.")
     if batch_size != 1:
         raise InputError(f"MediaPipe runs one text at a time: the batch is 1. Received: `batch_size={batch_size}`.")
-    if kind == "classifier":
+    if task == CLASSIFIER_TASK:
         labels = _label_names(model, labels)
     if not do_lower_case:
         logging.warning("MediaPipe lower-cases ASCII letters before the packed tokenizer: a cased model "
@@ -202,23 +204,29 @@ def export_mediapipe(model, output_dir, spm_model_file=None, do_lower_case=True,
         files[LABELS_FILE] = "".join(f"{label}\n" for label in labels).encode("utf-8")
 
     def package(flatbuffer):
-        metadata = metadata_buffer(signature_input_order(flatbuffer), kind, labels,
-                                   f"ALBERT {kind} exported by albert_tf (quantization: {quantize}).")
+        metadata = metadata_buffer(signature_input_order(flatbuffer), task, labels,
+                                   f"ALBERT {spec.kind} exported by albert_tf (quantization: {quantize}).",
+                                   name=f"ALBERT {spec.kind}")
         return with_metadata(flatbuffer, metadata, files)
 
     path = lite.export_tflite(model, output_dir, spm_model_file=spm_model_file, do_lower_case=do_lower_case,
                               max_seq_length=max_seq_length, batch_size=1, quantize=quantize,
                               calibration_file=calibration_file, config=config, labels=labels, file_name=file_name,
-                              outputs=(KINDS[kind],), package=package, extra_files={SPM_FILE: packed_spm},
+                              outputs=(output_name,), package=package, extra_files={SPM_FILE: packed_spm},
                               **lengths)
     return path
+
+
+def mediapipe_kinds():
+    """The registered model kinds whose exports a MediaPipe text task runs."""
+    return tuple(kind.name for kind in registry.kinds() if kind.serving_spec.mediapipe_task is not None)
 
 
 def export_mediapipe_from_checkpoint(input_path, output_dir, model="encoder", num_labels=2, albert_config_file=None,
                                      spm_model_file=None, **export_kwargs):
     """Loads a model from any checkpoint source (as `lite.export_tflite_from_checkpoint`) and writes its MediaPipe
     export (the library side of `albert-export --format=mediapipe`); returns the `.tflite` path."""
-    if model not in KINDS:
+    if model not in mediapipe_kinds():
         raise InputError(f"MediaPipe's text tasks run a classifier or an encoder (TextClassifier, TextEmbedder). "
                          f"Received: `model={model!r}`: export it with --format=tflite.")
     with export_lib.model_from_checkpoint(input_path, model, num_labels, albert_config_file,
