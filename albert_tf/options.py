@@ -92,6 +92,13 @@ def _metadata(options_class, name, key, default=None):
     return default
 
 
+def option_defaults(options_class, names):
+    """`{name: default}` of the options `names` of `options_class`: what a pipeline takes from its runner's
+    options, so that each default is declared once (`QuestionAnsweringPipeline.defaults`, ...)."""
+    fields = {field.name: field for field in dataclasses.fields(options_class)}
+    return {name: None if fields[name].default is REQUIRED else fields[name].default for name in names}
+
+
 def option_fields(options_class):
     """The fields of `options_class` that a caller sets (not the `constant` ones), in order."""
     return [field for field in dataclasses.fields(options_class) if field.init]
