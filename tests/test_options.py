@@ -76,11 +76,14 @@ ORIGINAL_FLAGS["run_ner"] = (["data_dir", "albert_config_file", "spm_model_file"
 ORIGINAL_FLAGS["run_squad_v1"] = ORIGINAL_FLAGS["run_squad_v2"] = ORIGINAL_FLAGS["run_squad"]
 # The fine-tuning runners' Keras LoRA (docs/lora.md).
 _LORA = ["lora_rank", "lora_targets"]
-RUNNER_ONLY = {"run_classifier": ["hparams_preset"] + _LORA, "run_squad": _LORA, "run_squad_v1": _LORA,
-               "run_squad_v2": _LORA, "run_race": _LORA, "run_ner": _LORA}
+# `gradient_accumulation_steps`: on every runner whose Python call takes it (the original trains on TPUs, where the
+# batch fits; run_pretraining.py, run_race.py and run_ner's lists above have it already).
+_ACCUMULATION = ["gradient_accumulation_steps"]
+RUNNER_ONLY = {"run_classifier": ["hparams_preset"] + _LORA + _ACCUMULATION, "run_squad": _LORA + _ACCUMULATION,
+               "run_squad_v1": _LORA + _ACCUMULATION, "run_squad_v2": _LORA + _ACCUMULATION, "run_race": _LORA,
+               "run_ner": _LORA}
 # The option fields that a runner gives no flag (they keep their defaults).
-NO_FLAG = {"run_classifier": ["gradient_accumulation_steps"], "run_squad": ["gradient_accumulation_steps"],
-           "run_squad_v1": ["gradient_accumulation_steps"], "run_squad_v2": ["gradient_accumulation_steps"],
+NO_FLAG = {"run_classifier": [], "run_squad": [], "run_squad_v1": [], "run_squad_v2": [],
            "run_race": ["optimizer", "delete_non_best"], "run_ner": [], "run_pretraining": ["sentence_loss_weight"]}
 _OPTIONS = {"run_classifier": glue_task.ClassifierOptions, "run_squad": squad_task.SquadOptions,
             "run_squad_v1": squad_task.SquadOptions, "run_squad_v2": squad_task.SquadV2Options,

@@ -15,9 +15,10 @@ from fixtures_text import number_lines
 from albert_tf.errors import InputError
 from albert_tf.text import normalization
 from albert_tf.text.vocab import train_sentencepiece
+import repo_paths
 
 NUM_LINES = 6000
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(repo_paths.REPO)
 
 
 @pytest.fixture(scope="module")

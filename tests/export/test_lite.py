@@ -385,7 +385,7 @@ def test_bad_arguments_are_input_errors(tmp_path):
 
 
 def test_keras_quantize_modes_other_than_int8_point_to_the_lite_export():
-    """Keras' `quantize("int8")` works (tests/test_keras_backends.py measures it); the other modes are refused
+    """Keras' `quantize("int8")` works (tests/models/test_keras_backends.py measures it); the other modes are refused
     with the LiteRT export named."""
     for model in (AlbertClassifier(_tiny_config(1), num_labels=2), AlbertModel(_tiny_config(1))):
         for mode in ("int4", "float8"):

@@ -6,8 +6,9 @@ import subprocess
 import sys
 
 import pytest
+import repo_paths
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(repo_paths.REPO)
 BIN = pathlib.Path(sys.executable).parent
 
 # (command, a flag of its own that --help must list, words its paragraph must contain)
