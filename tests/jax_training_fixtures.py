@@ -59,3 +59,78 @@ def tf_restore(kind, prefix):
     checkpoint = tf.train.Checkpoint(**loop.checkpoint_objects(model), optimizer=optimizer)
     checkpoint.restore(prefix).expect_partial()
     return checkpoint.write(prefix + "-tf")
+
+
+SEQ, PRED = 16, 4
+
+
+def _example(rng, index):
+    """One record of the original pretraining schema; `input_ids[1]` carries the record index."""
+    import tensorflow as tf
+    from albert_tf.data import features as features_lib
+
+    vocab = CONFIG["vocab_size"]
+    length = rng.randint(SEQ // 2, SEQ + 1)
+    ids = [2] + list(rng.randint(5, vocab, size=length - 2)) + [3]
+    ids[1] = 5 + index % (vocab - 5)
+    num_masked = rng.randint(1, PRED + 1)
+    positions = sorted(rng.choice(np.arange(2, length - 1), size=num_masked, replace=False))
+    pad = SEQ - length
+    feature = {
+        "input_ids": features_lib.int64_feature(ids + [0] * pad),
+        "input_mask": features_lib.int64_feature([1] * length + [0] * pad),
+        "segment_ids": features_lib.int64_feature([0] * (length // 2) + [1] * (length - length // 2) + [0] * pad),
+        "token_boundary": features_lib.int64_feature([1] * SEQ),
+        "masked_lm_positions": features_lib.int64_feature(list(positions) + [0] * (PRED - num_masked)),
+        "masked_lm_ids": features_lib.int64_feature([ids[p] for p in positions] + [0] * (PRED - num_masked)),
+        "masked_lm_weights": features_lib.float_feature([1.0] * num_masked + [0.0] * (PRED - num_masked)),
+        "next_sentence_labels": features_lib.int64_feature([int(rng.randint(0, 2))]),
+    }
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def write_pretraining_data(root):
+    """Two TFRecord files of 24 records and the config (dropout off) in `root`; returns the config's path."""
+    import json
+    import os
+    import tensorflow as tf
+
+    rng = np.random.RandomState(0)
+    for shard in range(2):
+        with tf.io.TFRecordWriter(os.path.join(root, f"part-{shard}.tfrecord")) as writer:
+            for i in range(24):
+                writer.write(_example(rng, shard * 24 + i))
+    path = os.path.join(root, "albert_config.json")
+    with open(path, "w") as f:
+        json.dump(dict(CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0), f)
+    return path
+
+
+def run_pretraining(root, output_dir, init_checkpoint=None, num_train_steps=6, **kwargs):
+    """`run_pretraining` on `write_pretraining_data(root)`'s records: LAMB, batch 8, seed 1, a checkpoint every 3
+    steps; returns its result."""
+    import os
+    from albert_tf.tasks.pretraining.task import run_pretraining as run
+
+    args = dict(albert_config_file=os.path.join(root, "albert_config.json"),
+                input_file=os.path.join(root, "part-*.tfrecord"), output_dir=output_dir, max_seq_length=SEQ,
+                max_predictions_per_seq=PRED, train_batch_size=8, learning_rate=5e-3, num_train_steps=num_train_steps,
+                num_warmup_steps=2, save_checkpoints_steps=3, iterations_per_loop=3, seed=1, optimizer="lamb",
+                init_checkpoint=init_checkpoint)
+    args.update(kwargs)
+    result = run(**args)
+    return {"global_step": int(result["train"]["global_step"]), "loss": float(result["train"].get("loss", 0.0)),
+            "compilations": int(result["train"].get("compilations", 0))}
+
+
+def checkpoint_values(prefix):
+    """`{key: value as a list}` of the model's variables in checkpoint `prefix` (through the object graph)."""
+    import albert_tf
+    from albert_tf.checkpoints import object_graph
+
+    model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig.from_dict(
+        dict(CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)))
+    root = object_graph.checkpoint_root(model)
+    object_graph.restore(prefix, root, expect_partial=False)
+    return {key: object_graph.host_value(v).tolist() for key, v in object_graph.variable_keys(root)
+            if not key.startswith("dropout_rng")}
