@@ -1,6 +1,8 @@
 """Tiny models and optimizers built the same way under every Keras backend, for the JAX training tests: the
 TensorFlow side runs in a fresh process (`fresh_process.run_measurement` with `KERAS_BACKEND=tensorflow`)."""
 
+import os
+
 import keras
 import numpy as np
 
@@ -92,7 +94,6 @@ def _example(rng, index):
 def write_pretraining_data(root):
     """Two TFRecord files of 24 records and the config (dropout off) in `root`; returns the config's path."""
     import json
-    import os
     import tensorflow as tf
 
     rng = np.random.RandomState(0)
@@ -109,7 +110,6 @@ def write_pretraining_data(root):
 def run_pretraining(root, output_dir, init_checkpoint=None, num_train_steps=6, **kwargs):
     """`run_pretraining` on `write_pretraining_data(root)`'s records: LAMB, batch 8, seed 1, a checkpoint every 3
     steps; returns its result."""
-    import os
     from albert_tf.tasks.pretraining.task import run_pretraining as run
 
     args = dict(albert_config_file=os.path.join(root, "albert_config.json"),
@@ -123,14 +123,82 @@ def run_pretraining(root, output_dir, init_checkpoint=None, num_train_steps=6, *
             "compilations": int(result["train"].get("compilations", 0))}
 
 
-def checkpoint_values(prefix):
-    """`{key: value as a list}` of the model's variables in checkpoint `prefix` (through the object graph)."""
+def _pretrainer():
     import albert_tf
+
+    return albert_tf.AlbertPretrainer(albert_tf.AlbertConfig.from_dict(
+        dict(CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)))
+
+
+def tf_release_and_run(root, release, output_dir):
+    """Under the TensorFlow backend: a tiny release in the original's layout (TF1 names, LAMB slots,
+    `global_step`) at `release`, then `run_pretraining` from it on one device in `output_dir`."""
+    import keras
+    import original_checkpoints
+
+    keras.utils.set_random_seed(5)
+    original_checkpoints.save_original_checkpoint(_pretrainer(), release, slots=("lamb_m", "lamb_v"))
+    return run_pretraining(root, output_dir, init_checkpoint=release)
+
+
+def tf_read(prefix):
+    """Under the TensorFlow backend: the model's variables as the TensorFlow tools read checkpoint `prefix`
+    (`restore_checkpoint`), `{variable path: value as a list}`."""
+    from albert_tf.checkpoints.restore import restore_checkpoint
+
+    model = _pretrainer()
+    restore_checkpoint(model, prefix)
+    return {v.path: np.asarray(v.numpy()).tolist() for v in model.weights}
+
+
+def jax_run_and_resume(root, release, output_dir, resumed_dir):
+    """Under JAX: `run_pretraining` from `release` in `output_dir`; then a copy of it whose newest checkpoint
+    (step 6) is cut short resumes in `resumed_dir` from step 3 (the cut one moved aside) to step 6."""
+    import shutil
+    import original_checkpoints
+
+    first = run_pretraining(root, output_dir, init_checkpoint=release)
+    shutil.copytree(output_dir, resumed_dir)
+    original_checkpoints.truncate_data(os.path.join(resumed_dir, "model.ckpt-6"))
+    second = run_pretraining(root, resumed_dir, init_checkpoint=release)
+    return [first, second]
+
+
+def model_values(prefix):
+    """`{variable path: value as a list}` of a pretrainer restored from `prefix` under this process's backend."""
     from albert_tf.checkpoints import object_graph
 
-    model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig.from_dict(
-        dict(CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)))
-    root = object_graph.checkpoint_root(model)
-    object_graph.restore(prefix, root, expect_partial=False)
-    return {key: object_graph.host_value(v).tolist() for key, v in object_graph.variable_keys(root)
-            if not key.startswith("dropout_rng")}
+    model = _pretrainer()
+    object_graph.restore(prefix, object_graph.checkpoint_root(model), expect_partial=False)
+    return {v.path: object_graph.host_value(v).tolist() for v in model.weights}
+
+
+def jax_processes(root, release, output_dir, count=2, devices=4, timeout=400):
+    """`run_pretraining` from `release` in `output_dir` by `count` JAX processes of `devices` CPU devices each on
+    loopback (`keras.distribution.initialize()` through the KERAS_DISTRIBUTION_* variables); returns their
+    results."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); import jax_training_fixtures as f; "
+            "print('RESULT ' + json.dumps(f.run_pretraining(sys.argv[2], sys.argv[4], init_checkpoint=sys.argv[3])))")
+    procs = []
+    for index in range(count):
+        env = dict(os.environ, KERAS_BACKEND="jax", TF_CPP_MIN_LOG_LEVEL="2",
+                   XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}",
+                   KERAS_DISTRIBUTION_JOB_ADDRESSES=f"127.0.0.1:{port}", KERAS_DISTRIBUTION_NUM_PROCESSES=str(count),
+                   KERAS_DISTRIBUTION_PROCESS_ID=str(index))
+        procs.append(subprocess.Popen([sys.executable, "-c", code, os.path.dirname(os.path.abspath(__file__)), root,
+                                       release, output_dir], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=timeout)
+        assert proc.returncode == 0, err[-4000:]
+        results.append(json.loads([line for line in out.splitlines() if line.startswith("RESULT ")][-1][7:]))
+    return results

@@ -232,6 +232,8 @@ def prepare_runtime(runtime=None, **fields):
         runtime: `RuntimeOptions`, or None to build one from `fields` (`random_seed=3`, ...).
     """
     runtime = runtime if runtime is not None else options_lib.RuntimeOptions(**fields)
+    if keras.backend.backend() == "jax":
+        jax_distribution.initialize_processes()     # before any JAX computation (the seed's included)
     if runtime.random_seed is not None:
         # Python, NumPy, TensorFlow and Keras generators: weight initialisation, dropout and input shuffles.
         tf.keras.utils.set_random_seed(int(runtime.random_seed))
