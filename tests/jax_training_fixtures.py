@@ -202,3 +202,48 @@ def jax_processes(root, release, output_dir, count=2, devices=4, timeout=400):
         assert proc.returncode == 0, err[-4000:]
         results.append(json.loads([line for line in out.splitlines() if line.startswith("RESULT ")][-1][7:]))
     return results
+
+
+def jax_classifier(glue_root, spm_model_file, config_file, output_dir):
+    """Under JAX on 8 devices: `run_classifier` trains SST-2 four steps (training only) twice: data parallel with
+    gradient accumulation 2, then LoRA on a `(batch 4, model 2)` mesh. Returns both results, the number of
+    LoRA adapters in the second run's checkpoint, whether its frozen kernels stayed as initialised, and the
+    sharding of a query kernel and an FFN output kernel under the model-parallel distribution."""
+    import albert_tf
+    from albert_tf.checkpoints import object_graph
+    from albert_tf import options as options_lib
+    from albert_tf.tasks.glue.task import ClassifierOptions, GlueTask
+    from albert_tf.training import driver, jax_distribution
+
+    def run_classifier(*args, **kwargs):   # the driver's stages: `run_classifier` returns no training result
+        return driver.run(GlueTask, *options_lib.call_options(ClassifierOptions, args, kwargs, None, None))
+
+    common = dict(albert_config_file=config_file, spm_model_file=spm_model_file, max_seq_length=32,
+                  train_batch_size=16, learning_rate=1e-2, warmup_step=1, train_step=4, save_checkpoints_steps=2,
+                  do_train=True, random_seed=3)
+    first = run_classifier("sst-2", glue_root, os.path.join(output_dir, "dp"), gradient_accumulation_steps=2,
+                           **common)["train"]
+    second = run_classifier("sst-2", glue_root, os.path.join(output_dir, "lora_mp"), lora_rank=2,
+                            model_parallel_devices=2, **common)["train"]
+    devices = jax_distribution.jax_devices(2)
+    with devices.scope():
+        config = albert_tf.AlbertConfig.from_json_file(config_file)
+        model = albert_tf.AlbertClassifier(config, num_labels=2)
+    block = model.encoder.group_0_inner_group_0
+    specs = [list(v.value.sharding.spec) for v in (block.attention.query.kernel, block.ffn_output.kernel)]
+    keys = [k for k, _ in __import__("tensorflow").train.list_variables(
+        os.path.join(output_dir, "lora_mp", "model.ckpt-4"))]
+    step2 = albert_tf.AlbertClassifier(config, num_labels=2)
+    step2.enable_lora(2)
+    step4 = albert_tf.AlbertClassifier(config, num_labels=2)
+    step4.enable_lora(2)
+    object_graph.restore(os.path.join(output_dir, "lora_mp", "model.ckpt-2"), object_graph.checkpoint_root(step2))
+    object_graph.restore(os.path.join(output_dir, "lora_mp", "model.ckpt-4"), object_graph.checkpoint_root(step4))
+    frozen_kept = all(np.array_equal(object_graph.host_value(a), object_graph.host_value(b))
+                      for a, b in zip(step2.non_trainable_weights, step4.non_trainable_weights))
+    adapters_moved = any(not np.array_equal(object_graph.host_value(a), object_graph.host_value(b))
+                         for a, b in zip(step2.trainable_weights, step4.trainable_weights) if "lora" in a.path)
+    return {"first": {k: float(v) for k, v in first.items() if np.isscalar(v)},
+            "second": {k: float(v) for k, v in second.items() if np.isscalar(v)},
+            "specs": specs, "lora_alpha_saved": "lora/alpha/.ATTRIBUTES/VARIABLE_VALUE" in keys,
+            "frozen_kept": frozen_kept, "adapters_moved": adapters_moved}
