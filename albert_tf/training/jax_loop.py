@@ -160,7 +160,12 @@ class _Trainer:
         self.norm_index = next((i for i, v in enumerate(optimizer.variables) if v is norm), None)
         self.loss_fn = loss_fn
         self.global_batch = None
-        self.step = jax.jit(self._step, donate_argnums=(0,))
+        # The new state keeps the layout of the state it replaces (the variables' own): the second call then
+        # finds the first call's trace, whatever layout Keras gave the variables on a mesh of one device.
+        state_layout = jax.tree_util.tree_map(lambda value: value.sharding, self.state)
+        self.state = jax.device_put(self.state, state_layout)       # committed to it, as the step's outputs
+        replicated = jax.sharding.NamedSharding(data_sharding(devices, 0, 1).mesh, jax.sharding.PartitionSpec())
+        self.step = jax.jit(self._step, donate_argnums=(0,), out_shardings=(state_layout, replicated))
 
     def _loss(self, trainable, non_trainable, optimizer_values, features):
         mapping = (list(zip(self.trainable, trainable)) + list(zip(self.non_trainable, non_trainable))
