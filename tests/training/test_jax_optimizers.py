@@ -1,6 +1,6 @@
 """The original's AdamW and LAMB (`albert_tf.training.optimization`) under JAX: `stateless_apply` inside
 `jax.jit`, seven steps across the warm-up and the decay, against the NumPy transcription of the original's
-`optimization.py` and `lamb_optimizer.py` (`tests/test_optimization.py`): no decay on LayerNorm and biases, LAMB's
+`optimization.py` and `lamb_optimizer.py` (`tests/optimizer_reference.py`): no decay on LayerNorm and biases, LAMB's
 trust ratio (1.0 for a zero-norm weight), the clip by global norm 1.0, the schedule.
 
 CI runs this file in the backends tier under KERAS_BACKEND=jax (.ci/run)."""
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from albert_tf.training import optimization
-from test_optimization import np_learning_rate, np_step
+from optimizer_reference import np_learning_rate, np_step
 
 pytestmark = pytest.mark.skipif(keras.backend.backend() != "jax", reason="the optimizers under JAX")
 
