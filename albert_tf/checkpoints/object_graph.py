@@ -27,6 +27,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from albert_tf.errors import InputError
+
 VALUE_SUFFIX = "/.ATTRIBUTES/VARIABLE_VALUE"
 
 
@@ -210,7 +212,7 @@ def _saved_key(children, keys, path):
 def restore(prefix, root, expect_partial=True):
     """Assigns each variable of `root` the value saved at its path in checkpoint `prefix` (matched through the
     checkpoint's object graph, as `tf.train.Checkpoint.restore` does); returns the paths of `root` the checkpoint
-    does not hold (a `ValueError` names them unless `expect_partial`). The `lora/alpha` saved is checked against
+    does not hold (an `InputError` names them unless `expect_partial`). The `lora/alpha` saved is checked against
     the model's."""
     reader = tf.train.load_checkpoint(prefix)
     shapes = reader.get_variable_to_shape_map()
@@ -223,18 +225,18 @@ def restore(prefix, root, expect_partial=True):
             continue
         value = reader.get_tensor(name)
         if tuple(shapes[name]) != tuple(variable.shape):
-            raise ValueError(f"Checkpoint {prefix}: {key} has shape {tuple(shapes[name])}, the variable "
+            raise InputError(f"Checkpoint {prefix}: {key} has shape {tuple(shapes[name])}, the variable "
                              f"{getattr(variable, 'path', variable.name)} {tuple(variable.shape)}.")
         if key == "lora/alpha":
             if float(value) != float(host_value(variable)):
-                raise ValueError(f"Checkpoint {prefix} was trained with lora_alpha {float(value)}, the model has "
+                raise InputError(f"Checkpoint {prefix} was trained with lora_alpha {float(value)}, the model has "
                                  f"{float(host_value(variable))}.")
             continue
         if np.issubdtype(value.dtype, np.integer):
             value = value.astype(np.dtype(keras.backend.standardize_dtype(variable.dtype)))
         values.append((variable, value))
     if missing and not expect_partial:
-        raise ValueError(f"Checkpoint {prefix} holds no {', '.join(missing[:5])}"
+        raise InputError(f"Checkpoint {prefix} holds no {', '.join(missing[:5])}"
                          f"{f' ... ({len(missing)} in all)' if len(missing) > 5 else ''}.")
     # Assigned once every value was checked: a checkpoint that does not fit leaves the variables as they were.
     for variable, value in values:
