@@ -1,7 +1,7 @@
 """`albert_tf.training.jax_loop` in this process (KERAS_BACKEND=jax, the devices it has) on a tiny classifier with
 dropout off: gradient accumulation of 2 micro-batches equals one batch of both; SIGTERM during training saves the
 step reached and raises `Interrupted`, and the same call resumes (the input position from the checkpoint) to the
-uninterrupted run's weights; the `mixed_bfloat16` policy trains; the step compiles once per run.
+uninterrupted run's weights; the `mixed_bfloat16` and `mixed_float16` (loss scaling) policies train; the step compiles once per run.
 
 CI runs this file in the backends tier under KERAS_BACKEND=jax (.ci/run)."""
 
@@ -93,11 +93,17 @@ def test_sigterm_saves_and_the_same_call_resumes(tmp_path):
     _assert_close(resumed, uninterrupted, 1e-5)
 
 
-def test_mixed_bfloat16_trains(tmp_path):
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_mixed_precision_trains(tmp_path, policy):
+    from albert_tf.training import optimization
+
     previous = keras.config.dtype_policy()
-    keras.config.set_dtype_policy("mixed_bfloat16")
+    keras.config.set_dtype_policy(policy)
     try:
-        result, weights = _train(tmp_path / "bf16")
+        # Under mixed_float16 the optimizer is a LossScaleOptimizer (dynamic loss scaling) around LAMB/AdamW.
+        assert isinstance(optimization.create_optimizer(1e-2, 6, 1), keras.optimizers.LossScaleOptimizer) == (
+            policy == "mixed_float16")
+        result, weights = _train(tmp_path / policy)
     finally:
         keras.config.set_dtype_policy(previous)
     assert result["global_step"] == STEPS and np.isfinite(result["loss"])
