@@ -232,32 +232,35 @@ class _Trainer:
 
 
 def _run_steps(trainer, iterator, count):
-    """Up to `count` steps (fewer after a signal): `(steps run, [outputs])`; stops after a non-finite loss."""
+    """Up to `count` steps (fewer after a signal): their outputs, read by the host after the last step (not after
+    each: the host prepares the next batch while the devices run a step)."""
     outputs = []
     for _ in range(count):
         if interrupt.requested() is not None:
             break
         batch = {name: value.numpy() for name, value in next(iterator).items()}
-        out = trainer.run(batch)
-        outputs.append(out)
-        if not (np.isfinite(float(out["loss"])) and np.isfinite(float(out["gradient_norm"]))):
-            break
-    return outputs
+        outputs.append(trainer.run(batch))
+    import jax
+
+    return jax.device_get(outputs)       # waits for the last step: the loop's time is the steps' time
 
 
-def _loop_stats(outputs, step, new_step, elapsed, global_batch, model_dir):
+def _loop_stats(outputs, step, elapsed, global_batch, model_dir):
+    """The statistics of the loop's steps after `step`; raises `FloatingPointError` naming the first step with a
+    non-finite loss or gradient norm (nothing of that loop is saved)."""
     losses = [float(out["loss"]) for out in outputs]
-    last = outputs[-1]
-    if not (np.isfinite(losses[-1]) and np.isfinite(float(last["gradient_norm"]))):
-        raise FloatingPointError(
-            f"Non-finite loss or gradient at global step {new_step} (loss {losses[-1]}, gradient norm "
-            f"{float(last['gradient_norm'])}). Training stopped; nothing was saved after step {step}. Last "
-            f"checkpoint: {tf.train.latest_checkpoint(model_dir)}.")
+    norms = [float(out["gradient_norm"]) for out in outputs]
+    for index, (loss, norm) in enumerate(zip(losses, norms)):
+        if not (np.isfinite(loss) and np.isfinite(norm)):
+            raise FloatingPointError(
+                f"Non-finite loss or gradient at global step {step + index + 1} (loss {loss}, gradient norm "
+                f"{norm}). Training stopped; nothing was saved after step {step}. Last checkpoint: "
+                f"{tf.train.latest_checkpoint(model_dir)}.")
     count = len(outputs)
     return {"loss": sum(losses) / count,
             "metrics": {name: sum(float(out["metrics"][name]) for out in outputs) / count
-                        for name in last["metrics"]},
-            "learning_rate": float(last["learning_rate"]), "gradient_norm": float(last["gradient_norm"]),
+                        for name in outputs[-1]["metrics"]},
+            "learning_rate": float(outputs[-1]["learning_rate"]), "gradient_norm": norms[-1],
             "step_time": elapsed / count, "seconds": elapsed,
             "examples_per_second": global_batch * count / elapsed if global_batch and elapsed > 0 else float("nan")}
 
@@ -278,7 +281,7 @@ def _train_loops(trainer, iterator, mirror, manager, writer, num_train_steps, it
         if not outputs:    # interrupted before the loop's first step
             break
         new_step = step + len(outputs)
-        stats = _loop_stats(outputs, step, new_step, time.time() - loop_start, trainer.global_batch, model_dir)
+        stats = _loop_stats(outputs, step, time.time() - loop_start, trainer.global_batch, model_dir)
         loop._report_loop(writer, stats, new_step, num_train_steps, (time.time() - start_time)
                           / max(new_step - start_step, 1) * (num_train_steps - new_step))
         step = new_step
