@@ -242,6 +242,9 @@ class RuntimeOptions:
                                               "their gradients before one optimizer step (same global batch on "
                                               "less memory).")
     iterations_per_loop: int = option(1000, "How many steps to make in each estimator call.")
+    model_parallel_devices: int = option(1, "KERAS_BACKEND=jax: devices per model replica along a `model` mesh axis "
+                                         "(keras.distribution.ModelParallel: the attention and FFN kernels sharded "
+                                         "over them, for xlarge/xxlarge); 1: data parallel over every device.")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -37,7 +37,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", PYTHONPATH=REPO)
 
 _TPU = ["use_tpu", "tpu_name", "tpu_zone", "gcp_project", "master", "num_tpu_cores"]
-_TF2 = ["strategy", "mixed_precision", "jit_compile", "random_seed", "recompute"]
+_TF2 = ["strategy", "mixed_precision", "jit_compile", "random_seed", "recompute", "model_parallel_devices"]
 # The flags of the original scripts (google-research/albert), and the TF2 additions of each runner.
 ORIGINAL_FLAGS = {
     "run_classifier": ["data_dir", "albert_config_file", "task_name", "vocab_file", "spm_model_file", "output_dir",

@@ -21,6 +21,7 @@ import math
 import os
 from typing import ClassVar, Optional
 
+import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -311,12 +312,13 @@ class GlueTask(driver.Task):
     def loss(self, model, features, training):
         num_labels = len(self.label_list)
         outputs = model(features, training=training)
-        loss = tf.reduce_mean(classifier_loss(outputs, features["label_ids"], num_labels))
+        ops = keras.ops      # any Keras backend: the JAX training loop traces it too
+        loss = ops.mean(classifier_loss(outputs, features["label_ids"], num_labels))
         if num_labels == 1:
             return loss, {}
-        correct = tf.cast(tf.equal(outputs["predictions"], tf.cast(features["label_ids"], tf.int32)),
-                          tf.float32)
-        return loss, {"accuracy": tf.reduce_mean(correct)}
+        correct = ops.cast(ops.equal(ops.cast(outputs["predictions"], "int32"),
+                                     ops.cast(features["label_ids"], "int32")), "float32")
+        return loss, {"accuracy": ops.mean(correct)}
 
     def _dataset(self, examples, what, batch_size, split):
         num_actual = len(examples)
