@@ -126,6 +126,7 @@ class Task(abc.ABC):
         runtime = self.runtime
         config_lib.check_max_seq_length(self.options.max_seq_length, runtime.config.max_position_embeddings,
                                         runtime.config_file)
+        self.options.check_optimizer()
         if hasattr(self.options, "check_lora"):
             self.options.check_lora()
         check_checkpoints(self.options)

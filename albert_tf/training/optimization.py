@@ -26,10 +26,10 @@ import keras
 import tensorflow as tf
 
 from albert_tf.errors import InputError
+from albert_tf.options import OPTIMIZERS
 
 # `optimization.create_optimizer`: exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"].
 DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
-OPTIMIZERS = ("adamw", "lamb")
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")

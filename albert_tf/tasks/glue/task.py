@@ -273,8 +273,6 @@ class GlueTask(driver.Task):
         if task_name == "ax" and (options.do_train or options.do_eval):
             raise InputError("Task `ax` (GLUE diagnostic) has only a test set: use `do_predict` with the "
                              "`output_dir` of an MNLI run.")
-        if options.optimizer not in ("adamw", "lamb"):
-            raise InputError(f"`optimizer` must be 'adamw' or 'lamb'. Received: {options.optimizer!r}.")
         logging.info("***** %s: learning_rate = %g, train_batch_size = %d, train_step = %d, warmup_step = %d, "
                      "save_checkpoints_steps = %d, max_seq_length = %d, optimizer = %s, do_lower_case = %s *****",
                      task_name, options.learning_rate, options.train_batch_size, options.train_step,
@@ -421,5 +419,4 @@ Example (the paper's RTE setup from `run_glue.sh`, starting from an MNLI run):
 RUN_CLASSIFIER = options_lib.Command(
     name="run_classifier", help_text=RUN_CLASSIFIER_HELP,
     options=(ClassifierOptions, options_lib.RuntimeOptions, PresetOptions),
-    call=lambda options, runtime, _: run_classifier(options=options, runtime=runtime),
-    no_flag=("gradient_accumulation_steps",), resolve=_preset)
+    call=lambda options, runtime, _: run_classifier(options=options, runtime=runtime), resolve=_preset)

@@ -50,8 +50,6 @@ class NerOptions(options_lib.StepsOptions):
     dropout_prob: float = option(0.1, "Dropout on the sequence output while training.")
     # Pieces per window ([CLS] and [SEP] included); longer sentences are split into windows of whole words.
     max_seq_length: int = option(128)
-    warmup_step: int = option(0, "Number of steps to perform linear learning rate warmup for.")
-    optimizer: str = option("adamw", "Optimizer to use.", enum_values=("adamw", "lamb"))
 
     metric_key: ClassVar[str] = METRIC_KEY
 

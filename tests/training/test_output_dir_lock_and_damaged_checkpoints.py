@@ -19,8 +19,9 @@ from albert_tf.config import REQUIRED_KEYS, AlbertConfig
 from albert_tf.errors import InputError
 from albert_tf.training import driver, loop
 from training_fixtures import train_tiny_classifier
+import repo_paths
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = repo_paths.REPO
 TINY = dict(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
             intermediate_size=32, max_position_embeddings=16, hidden_dropout_prob=0.0,
             attention_probs_dropout_prob=0.0)

@@ -38,10 +38,11 @@ from albert_tf.tasks.race.model import AlbertRace
 from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
 from albert_tf.export.session_model import SessionModel
+import repo_paths
 
 pytestmark = pytest.mark.cpu_kernels
 
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+TESTS_DIR = repo_paths.TESTS
 TF_TEXT_2_12_1_OPS = os.path.join(TESTS_DIR, "data", "tf_text_2_12_1_ops.pbtxt")
 MAX_SEQ = 16
 ATOL = 1e-5

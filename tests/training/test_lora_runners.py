@@ -27,8 +27,9 @@ from albert_tf.tasks.ner.task import NerOptions
 from albert_tf.tasks.race.task import RaceOptions
 from albert_tf.tasks.squad.task import SquadOptions
 from albert_tf.training import loop
+import repo_paths
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = repo_paths.REPO
 SEQ = task_fixtures.SEQ
 # The pooler's adapter moves the tiny random encoder's outputs far more than the attention's alone (whose
 # near-uniform attention hides them), so that merging them or not shows in the outputs.

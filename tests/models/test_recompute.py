@@ -256,12 +256,12 @@ def test_pretraining_losses_equal():
 
 
 MIRRORED = textwrap.dedent('''
-    import json, sys
+    import json, os, sys
     import tensorflow as tf
     cpu = tf.config.list_physical_devices("CPU")[0]
     tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     import numpy as np
-    sys.path.insert(0, sys.argv[1])
+    sys.path[:0] = [sys.argv[1], os.path.dirname(sys.argv[1])]   # the module, the shared helpers
     from test_recompute import DROPOUT, batch, loss_and_grads, twin_models
 
     strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])

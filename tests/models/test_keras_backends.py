@@ -24,6 +24,7 @@ from albert_tf import AlbertClassifier, AlbertModel, AlbertPretrainer, AlbertRac
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
 from albert_tf.layers.base import sublayers
 from original_checkpoints import write_google_checkpoint
+import repo_paths
 
 BACKEND = keras.backend.backend()
 CONFIG = dict(vocab_size=61, embedding_size=8, hidden_size=16, num_hidden_layers=3, num_hidden_groups=2,
@@ -286,7 +287,7 @@ INT8_PROBABILITY_TOLERANCE = 0.05   # docs/deploying_small.md
 # on a small synthetic task the head is made for, its weights under the original TF1 names, held-out inputs and
 # the original's float outputs on them (NumPy), every held-out decision clear (top two probabilities >= 0.1
 # apart).
-GOLDENS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "references", "finetuned_goldens.npz")
+GOLDENS = os.path.join(repo_paths.REFERENCES, "finetuned_goldens.npz")
 GOLDEN_MODELS = {"glue": (AlbertClassifier, dict(num_labels=3)), "squad_v1": (AlbertSquadV1, {}),
                  "squad_v2": (AlbertSquadV2, {}), "race": (AlbertRace, {}),
                  "ner": (AlbertTokenClassifier, dict(num_labels=5)), "pretraining": (AlbertPretrainer, {})}

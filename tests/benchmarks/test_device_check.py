@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import repo_paths
+
+ROOT = repo_paths.REPO
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import device_check  # noqa: E402  (benchmarks/ is not a package)

@@ -33,10 +33,11 @@ from albert_tf.tasks.glue.model import AlbertClassifier
 from albert_tf.tasks.race.model import AlbertRace
 from albert_tf.tasks.squad.model import AlbertSquadV1
 from fresh_process import same_cpu_backend
+import repo_paths
 
 pytestmark = [pytest.mark.cpu_kernels]
 
-TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+TESTS_DIR = repo_paths.TESTS
 CLIENT = os.path.join(TESTS_DIR, "c_api_client.py")
 MAX_SEQ = 16
 VOCAB = 40

@@ -15,6 +15,7 @@ import sentencepiece as spm
 from albert_tf.text import tokenization
 from albert_tf.text import vocab as vocab_lib
 import fixtures_text as ft
+import repo_paths
 
 # ------------------------------------------------------------------------------------------------
 # Independent transcription of the original's behaviour (written from its rules, not from the package code).
@@ -287,7 +288,7 @@ def test_wordpiece_path_matches_tf_models_copy_of_the_original():
     """tf-models-official's `tokenization.py` is a copy of the original's WordPiece path (its only change, a
     400-character word limit, is set back to the original's 200); its outputs on `wordpiece_inputs()` are stored
     by tests/references/make_tfm_references.py."""
-    path = os.path.join(os.path.dirname(__file__), "references", "tfm_tokenization.json.gz")
+    path = os.path.join(repo_paths.REFERENCES, "tfm_tokenization.json.gz")
     with gzip.open(path, "rt", encoding="utf-8") as f:
         ref = json.load(f)
     texts, vocab = wordpiece_inputs()

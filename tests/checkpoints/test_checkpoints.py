@@ -32,6 +32,7 @@ from albert_tf.tasks.race.model import AlbertRace
 from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
 from albert_tf.training import loop
 from original_checkpoints import write_google_checkpoint
+import repo_paths
 
 BASE = dict(vocab_size=97, embedding_size=8, hidden_size=16, num_attention_heads=2, intermediate_size=24,
             max_position_embeddings=32, type_vocab_size=2, hidden_act="gelu", hidden_dropout_prob=0.0,
@@ -129,7 +130,7 @@ def test_pretraining_heads_match_numpy(releases, key):
 def test_matches_tf_models_converter(releases, tmp_path):
     """G=K=1: tf-models' converter + AlbertEncoder (tf_keras) on Google's and on our checkpoint of this release,
     stored by tests/references/make_tfm_references.py; our checkpoint still has the names it converted."""
-    reference = np.load(os.path.join(os.path.dirname(__file__), "references", "tfm_checkpoint.npz"))
+    reference = np.load(os.path.join(repo_paths.REFERENCES, "tfm_checkpoint.npz"))
     directory, config, weights = releases["G1K1"]
     ids, mask, seg = make_inputs()
     for name, value in (("ids", ids), ("mask", mask), ("seg", seg)):

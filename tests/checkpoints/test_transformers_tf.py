@@ -24,8 +24,9 @@ from albert_tf.tasks.glue.model import AlbertClassifier
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
 from albert_tf.tasks.race.model import AlbertRace
 from albert_tf.tasks.squad.model import AlbertSquadV1
+import repo_paths
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = repo_paths.TESTS
 REFERENCES = os.path.join(HERE, "references", "transformers_tf")
 _SCRIPT = os.path.join(HERE, "references", "make_transformers_tf_references.py")
 _SPEC = importlib.util.spec_from_file_location("make_transformers_tf_references", _SCRIPT)

@@ -20,8 +20,9 @@ from albert_tf.tasks.glue.model import AlbertClassifier
 from albert_tf.text.vocab import train_sentencepiece
 from albert_tf.training import driver
 import original_checkpoints as oc
+import repo_paths
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = repo_paths.REPO
 POSITIVE = ("good", "great", "nice", "happy")
 NEGATIVE = ("bad", "awful", "poor", "sad")
 FILLER = ("the", "movie", "was", "very", "a", "plot", "and", "really", "story", "film")

@@ -15,8 +15,9 @@ import sys
 import pytest
 
 from albert_tf.commands import app as cli
+import repo_paths
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(repo_paths.REPO)
 BIN = pathlib.Path(sys.executable).parent
 BANNER = "oneDNN custom operations are on"
 

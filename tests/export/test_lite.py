@@ -385,7 +385,7 @@ def test_bad_arguments_are_input_errors(tmp_path):
 
 
 def test_keras_quantize_modes_other_than_int8_point_to_the_lite_export():
-    """Keras' `quantize("int8")` works (tests/test_keras_backends.py measures it); the other modes are refused
+    """Keras' `quantize("int8")` works (tests/models/test_keras_backends.py measures it); the other modes are refused
     with the LiteRT export named."""
     for model in (AlbertClassifier(_tiny_config(1), num_labels=2), AlbertModel(_tiny_config(1))):
         for mode in ("int4", "float8"):
@@ -421,7 +421,7 @@ def test_albert_export_cli_writes_a_tflite_model(tmp_path):
     assert proc.returncode != 0 and "calibration_file" in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "albert_tf.commands", "albert-export", "--input=x", "--export_dir=y", "--quantize=dynamic"],
                           capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode != 0 and "--quantize applies to --format=tflite only" in proc.stderr
+    assert proc.returncode != 0 and "--quantize applies to --format=tflite or mediapipe only" in proc.stderr
 
 
 @pytest.mark.slow

@@ -21,8 +21,9 @@ from albert_tf.export.saved_model import export_saved_model
 from albert_tf.tasks.glue.task import run_classifier
 import original_checkpoints as oc
 from glue_fixtures import MAX_SEQ, glue_root, model_files  # noqa: F401  (fixtures)
+import repo_paths
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(repo_paths.REPO)
 BIN = pathlib.Path(sys.executable).parent
 
 # Every command, and the name it reports errors under.
@@ -35,6 +36,7 @@ COMMANDS = [
     (["albert-train-vocab"], "albert-train-vocab"),
     (["albert-convert"], "albert-convert"),
     (["albert-export"], "albert-export"),
+    (["albert-normalize-spm"], "albert-normalize-spm"),
     (["albert-quickstart"], "albert-quickstart"),
 ]
 

@@ -21,7 +21,6 @@ from albert_tf.errors import InputError
 from albert_tf.training import distribution
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, TESTS_DIR)
 from training_fixtures import PRED, SEQ, TINY, _env, _free_ports, _load, _wait, make_features  # noqa: E402
 
 
@@ -225,7 +224,7 @@ WORKER = textwrap.dedent('''
                                                    args["logical_cpus"])
     tf.config.experimental.enable_op_determinism()
     import numpy as np
-    sys.path.insert(0, args["tests_dir"])
+    sys.path[:0] = [args["tests_dir"], os.path.dirname(args["tests_dir"])]   # the module, the shared helpers
     from test_resume_strategies import train_positional
     from albert_tf.training import distribution
     if args.get("kill_after"):

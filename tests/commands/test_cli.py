@@ -6,8 +6,9 @@ import subprocess
 import sys
 
 import pytest
+import repo_paths
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(repo_paths.REPO)
 BIN = pathlib.Path(sys.executable).parent
 
 # (command, a flag of its own that --help must list, words its paragraph must contain)
@@ -20,6 +21,7 @@ COMMANDS = [
     (["albert-train-vocab"], "--vocab_size", ["SentencePiece"]),
     (["albert-convert"], "--format", ["checkpoint"]),
     (["albert-export"], "--export_dir", ["SavedModel"]),
+    (["albert-normalize-spm"], "--spm_model_file", ["SentencePiece", "preprocess_text"]),
     (["albert-quickstart"], "--num_train_steps", ["pydoc_data", "SentencePiece", "SavedModel", "quickstart_output"]),
     (["albert-reproduce"], "--glue_dir", ["GLUE", "SQuAD", "RACE", "results.md"]),
 ]

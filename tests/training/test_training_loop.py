@@ -32,7 +32,7 @@ WORKER = textwrap.dedent('''
                                                    args["logical_cpus"])
     tf.config.experimental.enable_op_determinism()
     import numpy as np
-    sys.path.insert(0, args["tests_dir"])
+    sys.path[:0] = [args["tests_dir"], os.path.dirname(args["tests_dir"])]   # the module, the shared helpers
     from test_training_loop import make_features, train_once
     from albert_tf.training import distribution, loop
     if args.get("kill_after_checkpoint"):

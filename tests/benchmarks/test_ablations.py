@@ -9,8 +9,9 @@ import subprocess
 import sys
 
 from albert_tf.quickstart.corpus import write_corpus
+import repo_paths
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = repo_paths.REPO
 SCRIPT = os.path.join(ROOT, "benchmarks", "ablations.py")
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -33,12 +33,13 @@ from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError
 import original_checkpoints as oc
 from loopback_http import Reply, files_app, serving
+import repo_paths
 
-REPO = pathlib.Path(__file__).resolve().parent.parent
+REPO = pathlib.Path(repo_paths.REPO)
 SPM_BYTES = b"sentencepiece model bytes of the download fixture"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 # transformers 4.x's own TensorFlow directories (tests/references/make_transformers_tf_references.py).
-TRANSFORMERS_TF = pathlib.Path(__file__).resolve().parent / "references" / "transformers_tf"
+TRANSFORMERS_TF = pathlib.Path(repo_paths.REFERENCES) / "transformers_tf"
 CONFIG = dict(vocab_size=53, embedding_size=8, hidden_size=16, num_attention_heads=2, intermediate_size=24,
               max_position_embeddings=32, type_vocab_size=2, hidden_act="gelu", hidden_dropout_prob=0.0,
               attention_probs_dropout_prob=0.0, initializer_range=0.02, num_hidden_layers=2, num_hidden_groups=1,

@@ -15,8 +15,9 @@ from albert_tf.tasks.squad.model import AlbertSquadV1
 import original_checkpoints as oc
 import squad_fixtures as fx
 from race_fixtures import MAX_QA, MAX_SEQ, workdir  # noqa: F401  (a fixture)
+import repo_paths
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REPO = repo_paths.REPO
 
 
 def _release(model, directory, config_file, spm_file):

@@ -37,6 +37,7 @@ from albert_tf.checkpoints.safetensors_io import SafetensorsFile, write_safetens
 from albert_tf.tasks.glue.model import AlbertClassifier
 from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
 from foreign_fixtures import BASE, CONFIGS, SPM_BYTES, hf_state_dict, keras_hub_from_hf, make_inputs, write_hf_dir
+import repo_paths
 
 
 def ours(model, ids, mask, seg):
@@ -395,7 +396,7 @@ def tf_models_saved_models(tmp_path_factory):
     """The SavedModels tf-models-official's `export_tfhub_lib` wrote, with its outputs on `make_inputs()`
     (stored by tests/references/make_tfm_references.py)."""
     root = tmp_path_factory.mktemp("tf_models")
-    with tarfile.open(os.path.join(os.path.dirname(__file__), "references", "tfm_saved_models.tar.gz")) as tar:
+    with tarfile.open(os.path.join(repo_paths.REFERENCES, "tfm_saved_models.tar.gz")) as tar:
         tar.extractall(root, filter="data")
     reference = np.load(root / "result.npz")
     ids, mask, seg = make_inputs()
