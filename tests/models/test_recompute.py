@@ -112,7 +112,7 @@ def test_shared_gradients_summed_as_the_backward_pass_goes(recompute):
     """With a wide FFN and a 4-token batch, the shared block's weight gradients are nearly all of a training
     step's memory. TensorFlow's autodiff of the 12-layer loop holds about 11 per-application gradients at once
     before summing them; the layer-by-layer backward holds the running sum and one layer's gradients."""
-    ratio = run_measurement("test_recompute", "measure_shared_gradient_peak", recompute)
+    ratio = run_measurement("models.test_recompute", "measure_shared_gradient_peak", recompute)
     assert ratio < 3.0, ratio
 
 

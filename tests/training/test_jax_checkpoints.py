@@ -25,6 +25,7 @@ def _listing(prefix):
             if key != "_CHECKPOINTABLE_OBJECT_GRAPH"}
 
 
+@pytest.mark.e2e              # the TensorFlow side runs in its own processes
 @pytest.mark.parametrize("kind", fixtures.KINDS)
 def test_tensorflow_and_jax_checkpoints_are_one_format(kind, tmp_path):
     tf_prefix = run_measurement("jax_training_fixtures", "tf_write", kind, str(tmp_path / "tf" / "ck"), 0.5,

@@ -116,7 +116,7 @@ def test_update_temporaries_of_one_variable_at_a_time(kind):
     runs each variable's step as one XLA computation, and starts a variable's step after the previous one's
     assignments: the update's peak memory is a few times the largest variable, whatever their number (the
     unchained, unfused update of these six 4 MiB kernels peaked at 21-22 times one kernel)."""
-    ratio = run_measurement("test_optimization", "measure_update_peak", kind)
+    ratio = run_measurement("training.test_optimization", "measure_update_peak", kind)
     assert ratio < 6.0, ratio
 
 
