@@ -24,7 +24,6 @@ original `TPUEstimator`:
 
 import math
 import os
-import re
 import time
 
 import keras
@@ -33,6 +32,7 @@ from absl import logging
 
 from albert_tf.checkpoints.reader import CheckpointReader
 from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
+from albert_tf.checkpoints.sources import list_checkpoints
 from albert_tf.checkpoints.table import lora_adapters
 from albert_tf.errors import InputError, tf_error_text
 from albert_tf.fileio import copy_atomic, write_text_atomic
@@ -44,19 +44,6 @@ from albert_tf.training.optimization import inner_optimizer
 CHECKPOINT_NAME = "model.ckpt"
 BEST_CHECKPOINT_NAME = "model.ckpt-best"
 EVAL_RESULTS_FILE = "eval_results.txt"
-_CHECKPOINT_RE = re.compile(r"^model\.ckpt-(\d+)\.index$")
-
-
-def list_checkpoints(model_dir):
-    """`[(step, prefix), ...]` of the `model.ckpt-<step>` checkpoints in `model_dir`, sorted by step."""
-    if not tf.io.gfile.isdir(model_dir):
-        return []
-    found = []
-    for filename in tf.io.gfile.listdir(model_dir):
-        match = _CHECKPOINT_RE.match(filename)
-        if match:
-            found.append((int(match.group(1)), os.path.join(model_dir, filename[:-len(".index")])))
-    return sorted(found)
 
 
 def checkpoint_objects(model):
