@@ -118,11 +118,15 @@ def list_checkpoints(directory):
     return sorted(found)
 
 
-def _state_file_target(directory):
+def state_file_target(directory):
+    """The checkpoint prefix the `checkpoint` state file of `directory` names (made absolute as TensorFlow does),
+    whether or not its files exist; None without a file or with one that does not parse. Unlike
+    `tf.train.latest_checkpoint`, it logs no `ERROR` for a named checkpoint that is gone (moved aside)."""
     try:
-        return tf.train.latest_checkpoint(directory)
+        state = tf.train.get_checkpoint_state(directory)
     except (tf.errors.OpError, ValueError):
         return None
+    return state.model_checkpoint_path if state is not None else None
 
 
 def _own_checkpoint(path, directory):
@@ -131,7 +135,7 @@ def _own_checkpoint(path, directory):
     `directory`; None when there is neither. A state file naming a checkpoint elsewhere (a copied or moved run)
     is refused naming both paths, never followed to another run's weights."""
     checkpoints = list_checkpoints(directory)
-    named = _state_file_target(directory) if tf.io.gfile.exists(os.path.join(directory, "checkpoint")) else None
+    named = state_file_target(directory)
     if checkpoints:
         newest = checkpoints[-1][1]
         if named is not None and os.path.abspath(named) != os.path.abspath(newest):
