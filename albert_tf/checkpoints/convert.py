@@ -38,6 +38,7 @@ from albert_tf.errors import InputError
 
 FORMATS = ("keras", "tf1", "hf", "hf_tf", "keras_hub")
 KERAS_WEIGHTS_NAME = "model.weights.h5"
+_PRETRAINING_KINDS = ("encoder", "pretrainer")
 
 
 def models():
@@ -80,8 +81,8 @@ def _holds(reader, kind, shape):
 
 
 def detect_model(reader, architecture=None):
-    """Picks the model kind whose heads the checkpoint holds (see `albert_tf.registry`: most head variables,
-    then the lower `order`; the root-scope `output_weights` reads as `classifier`). A Hugging Face directory's
+    """Picks the model kind whose heads the checkpoint holds (see `albert_tf.registry`: a fine-tuned head before
+    the pretraining heads, then most head variables, then the lower `order`; the root-scope `output_weights` reads as `classifier`). A Hugging Face directory's
     transformers class (`architecture`, from `config.json`) names its kind when the heads are there: the
     classifier and multiple choice heads share their names (`classifier.weight`).
 
@@ -93,11 +94,23 @@ def detect_model(reader, architecture=None):
     named = [kind for kind in held if architecture and kind.hf_architecture == architecture]
     if named:
         held = named
+    # A fine-tuned head wins over the pretraining heads a fine-tuned checkpoint also holds (the original's MNLI
+    # `model.ckpt-best` keeps `cls/predictions` and `cls/seq_relationship` from its initial checkpoint).
+    fine_tuned = [kind for kind in held if kind.name not in _PRETRAINING_KINDS]
+    if fine_tuned:
+        held = fine_tuned
     if not held:
         return "encoder", {}
     best = max(held, key=lambda kind: (len(kind.tf1_names), -kind.order))
-    labels_shape = _kind_shape(reader, best, best.labels_variable) if best.labels_variable else None
-    return best.name, best.model_kwargs(labels_shape[0] if labels_shape else None)
+    return best.name, kind_kwargs(reader, best.name)
+
+
+def kind_kwargs(reader, name):
+    """The constructor arguments of the model kind `name` that `reader`'s head decides: `num_labels` from the
+    first dimension of the kind's `labels_variable`, when the checkpoint holds it."""
+    kind = registry.get(name)
+    labels_shape = _kind_shape(reader, kind, kind.labels_variable) if kind.labels_variable else None
+    return kind.model_kwargs(labels_shape[0] if labels_shape else None)
 
 
 def describe_heads(source):
@@ -227,7 +240,9 @@ def convert(input_path, output_dir, output_format="keras", model="auto", config_
         config = AlbertConfig.from_json_file(config_path)
         reader = reader_lib.open_reader(source)
         architecture = hf.architecture_of(source.directory) if source.layout == "hf_model" else None
-        kind, detected_kwargs = detect_model(reader, architecture) if model == "auto" else (model, {})
+        # A named kind takes its label count from the checkpoint's head too (`model_kwargs` still wins).
+        kind, detected_kwargs = (detect_model(reader, architecture) if model == "auto"
+                                 else (model, kind_kwargs(reader, model)))
         cls = model_class(kind)
         built = cls(config, **dict(detected_kwargs, **model_kwargs))
         logging.info("Converting `%s` (%s) as %s.", input_path, source.kind, cls.__name__)

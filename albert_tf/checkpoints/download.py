@@ -77,6 +77,7 @@ _ARCHIVES = (".tar.gz", ".tgz", ".tar", ".tar.bz2", ".tar.xz", ".zip")
 _TRUE = ("1", "true", "yes", "on")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _NAME_LIKE = re.compile(r"^albert[-_][A-Za-z0-9_.-]*$")
+_SHOWN_BYTES = 40   # first bytes of a download shown in a message
 
 
 def cache_dir():
@@ -310,9 +311,9 @@ def fetch_url(url, key, label, sha256=None, size=None, force=False, timeout=None
             return found
         filename = os.path.basename(urllib.parse.urlparse(url).path) or "download"
         part = os.path.join(entry, filename + ".part")
-        _download(url, part, label, timeout)
-        actual = _verify(part, url, label, sha256, size)
-        relative = _unpack(part, filename, entry, label)
+        content_type = _download(url, part, label, timeout)
+        actual = _verify(part, url, label, sha256, size, content_type)
+        relative = _unpack(part, filename, entry, label, content_type)
         marker = {"url": url, "sha256": actual, "size": size, "path": relative,
                   "files": _manifest(entry, relative)}
         with open(os.path.join(entry, MARKER + ".tmp"), "w") as f:
@@ -401,7 +402,8 @@ def _open(url, have, timeout, label):
 
 def _download(url, part, label, timeout):
     """Downloads `url` to `part`, resuming what `part` already holds (HTTP `Range`); retries a cut or stalled
-    transfer `RETRIES` times, each resuming where the last stopped."""
+    transfer `RETRIES` times, each resuming where the last stopped. Returns the last response's `Content-Type`
+    (None when there is none)."""
     retryable = (OSError, http.client.HTTPException, _Cut)   # URLError, timeouts and resets are OSErrors.
     attempt = 0
     while True:
@@ -410,8 +412,9 @@ def _download(url, part, label, timeout):
         try:
             response = _open(url, have, timeout, label)
             if response is None:
-                return
+                return None
             started = True
+            content_type = response.headers.get("Content-Type")
             with response:
                 if have and response.status != 206:
                     have = 0   # The server ignored `Range`: start over.
@@ -424,7 +427,7 @@ def _download(url, part, label, timeout):
                         advance(len(chunk))
             if total is not None and os.path.getsize(part) < total:
                 raise _Cut(f"connection closed after {os.path.getsize(part)} of {total} bytes")
-            return
+            return content_type
         except retryable as e:
             if not started or attempt >= RETRIES:
                 kept = (f" The {os.path.getsize(part)} bytes received stay in `{part}`; the next try resumes there."
@@ -447,18 +450,28 @@ def _first_line(error):
     return text[0][:300] if text else type(error).__name__
 
 
-def _verify(part, url, label, sha256, size):
+def _arrived(part, content_type):
+    """What a download brought, for a message: its content type and first bytes (an HTML page of a proxy, a
+    login or an error, where an archive was expected, shows as such)."""
+    with open(part, "rb") as f:
+        head = f.read(_SHOWN_BYTES)
+    return f"what arrived: {content_type or 'no content type'}, beginning {head!r}"
+
+
+def _verify(part, url, label, sha256, size, content_type=None):
     """The SHA-256 of `part`; a size or checksum other than the expected one removes `part` and raises."""
     actual_size = os.path.getsize(part)
     if size is not None and actual_size != size:
+        arrived = _arrived(part, content_type)
         os.remove(part)
-        raise InputError(f"Download of `{label}` from {url} has {actual_size} bytes, expected {size}; removed "
-                         f"`{part}`.")
+        raise InputError(f"Download of `{label}` from {url} has {actual_size} bytes, expected {size} ({arrived}); "
+                         f"removed `{part}`.")
     actual = _file_sha256(part)
     if sha256 and actual != sha256:
+        arrived = _arrived(part, content_type)
         os.remove(part)
-        raise InputError(f"Checksum mismatch for `{label}` from {url}: SHA-256 {actual}, expected {sha256}; "
-                         f"removed `{part}`.")
+        raise InputError(f"Checksum mismatch for `{label}` from {url}: SHA-256 {actual}, expected {sha256} "
+                         f"({arrived}); removed `{part}`.")
     if not sha256:
         logging.info("`%s`: no published SHA-256 to check; the download's is %s.", label, actual)
     return actual
@@ -471,7 +484,7 @@ def _archive_root(directory):
     return ""
 
 
-def _unpack(part, filename, entry, label):
+def _unpack(part, filename, entry, label, content_type=None):
     """Moves the download into place: an archive extracted (safely) into `entry/extracted`, else the file.
     Returns the path relative to `entry`."""
     is_tar = filename.endswith(_ARCHIVES[:-1]) or (not filename.endswith(".zip") and tarfile.is_tarfile(part))
@@ -495,8 +508,10 @@ def _unpack(part, filename, entry, label):
                 archive.extractall(tmp)
     except (tarfile.TarError, zipfile.BadZipFile, OSError, EOFError) as e:
         shutil.rmtree(tmp, ignore_errors=True)
+        arrived = _arrived(part, content_type)
         os.remove(part)
-        raise InputError(f"Cannot extract the download of `{label}`: {_first_line(e)}; removed `{part}`.") from None
+        raise InputError(f"Cannot extract the download of `{label}`: {_first_line(e)} ({arrived}); removed "
+                         f"`{part}`.") from None
     except InputError:
         shutil.rmtree(tmp, ignore_errors=True)
         os.remove(part)

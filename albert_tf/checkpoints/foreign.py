@@ -101,6 +101,9 @@ class MappedReader:
     """
 
     is_tf2 = False
+    # The transformers class of a Hugging Face directory (`config.json`'s `architectures`): heads of several
+    # classes share TF1 names (`output_weights`), so it says whose head they are.
+    architecture = None
 
     def __init__(self, prefix, entries, skipped=(), may_lack=()):
         self.prefix = prefix
@@ -108,6 +111,14 @@ class MappedReader:
         self.shapes = collections.OrderedDict((name, tuple(shape)) for name, (shape, _) in entries.items())
         self.skipped = list(skipped)
         self.may_lack = set(may_lack)
+
+    def without(self, names):
+        """This reader without the TF1 names `names` (a head that belongs to another class)."""
+        reader = MappedReader(self.prefix, collections.OrderedDict(
+            (name, entry) for name, entry in self._entries.items() if name not in set(names)), self.skipped,
+            self.may_lack)
+        reader.architecture = self.architecture
+        return reader
 
     def read(self, name):
         """The value of TF1 name `name` as a numpy array in the original's layout."""

@@ -136,9 +136,25 @@ def check_model_type(directory):
 
 
 def architecture_of(directory):
-    """The first of `config.json`'s `architectures` (the transformers class that wrote it), or None."""
+    """The first of `config.json`'s `architectures` (the transformers class that wrote it, `TF`/`Flax` taken off),
+    or None; a class albert_tf does not read is refused naming it (its head would be read as another's)."""
     architectures = foreign.read_json(os.path.join(directory, CONFIG)).get("architectures")
-    return architectures[0] if isinstance(architectures, list) and architectures else None
+    if not (isinstance(architectures, list) and architectures):
+        return None
+    name = str(architectures[0])
+    for framework in ("TF", "Flax"):
+        if name.startswith(framework + "Albert"):
+            name = name[len(framework):]
+    known = [arch for _, arch in _architectures()]
+    if name not in known:
+        raise InputError(f"`{os.path.join(directory, CONFIG)}` names architectures `{architectures[0]}`, a class "
+                         f"albert_tf does not read; expected one of {', '.join(known)}.")
+    return name
+
+
+def architecture_kind(architecture):
+    """The registered model kind whose transformers class is `architecture`, or None (`AlbertForMaskedLM`)."""
+    return next((kind for kind in registry.kinds() if kind.hf_architecture == architecture), None)
 
 
 def config_dict(directory):
@@ -307,7 +323,9 @@ def open_reader(directory, config):
     foreign.log_skipped(source, skipped)
     # AlbertForMaskedLM and AlbertForQuestionAnswering are built without the pooler.
     may_lack = set(POOLER) if not any(name in entries for name in POOLER) else set()
-    return foreign.MappedReader(source, entries, skipped, may_lack)
+    reader = foreign.MappedReader(source, entries, skipped, may_lack)
+    reader.architecture = architecture_of(directory)
+    return reader
 
 
 # --- writing ----------------------------------------------------------------------------------------------------

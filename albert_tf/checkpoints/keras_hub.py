@@ -232,9 +232,15 @@ def sequence_length(directory):
 def _task_entries(directory):
     """`{TF1 name: (tf1 shape, read)}` of the head in the preset's `task.weights.h5` (empty without a task)."""
     cls = task_class(directory)
-    if cls is None:
-        return {}
     path = os.path.join(directory, TASK_WEIGHTS)
+    if cls is None:
+        if os.path.isfile(path):
+            # A task preset that lost `task.json`: its head cannot be told apart, and reading the backbone alone
+            # would give a task model a fresh head with no word.
+            raise InputError(f"keras-hub task preset `{directory}` has `{TASK_WEIGHTS}` but no `{TASK}` (which "
+                             f"names its task class): copy `{TASK}` back, or remove `{TASK_WEIGHTS}` to use the "
+                             "backbone alone.")
+        return {}
     if cls not in _TASK_HEADS:
         raise InputError(f"`{os.path.join(directory, TASK)}` is a keras-hub `{cls}`, whose head albert_tf cannot "
                          f"read (it reads {', '.join(_TASK_HEADS)}); load the backbone preset (`config.json`, "

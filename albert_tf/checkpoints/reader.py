@@ -342,7 +342,12 @@ def source_num_labels(path, kind=None):
 
 
 def reader_num_labels(reader, kinds):
-    """Rows of the first of `kinds`' labelled heads that `reader` (any reader of `open_reader`) holds, or None."""
+    """Rows of the first of `kinds`' labelled heads that `reader` (any reader of `open_reader`) holds, or None.
+    A Hugging Face directory's head is the one of its `architectures` class only (`classifier.weight` is a
+    sequence classifier's, a multiple choice or a token classifier's)."""
+    architecture = getattr(reader, "architecture", None)
+    if architecture is not None:
+        kinds = [kind for kind in kinds if kind.hf_architecture == architecture]
     for labelled in kinds:
         if labelled.labels_variable is None:
             return None

@@ -15,6 +15,7 @@ a damaged one (a truncated `.data-*` file, `DamagedCheckpointError`) says so. Ne
 """
 
 import tensorflow as tf
+from absl import logging
 
 from albert_tf import registry
 from albert_tf.checkpoints import hf
@@ -139,7 +140,23 @@ def restore_source(model, source, allow_missing_heads=True):
     """
     if source.layout not in FOREIGN_KINDS:
         return restore_checkpoint(model, source.checkpoint_prefix, allow_missing_heads)
-    return reader_lib.restore_tf1(model, reader_lib.open_reader(source), allow_missing_heads)
+    return reader_lib.restore_tf1(model, _own_heads(model, reader_lib.open_reader(source)), allow_missing_heads)
+
+
+def _own_heads(model, reader):
+    """`reader` without the head variables of `model`'s kind when a Hugging Face directory's `architectures`
+    class is another kind's (`AlbertForMultipleChoice` read by `AlbertClassifier`: both heads are
+    `output_weights`): that head is then missing, not read as the model's (a 1-label regression)."""
+    kind = registry.kind_of(model)
+    own = hf.architecture_kind(reader.architecture) if getattr(reader, "architecture", None) else None
+    if kind is None or own is None or own.name == kind.name:
+        return reader
+    names = [name for name in kind.tf1_names if name in reader.shapes]
+    if not names:
+        return reader
+    logging.warning("`%s` holds transformers' %s (a %s head), not %s's head: %s not read into %s.", reader.prefix,
+                    reader.architecture, own.name, kind.name, ", ".join(names), type(model).__name__)
+    return reader.without(names)
 
 
 def init_from_checkpoint(model, path, allow_missing_heads=True):

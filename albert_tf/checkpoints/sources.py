@@ -1,10 +1,11 @@
 """Finds the checkpoint, `albert_config.json` and `30k-clean.model` of every form a release comes in.
 
 Forms (as Google's README distributes them): a checkpoint prefix (`.../model.ckpt-best`; also accepted with a trailing
-`.index`, `.data-*` or `.meta`, with a warning naming the prefix used), a directory with a `checkpoint` state
-file (latest checkpoint), a release directory (`albert_config.json` + `model.ckpt-best.*` + `30k-clean.model`),
-a `.tar.gz` of such a directory, a TF-Hub TF1 module directory (`variables/variables.*`,
-`assets/albert_config.json`, `assets/30k-clean.model`) or its `.tar.gz`, and the layouts ALBERT's weights are
+`.index`, `.data-*` or `.meta`, with a warning naming the prefix used), a run directory (its newest
+`model.ckpt-<step>`, as the runners read it, whatever its `checkpoint` state file names), a release directory
+(`albert_config.json` + `model.ckpt-best.*` + `30k-clean.model`), a `.tar.gz` of such a directory, a TF-Hub TF1
+module directory (`variables/variables.*`, `assets/albert_config.json`, `assets/30k-clean.model`) or its `.tar.gz`,
+and the layouts ALBERT's weights are
 published in today, told apart by their files:
 
 * a TF2 SavedModel of tf-models-official's `AlbertEncoder` (TF-Hub / Kaggle `albert_en_*`): `saved_model.pb`,
@@ -44,6 +45,7 @@ VOCAB_NAMES = ("30k-clean.vocab", "vocab_chinese.txt", "vocab.txt")
 RELEASE_CHECKPOINT = "model.ckpt-best"
 _SUFFIX = re.compile(r"\.(index|meta|data-\d{5}-of-\d{5})$")
 _ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar")
+_STEP_CHECKPOINT = re.compile(r"^model\.ckpt-(\d+)\.index$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,6 +105,51 @@ def _has_checkpoint(prefix):
     return tf.io.gfile.exists(prefix + ".index")
 
 
+def list_checkpoints(directory):
+    """`[(step, prefix), ...]` of the `model.ckpt-<step>` checkpoints in `directory` (those with their `.index`),
+    sorted by step."""
+    if not tf.io.gfile.isdir(directory):
+        return []
+    found = []
+    for filename in tf.io.gfile.listdir(directory):
+        match = _STEP_CHECKPOINT.match(filename)
+        if match:
+            found.append((int(match.group(1)), os.path.join(directory, filename[:-len(".index")])))
+    return sorted(found)
+
+
+def state_file_target(directory):
+    """The checkpoint prefix the `checkpoint` state file of `directory` names (made absolute as TensorFlow does),
+    whether or not its files exist; None without a file or with one that does not parse. Unlike
+    `tf.train.latest_checkpoint`, it logs no `ERROR` for a named checkpoint that is gone (moved aside)."""
+    try:
+        state = tf.train.get_checkpoint_state(directory)
+    except (tf.errors.OpError, ValueError):
+        return None
+    return state.model_checkpoint_path if state is not None else None
+
+
+def _own_checkpoint(path, directory):
+    """The checkpoint a run directory's runner reads: its newest `model.ckpt-<step>` (found from the files, as
+    `albert_tf.training.loop` resumes), else the one its `checkpoint` state file names when that one is in
+    `directory`; None when there is neither. A state file naming a checkpoint elsewhere (a copied or moved run)
+    is refused naming both paths, never followed to another run's weights."""
+    checkpoints = list_checkpoints(directory)
+    named = state_file_target(directory)
+    if checkpoints:
+        newest = checkpoints[-1][1]
+        if named is not None and os.path.abspath(named) != os.path.abspath(newest):
+            logging.warning("The `checkpoint` state file of `%s` names `%s`; reading the directory's own newest "
+                            "checkpoint `%s`, as its runner does.", path, named, newest)
+        return newest
+    if named is None:
+        return None
+    if os.path.abspath(os.path.dirname(named)) != os.path.abspath(directory):
+        raise InputError(f"The `checkpoint` state file of `{path}` names `{named}`, outside `{path}`, and `{path}` "
+                         "holds no model.ckpt-<step> of its own: pass the checkpoint prefix you mean.")
+    return named if _has_checkpoint(named) else None
+
+
 def _foreign(path, kind, directory, config_fn, spm_file, stack, prefix=None):
     """A foreign layout: its config translated into a temporary `albert_config.json` (or a note why not)."""
     config_file, note = None, None
@@ -140,10 +187,9 @@ def _resolve_directory(path, directory, stack):
     best = os.path.join(directory, RELEASE_CHECKPOINT)
     if _has_checkpoint(best):
         return _with_assets(path, "release_dir", best, [directory])
-    if os.path.isfile(os.path.join(directory, "checkpoint")):
-        latest = tf.train.latest_checkpoint(directory)
-        if latest is not None and _has_checkpoint(latest):
-            return _with_assets(path, "checkpoint_dir", latest, [directory])
+    own = _own_checkpoint(path, directory)
+    if own is not None:
+        return _with_assets(path, "checkpoint_dir", own, [directory])
     indexes = sorted(glob.glob(os.path.join(glob.escape(directory), "*.index")))
     if len(indexes) == 1:
         return _with_assets(path, "checkpoint_dir", indexes[0][:-len(".index")], [directory])

@@ -26,6 +26,12 @@ def enable_lora(encoder, rank, target_names=None, lora_alpha=None):
     `target_names` (default `("query", "value")`); returns the layers that got one."""
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
         raise InputError(f"`rank` must be a positive int. Received: `rank={rank!r}`.")
+    hidden_size = encoder.config.hidden_size
+    if rank > hidden_size:
+        # Each adapter pair would hold more weights than its kernel (hidden_size rows): not a low-rank update.
+        raise InputError(f"`lora_rank` ({rank}) is larger than the hidden size ({hidden_size}): LoRA's adapters "
+                         f"would hold more weights than the kernels they adapt; pick a rank below {hidden_size} "
+                         "(4 to 64 are usual), or fine-tune every weight (lora_rank=0).")
     targets = DEFAULT_TARGETS if target_names is None else tuple(target_names)
     unknown = sorted(set(targets) - set(TARGET_NAMES))
     if unknown or not targets:

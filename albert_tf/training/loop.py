@@ -33,6 +33,7 @@ from absl import logging
 
 from albert_tf.checkpoints.reader import CheckpointReader
 from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
+from albert_tf.checkpoints.sources import list_checkpoints, state_file_target
 from albert_tf.checkpoints.table import lora_adapters
 from albert_tf.errors import InputError, tf_error_text
 from albert_tf.fileio import copy_atomic, write_text_atomic
@@ -44,19 +45,6 @@ from albert_tf.training.optimization import inner_optimizer
 CHECKPOINT_NAME = "model.ckpt"
 BEST_CHECKPOINT_NAME = "model.ckpt-best"
 EVAL_RESULTS_FILE = "eval_results.txt"
-_CHECKPOINT_RE = re.compile(r"^model\.ckpt-(\d+)\.index$")
-
-
-def list_checkpoints(model_dir):
-    """`[(step, prefix), ...]` of the `model.ckpt-<step>` checkpoints in `model_dir`, sorted by step."""
-    if not tf.io.gfile.isdir(model_dir):
-        return []
-    found = []
-    for filename in tf.io.gfile.listdir(model_dir):
-        match = _CHECKPOINT_RE.match(filename)
-        if match:
-            found.append((int(match.group(1)), os.path.join(model_dir, filename[:-len(".index")])))
-    return sorted(found)
 
 
 def checkpoint_objects(model):
@@ -217,6 +205,7 @@ def run_training(model, optimizer, loss_fn, train_dataset_fn, strategy, model_di
 
 
 DAMAGED_SUFFIX = "-damaged"
+_ORPHAN_DATA = re.compile(r"^(model\.ckpt-\d+)\.data-\d{5}-of-\d{5}$")
 
 
 def _restore_newest_intact(objects, model_dir, is_chief):
@@ -231,6 +220,7 @@ def _restore_newest_intact(objects, model_dir, is_chief):
     writing its last checkpoint goes on from the one before. When every checkpoint is damaged the run stops
     (`InputError`): the variables may hold a part of a damaged checkpoint.
     """
+    moved = _move_orphans_aside(model_dir) if is_chief else []
     checkpoints = list_checkpoints(model_dir)
     for step, prefix in reversed(checkpoints):
         try:
@@ -242,15 +232,18 @@ def _restore_newest_intact(objects, model_dir, is_chief):
         except (InputError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
             reason = str(e).splitlines()[0] if isinstance(e, InputError) else tf_error_text(e)
             aside = _move_aside(prefix) if is_chief else prefix
+            moved.append(prefix)
             logging.warning("Checkpoint %s is damaged (%s): moved aside to %s; trying the one before it.",
                             prefix, reason, aside)
             continue
         if mismatch is not None:
             raise InputError(mismatch)
         logging.info("Resuming from %s.", prefix)
-        if is_chief and _state_file_latest(model_dir) != prefix:
-            logging.warning("The `checkpoint` state file of %s does not name %s (damaged or stale): writing it "
-                            "again from the checkpoints on disk.", model_dir, prefix)
+        named = _state_file_latest(model_dir) if is_chief else prefix
+        if named != prefix:
+            if named not in moved:   # a state file naming a checkpoint moved aside just now is not to blame
+                logging.warning("The `checkpoint` state file of %s does not name %s (damaged or stale): writing it "
+                                "again from the checkpoints on disk.", model_dir, prefix)
             _write_state_file(model_dir, [p for s_, p in checkpoints if s_ <= step])
         return prefix
     if checkpoints:
@@ -260,16 +253,42 @@ def _restore_newest_intact(objects, model_dir, is_chief):
     return None
 
 
+def _move_orphans_aside(model_dir):
+    """Moves aside (`_move_aside`) the `model.ckpt-<step>.data-*` files whose `.index` is gone (a deleted index,
+    a copy that left it out), with a warning: the run would otherwise write that step again over them. Returns
+    their prefixes."""
+    if not tf.io.gfile.isdir(model_dir):
+        return []
+    names = tf.io.gfile.listdir(model_dir)
+    prefixes = sorted({os.path.join(model_dir, match.group(1)) for match in map(_ORPHAN_DATA.match, names)
+                       if match and match.group(1) + ".index" not in names})
+    for prefix in prefixes:
+        aside = _move_aside(prefix)
+        logging.warning("Checkpoint %s has no index (%s.index is missing): its data moved aside to %s.*; resuming "
+                        "from the newest checkpoint before it.", prefix, os.path.basename(prefix), aside)
+    return prefixes
+
+
 def _adapter_mismatch(model, prefix):
-    """The error text when checkpoint `prefix` and `model` have LoRA adapters on a different number of layers
-    (resuming would leave the adapters out, or start them again), else None."""
+    """The error text when checkpoint `prefix` and `model` have LoRA adapters on a different number of layers or
+    of another rank (resuming would leave the adapters out, start them again, or fail on their shapes), else
+    None."""
     reader = CheckpointReader(prefix)
-    saved = len(reader.tf2_adapters("model")) if reader.is_tf2 else 0   # TF1 names hold no adapters
-    held = len(lora_adapters(model)) // 2
-    if saved == held:
+    saved = reader.tf2_adapters("model") if reader.is_tf2 else []   # TF1 names hold no adapters
+    held = lora_adapters(model)
+    if len(saved) != len(held) // 2:
+        return (f"Checkpoint {prefix} holds LoRA adapters on {len(saved)} layers, the model on {len(held) // 2}: "
+                "resume with the `lora_rank` and `lora_targets` of the run that wrote it, or train in another "
+                "output directory.")
+    if not saved:
         return None
-    return (f"Checkpoint {prefix} holds LoRA adapters on {saved} layers, the model on {held}: resume with the "
-            "`lora_rank` and `lora_targets` of the run that wrote it, or train in another output directory.")
+    shape = reader.tf2_shape(f"model/{saved[0]}/lora_kernel_a")
+    saved_rank, held_rank = (int(shape[-1]) if shape else None), int(held[0].shape[-1])
+    if saved_rank == held_rank:
+        return None
+    return (f"Checkpoint {prefix} holds LoRA adapters of rank {saved_rank}, the model of rank {held_rank} "
+            f"(--lora_rank={held_rank}): resume with --lora_rank={saved_rank}, or train in another output "
+            "directory.")
 
 
 def _write_state_file(model_dir, prefixes):
@@ -282,21 +301,23 @@ def _write_state_file(model_dir, prefixes):
 
 def _state_file_latest(model_dir):
     """The checkpoint the `checkpoint` state file names, or None (no file, or one that does not parse)."""
-    try:
-        return tf.train.latest_checkpoint(model_dir)
-    except (tf.errors.OpError, ValueError):
-        return None
+    return state_file_target(model_dir)
 
 
 def _move_aside(prefix):
     """Renames every file of checkpoint `prefix` to `<prefix>-damaged<suffix>` (the index first, so that the
-    checkpoint is no longer listed); returns the new prefix."""
-    target = prefix + DAMAGED_SUFFIX
+    checkpoint is no longer listed), or to `<prefix>-damaged-2<suffix>`, `-3`, ... when an earlier damage of the
+    same step was moved aside there (nothing moved aside is ever replaced); returns the new prefix."""
     directory, base = os.path.split(prefix)
-    suffixes = sorted((name[len(base):] for name in tf.io.gfile.listdir(directory) if name.startswith(base + ".")),
+    names = tf.io.gfile.listdir(directory)
+    target, number = prefix + DAMAGED_SUFFIX, 1
+    while any(name.startswith(os.path.basename(target) + ".") for name in names):
+        number += 1
+        target = f"{prefix}{DAMAGED_SUFFIX}-{number}"
+    suffixes = sorted((name[len(base):] for name in names if name.startswith(base + ".")),
                       key=lambda suffix: suffix != ".index")
     for suffix in suffixes:
-        tf.io.gfile.rename(prefix + suffix, target + suffix, overwrite=True)
+        tf.io.gfile.rename(prefix + suffix, target + suffix, overwrite=False)
     return target
 
 

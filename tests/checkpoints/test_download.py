@@ -196,6 +196,25 @@ def test_checksum_mismatch_and_a_corrupted_archive_are_removed(model_files, cach
     assert leftovers == []
 
 
+def test_an_html_page_where_an_archive_was_expected_says_what_arrived(caches):
+    """A proxy's, a login's or an error page answered with 200 (issue 67): the message names its content type and
+    first bytes, and nothing of it is kept."""
+    page = b"<!DOCTYPE html><html><head><title>Sign in</title></head><body>...</body></html>"
+
+    def app(method, path, headers, body):
+        del method, path, headers, body
+        return Reply(200, page, {"Content-Type": "text/html; charset=utf-8"})
+
+    with serving(app) as server:
+        with pytest.raises(InputError) as info:
+            hub.fetch(server.url + "/models/albert_base.tar.gz")
+    message = str(info.value)
+    assert "\n" not in message and "Cannot extract the download of" in message, message
+    assert "what arrived: text/html; charset=utf-8, beginning b'<!DOCTYPE html><html><head><title>" in message, message
+    leftovers = [p for p in (caches / "albert_tf_cache" / "downloads").rglob("*") if p.is_file()]
+    assert [p for p in leftovers if not p.name.endswith(".lock")] == []
+
+
 def test_offline_404_no_network_timeout_and_unknown_names(model_files, caches, monkeypatch):
     del model_files
     monkeypatch.setenv("ALBERT_TF_OFFLINE", "1")

@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 
 import task_fixtures
+import albert_tf
 from albert_tf import AlbertModel, AlbertPretrainer
 from albert_tf.errors import InputError
 from albert_tf.tasks.glue.model import AlbertClassifier
@@ -91,6 +92,22 @@ def test_a_head_that_cannot_be_read_raises(presets, tmp_path):
         AlbertClassifier.from_pretrained(str(directory))
     with pytest.raises(InputError, match="cannot read"):
         AlbertModel.from_pretrained(str(directory))
+
+
+def test_a_task_preset_without_task_json_says_so(presets, tmp_path):
+    """A task preset that lost `task.json` is refused naming it, not loaded with a fresh head (issue 67)."""
+    import shutil
+    directory = tmp_path / "no_task_json"
+    shutil.copytree(presets["classifier"], directory)
+    os.remove(directory / "task.json")
+    for load in (lambda: AlbertClassifier.from_pretrained(str(directory)),
+                 lambda: albert_tf.pipeline("text-classification", str(directory))):
+        with pytest.raises(InputError) as e:
+            load()
+        message = str(e.value)
+        assert "\n" not in message and "has `task.weights.h5` but no `task.json`" in message, message
+        assert str(directory) in message, message
+    assert (directory / "task.weights.h5").exists()
 
 
 def test_a_classifier_preset_with_another_label_count_asked_for_raises(presets):

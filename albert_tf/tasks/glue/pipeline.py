@@ -9,6 +9,7 @@ import numpy as np
 
 from albert_tf import registry
 from albert_tf.checkpoints import hf, source_num_labels
+from albert_tf.checkpoints.convert import describe_heads
 from albert_tf.errors import InputError
 from albert_tf.pipelines import KerasRunner, Pipeline
 from albert_tf.tasks.glue import data as glue
@@ -67,7 +68,8 @@ class TextClassificationPipeline(Pipeline):
         num_labels = source_num_labels(resolved.checkpoint_prefix)
         if num_labels is None:
             raise InputError(f"Source `{source}` has no classifier head (`output_weights`): 'text-classification' "
-                             "needs a fine-tuned classifier (e.g. a run_classifier.py `model.ckpt-best`).")
+                             "needs a fine-tuned classifier (e.g. a run_classifier.py `model.ckpt-best`); it holds "
+                             f"{describe_heads(resolved)}.")
         wanted = options.get("labels")
         if wanted is not None and len(list(wanted)) != num_labels:
             raise InputError(f"`labels` has {len(list(wanted))} names but the classifier head of `{source}` has "

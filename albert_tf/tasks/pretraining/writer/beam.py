@@ -40,7 +40,7 @@ import google_crc32c
 import numpy as np
 from absl import logging
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
 
 from albert_tf.tasks.pretraining.inputs import expand_input_files
 from albert_tf.tasks.pretraining.writer.instances import (PretrainingDataOptions, PretrainingStats, ShardProcessor, TokenSpace,
@@ -467,6 +467,51 @@ RUNNERS = {
 }
 
 
+def _check_runner_name(name):
+    """Refuses a `--runner` that is neither one of `RUNNERS`, a runner Beam knows by name (case does not matter,
+    as in Beam) nor a class's full name: Beam's own message lists its names without the DaskRunner."""
+    known = sorted(set(RUNNERS) | {path.rsplit(".", 1)[-1] for path in StandardOptions.ALL_KNOWN_RUNNERS})
+    if "." in name or name.lower() in {k.lower() for k in known}:
+        return
+    raise InputError(f"`--runner={name}` is not a Beam runner: one of {', '.join(known)}, or the full name of a "
+                     "PipelineRunner class.")
+
+
+# Seconds to reach a Dask scheduler (unless --dask_connection_timeout says otherwise), and to wait for its first
+# worker: the DaskRunner itself waits forever on a scheduler without workers, with no word.
+DASK_CONNECT_S = 10.0
+DASK_WORKER_WAIT_S = 120.0
+
+
+def check_dask_cluster(pipeline_options):
+    """Before a DaskRunner run on a cluster (`--dask_client_address` or `--dask_scheduler_file`): raises
+    `InputError` in one line when the scheduler cannot be reached within `DASK_CONNECT_S` or has no worker after
+    `DASK_WORKER_WAIT_S`. A run without either starts its own local cluster: nothing to check."""
+    from apache_beam.runners.dask.dask_runner import DaskOptions   # pylint: disable=import-outside-toplevel
+    import distributed   # pylint: disable=import-outside-toplevel
+    dask_options = pipeline_options.view_as(DaskOptions)
+    where = dask_options.address or dask_options.scheduler_file
+    if not where:
+        return
+    target = {"address": dask_options.address} if dask_options.address else {
+        "scheduler_file": dask_options.scheduler_file}
+    timeout = dask_options.timeout or DASK_CONNECT_S
+    try:
+        client = distributed.Client(timeout=timeout, **target)
+    except (OSError, TimeoutError, ValueError) as e:
+        reason = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
+        raise InputError(f"Cannot reach the Dask scheduler at {where} within {timeout:g} s ({reason}): start "
+                         "`dask scheduler` there, or fix --dask_client_address / --dask_scheduler_file.") from None
+    try:
+        logging.info("Dask scheduler %s: waiting up to %g s for a worker.", where, DASK_WORKER_WAIT_S)
+        client.wait_for_workers(1, timeout=DASK_WORKER_WAIT_S)
+    except (TimeoutError, OSError):
+        raise InputError(f"The Dask scheduler at {where} has no worker after {DASK_WORKER_WAIT_S:g} s: start "
+                         f"`dask worker {client.scheduler.address}` (docs/pretraining.md).") from None
+    finally:
+        client.close()
+
+
 def runner_args(pipeline_args):
     """`pipeline_args` with `--runner=NAME` of `RUNNERS` replaced by the class (no runner: Beam's default, the
     DirectRunner, so its class too); on the DaskRunner, `--dask_partition_size=1` unless a partitioning is
@@ -475,6 +520,7 @@ def runner_args(pipeline_args):
     for arg in pipeline_args:
         name, _, value = arg.partition("=")
         if name == "--runner":
+            _check_runner_name(value)
             runner = RUNNERS.get(value, value)
             arg = f"--runner={runner}"
         args.append(arg)
@@ -518,6 +564,8 @@ def run_pipeline(input_files, output_files, vocab_file=None, spm_model_file=None
         temp_prefixes.append(FileSystems.join(temp_dirs[-1], base))
     shard_bytes = int(shard_size_mb * 1e6)
     pipeline_options = PipelineOptions(runner_args(pipeline_args))
+    if pipeline_options.view_as(StandardOptions).runner == RUNNERS["DaskRunner"]:
+        check_dask_cluster(pipeline_options)
     p = beam.Pipeline(options=pipeline_options)
     try:
         with p:
