@@ -94,6 +94,7 @@ def prepare(work_dir, size, vocab_size):
     release = os.path.join(work_dir, "release")
     if os.path.isdir(release):
         return
+    os.makedirs(work_dir, exist_ok=True)
     corpus = os.path.join(work_dir, "corpus.txt")
     with open(corpus, "w", encoding="utf-8") as f:
         for _, document in corpus_documents():
