@@ -77,9 +77,18 @@ class KerasRunner:
         self.model = model
         self.config = model.config
         self._forward = compile_forward(model)
+        self._traced = set()
 
     def __call__(self, features, output_names):
-        outputs = self._forward({name: tf.constant(value) for name, value in features.items()})
+        inputs = {name: tf.constant(value) for name, value in features.items()}
+        # One trace of any length and batch size, made on the first call: the length-aware batches of a call
+        # then reuse it instead of tracing their first few shapes one by one.
+        key = tuple(sorted((name, value.shape.rank) for name, value in inputs.items()))
+        if key not in self._traced:
+            self._forward.get_concrete_function(
+                {name: tf.TensorSpec([None] * value.shape.rank, value.dtype) for name, value in inputs.items()})
+            self._traced.add(key)
+        outputs = self._forward(inputs)
         return {name: outputs[name].numpy() for name in output_names}
 
 
