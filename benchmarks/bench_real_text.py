@@ -17,7 +17,9 @@ Ways (`--ways`):
   member; `truncation=True`);
 * `serving_dynamic`: `SessionModel` (TF Serving's `Session::Run` path) on the export's `serve_text` (cut to the
   batch's longest text); `serving_fixed`: the same session on `serving_default` with ids packed to 512 before
-  the clock starts (what `serve_text` ran before it cut its batches).
+  the clock starts (what `serve_text` ran before it cut its batches). Both send all the sentences of a
+  measurement as one request (one `Session::Run`, as a server's batching merges concurrent requests), whatever
+  the batch size of the row.
 
 Each measurement is its own process (the library imported, the model loaded, one warm-up call on the first
 batch, then the clock around one call on all the sentences); rounds interleave the ways (A B C ... A B C ...)
