@@ -47,7 +47,8 @@ import tensorflow as tf
 from albert_tf import registry
 from albert_tf.checkpoints import resolve_source, restore_source, table
 from albert_tf.checkpoints.convert import describe_heads
-from albert_tf.config import AlbertConfig, check_max_seq_length
+from albert_tf.config import TOKEN_INPUTS, AlbertConfig, check_max_seq_length
+from albert_tf.data import lengths as length_buckets
 from albert_tf.errors import InputError, MissingPackageError
 from albert_tf.export import lite
 from albert_tf.export import metadata as export_metadata
@@ -58,6 +59,9 @@ from albert_tf.text import packing, tokenization
 
 _EXPORT_CONFIG = os.path.join("assets", "albert_config.json")
 _COMMON_OPTIONS = ("batch_size", "progress", "config", "spm_model_file", "vocab_file")
+# The features with a sequence axis (last), cut to a batch's padded length; the others (`masked_lm_positions`)
+# are kept whole.
+SEQUENCE_FEATURES = TOKEN_INPUTS + ("p_mask",)
 
 
 # --- Where the model runs: a Keras model, an albert-export's serving_default, or a LiteRT export ---------------
@@ -67,14 +71,24 @@ class KerasRunner:
     """Runs a Keras model of the package on batches of NumPy features through one `tf.function`."""
 
     input_names = ()
+    dynamic_lengths = True   # Any sequence length up to the model's positions.
 
     def __init__(self, model):
         self.model = model
         self.config = model.config
         self._forward = compile_forward(model)
+        self._traced = set()
 
     def __call__(self, features, output_names):
-        outputs = self._forward({name: tf.constant(value) for name, value in features.items()})
+        inputs = {name: tf.constant(value) for name, value in features.items()}
+        # One trace of any length and batch size, made on the first call: the length-aware batches of a call
+        # then reuse it instead of tracing their first few shapes one by one.
+        key = tuple(sorted((name, value.shape.rank) for name, value in inputs.items()))
+        if key not in self._traced:
+            self._forward.get_concrete_function(
+                {name: tf.TensorSpec([None] * value.shape.rank, value.dtype) for name, value in inputs.items()})
+            self._traced.add(key)
+        outputs = self._forward(inputs)
         return {name: outputs[name].numpy() for name in output_names}
 
 
@@ -111,6 +125,8 @@ class ExportRunner:
         self.output_specs = self.signature.structured_outputs
         self.input_specs = self.signature.structured_input_signature[1]
         self.input_names = tuple(self.input_specs)
+        # Exports take `[batch, None]` ids; one with a fixed length keeps it.
+        self.dynamic_lengths = self.input_specs["input_ids"].shape[-1] is None
         self.config = AlbertConfig.from_json_file(os.path.join(directory, _EXPORT_CONFIG))
         self.do_lower_case = True
         self.spm_model_file = None
@@ -135,6 +151,7 @@ class LiteRunner:
     """
 
     _RENAMED_INPUTS = {"masked_lm_positions": "mlm_positions"}
+    dynamic_lengths = False   # On-device runtimes take the export's fixed shapes.
 
     def __init__(self, model_path, metadata):
         self.directory = os.path.dirname(model_path)
@@ -163,6 +180,14 @@ class LiteRunner:
         # A `--format=mediapipe` export keeps one output (a classifier's probabilities, an encoder's pooled output).
         return self.model(inputs, [name for name in output_names if name in self.output_specs])
 
+
+
+def real_length(input_mask):
+    """The length a row needs: one past its last real position (`input_mask` 1) over all its sequences (a
+    multiple-choice row holds one per option), at least 1."""
+    mask = np.asarray(input_mask).reshape(-1, np.shape(input_mask)[-1])
+    real = np.flatnonzero(mask.any(axis=0))
+    return int(real[-1]) + 1 if real.size else 1
 
 
 def export_directory(source):
@@ -294,30 +319,52 @@ class Pipeline:
         return [inputs], True
 
     def _run(self, rows):
-        """Stacks the rows' features batch by batch, runs the model and returns one output dict per row."""
-        outputs = []
-        show = self.progress if self.progress is not None else len(rows) > self.batch_size
-        bar = None
-        if show:
-            try:
-                from tqdm.auto import tqdm   # Only when a bar is shown; a plain install has no tqdm.
-            except ImportError:
-                if self.progress:
-                    raise MissingPackageError("`progress=True` draws its bar with tqdm: pip install tqdm") from None
-                tqdm = None
-            bar = tqdm(total=len(rows), desc=self.task, unit="input") if tqdm else None
+        """Stacks the rows' features batch by batch, runs the model and returns one output dict per row (in the
+        rows' order). Rows of similar length share a batch, cut to its longest member (`_batches`)."""
+        outputs = [None] * len(rows)
+        bar = self._progress_bar(len(rows))
         try:
-            for start in range(0, len(rows), self.batch_size):
-                batch = rows[start:start + self.batch_size]
-                features = self._stack(batch)
+            for indices, length in self._batches(rows):
+                features = self._stack([rows[i] for i in indices])
+                if length is not None:
+                    features = {name: value[..., :length] if name in SEQUENCE_FEATURES else value
+                                for name, value in features.items()}
                 result = self.runner(features, self.output_names)
-                outputs.extend({name: value[i] for name, value in result.items()} for i in range(len(batch)))
+                for k, i in enumerate(indices):
+                    outputs[i] = {name: value[k] for name, value in result.items()}
                 if bar is not None:
-                    bar.update(len(batch))
+                    bar.update(len(indices))
         finally:
             if bar is not None:
                 bar.close()
         return outputs
+
+    def _batches(self, rows):
+        """`(row indices, length)` per batch. On a runner that takes any length, rows are grouped by their real
+        length (`input_mask`) and each batch is cut to its longest member rounded up by
+        `albert_tf.data.lengths.padded_length`, so few distinct shapes reach the compiled function; the
+        attention mask hides the padding, so the outputs at the real positions do not change. A runner of
+        fixed shapes (LiteRT) gets the rows in order at their full length (`length` None)."""
+        if not rows or not getattr(self.runner, "dynamic_lengths", False):
+            return [(list(range(start, min(start + self.batch_size, len(rows)))), None)
+                    for start in range(0, len(rows), self.batch_size)]
+        full = np.shape(rows[0]["input_ids"])[-1]
+        real = [real_length(row["input_mask"]) for row in rows]
+        return [(indices, length_buckets.padded_length(max(real[i] for i in indices), full))
+                for indices in length_buckets.batches_by_length(real, self.batch_size)]
+
+    def _progress_bar(self, total):
+        """A tqdm bar over `total` rows when `progress` asks for one (None: more than one batch), else None."""
+        show = self.progress if self.progress is not None else total > self.batch_size
+        if not show:
+            return None
+        try:
+            from tqdm.auto import tqdm   # Only when a bar is shown; a plain install has no tqdm.
+        except ImportError:
+            if self.progress:
+                raise MissingPackageError("`progress=True` draws its bar with tqdm: pip install tqdm") from None
+            return None
+        return tqdm(total=total, desc=self.task, unit="input")
 
     def _stack(self, batch):
         return {name: np.asarray([row[name] for row in batch], np.int32) for name in batch[0]}

@@ -115,7 +115,8 @@ def test_question_answering_equals_run_squad_predictions(squad_env, v2):
         assert 0.0 < answer["score"] <= 1.0
         if answer["answer"]:
             assert item["context"][answer["start"]:answer["end"]] == answer["answer"]
-            assert answer["score"] == pytest.approx(nbest[i][0]["probability"], rel=1e-9)
+            # The pipeline cuts batches to their longest member: float32 sums of other shapes.
+            assert answer["score"] == pytest.approx(nbest[i][0]["probability"], rel=1e-5)
     # The paragraphs are longer than one window: several doc-stride windows per question.
     one = pipe(question=inputs[0]["question"], context=inputs[0]["context"])
     _assert_same(one, answers[0])

@@ -5,6 +5,8 @@ again for every new length. The attention mask hides padding, so the outputs at 
 depend on the length chosen.
 """
 
+import tensorflow as tf
+
 LENGTH_MULTIPLE = 32
 
 
@@ -35,3 +37,23 @@ def batches_by_length(lengths, batch_size):
     """
     order = sorted(range(len(lengths)), key=lambda i: lengths[i])
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+def cut_to_longest(features, names, max_length, multiple=LENGTH_MULTIPLE):
+    """In a graph: `features` (a dict of int tensors `[..., max_length]` packed from text) with the `names` cut
+    along their last axis to the batch's longest real length (`input_mask`) rounded up as `padded_length`
+    does; the other features are kept as they are.
+
+    Args:
+        features: dict of tensors holding `input_mask` `[..., L]`.
+        names: the features with a sequence axis (last) to cut.
+        max_length: int, L.
+        multiple: int, the rounding.
+    """
+    mask = features["input_mask"]
+    width = tf.shape(mask)[-1]
+    used = tf.reduce_any(tf.not_equal(tf.reshape(mask, [-1, width]), 0), axis=0)          # [L]
+    longest = tf.reduce_max(tf.where(used, tf.range(1, width + 1), tf.zeros_like(used, tf.int32)))
+    rounded = (tf.maximum(longest, 1) + multiple - 1) // multiple * multiple
+    length = tf.minimum(rounded, int(max_length))
+    return {name: value[..., :length] if name in names else value for name, value in features.items()}

@@ -4,7 +4,8 @@
 for any model of this package: `AlbertModel` (encoder), `AlbertPretrainer`, `AlbertClassifier`,
 `AlbertSquadV1`, `AlbertSquadV2` and `AlbertRace`. Every export has three signatures:
 
-* `serving_default`: int32 `input_ids`, `input_mask`, `segment_ids` `[batch, seq]` (`[batch, 4, seq]` for RACE;
+* `serving_default`: int32 `input_ids`, `input_mask`, `segment_ids` `[batch, seq]` of any `seq` up to the
+  model's `max_position_embeddings` (`[batch, 4, seq]` for RACE;
   plus `mlm_positions` for the pretrainer, as the original TF-Hub `mlm` signature) -> the model's named
   outputs (the names of the original `export_to_tfhub.py` modules). SQuAD v2 derives `p_mask` from
   `input_mask` and `segment_ids`.
@@ -13,7 +14,9 @@ for any model of this package: `AlbertModel` (encoder), `AlbertPretrainer`, `Alb
 * `serve_text`: raw UTF-8 strings (`text_a`, `text_b`; SQuAD `question`, `context`; RACE `article`,
   `question`, `options [batch, 4]`) normalised, SentencePiece-tokenised (tensorflow-text ops, through
   `albert_tf.text.ops`), truncated and packed in the graph exactly like the Python pipeline (the original
-  `tokenization.py`, `classifier_utils.py`, `squad_utils.py`, `race_utils.py`). It needs the tensorflow-text
+  `tokenization.py`, `classifier_utils.py`, `squad_utils.py`, `race_utils.py`), then cut to the batch's longest
+  text rounded up to a multiple of 32 (`albert_tf.data.lengths.cut_to_longest`): the outputs with a sequence
+  axis have that length, not `max_seq_length`. It needs the tensorflow-text
   ops in the process that loads the model (`import tensorflow_text`).
 
 plus `tokenization_info` (no inputs: the path of the SentencePiece asset and `do_lower_case`, as the TF-Hub
@@ -55,7 +58,8 @@ from albert_tf.text import tokenization
 from albert_tf.export import metadata as metadata_lib
 from albert_tf.export import warmup as warmup_lib
 from albert_tf.checkpoints import load_pretrained, resolve_source
-from albert_tf.config import check_max_seq_length
+from albert_tf.config import TOKEN_INPUTS, check_max_seq_length
+from albert_tf.data import lengths as lengths_lib
 from albert_tf.errors import InputError
 from albert_tf.models.albert_model import as_config
 from albert_tf.serving_spec import string_specs
@@ -63,6 +67,8 @@ from albert_tf.serving_spec import string_specs
 SERVING_DEFAULT = "serving_default"
 SERVE_EXAMPLES = "serve_examples"
 SERVE_TEXT = "serve_text"
+# The packed features with a sequence axis (last), cut by `serve_text` to the batch's longest text.
+SEQUENCE_FEATURES = TOKEN_INPUTS + ("p_mask",)
 TOKENIZATION_INFO = "tokenization_info"
 
 
@@ -183,7 +189,9 @@ class _ServingModule(tf.Module):
 
         if text_pipeline is not None:
             def serve_text(**texts):
-                features = spec.text_features(self.text_pipeline, texts)
+                # Cut to the batch's longest text (rounded up to a few lengths): short text runs short.
+                features = lengths_lib.cut_to_longest(spec.text_features(self.text_pipeline, texts),
+                                                      SEQUENCE_FEATURES, max_seq_length)
                 return spec.text_outputs(_run_model(model, spec, features, threshold), features)
 
             self.serve_text = _signature_fn(serve_text, spec.text_specs())

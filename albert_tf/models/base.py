@@ -9,12 +9,16 @@ import tensorflow as tf
 
 from albert_tf import registry
 from albert_tf.checkpoints import load_pretrained
+from albert_tf.config import TOKEN_INPUTS
+from albert_tf.data import lengths as length_buckets
 from albert_tf.errors import InputError
 from albert_tf.layers.heads import AlbertOutputProjection
 from albert_tf.models.albert_model import AlbertModel, as_config, check_quantize_mode, quantized, with_quantization
 from albert_tf.models.lora import LoraMixin
 
 DEFAULT_BATCH_SIZE = 32
+# The packed features with a sequence axis (last), cut by `predict` to a batch's longest text.
+_SEQUENCE_FEATURES = TOKEN_INPUTS + ("p_mask",)
 
 
 def _is_token_features(x):
@@ -118,6 +122,8 @@ class PretrainedMixin(LoraMixin):
     _PREPROCESS_MODE = "text"
     # Packed features that `predict` on text returns along with the model's outputs.
     _PREDICT_PASSTHROUGH = ("input_ids",)
+    # While `predict` runs on text cut to each batch's longest: the outputs to pad back (`_uncut`).
+    _cut_outputs = None
     # `compile()` defaults: the optimizer name of `create_optimizer` and its schedule.
     _TRAINING_DEFAULTS = dict(optimizer="adamw", learning_rate=3e-5, num_train_steps=10000, num_warmup_steps=1000)
     _uses_task_loss = False
@@ -254,9 +260,10 @@ class PretrainedMixin(LoraMixin):
             return inputs   # Left to the model's own checks of its inputs.
         return self.preprocess(inputs)
 
-    def _text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False):
+    def _text_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False, cut=False):
         """A batched `tf.data.Dataset` of `(packed features, y, sample_weight)` from raw text, or None when `x`
-        is already token ids (left to Keras as given)."""
+        is already token ids (left to Keras as given). With `cut`, each batch's features are cut to its longest
+        text (`albert_tf.data.lengths.cut_to_longest`)."""
         if _is_token_features(x):
             return None
         if self.preprocessor is None:
@@ -271,9 +278,7 @@ class PretrainedMixin(LoraMixin):
                                  "(elements `(x, y)` or `(x, y, sample_weight)`); do not pass them.")
 
             def pack_element(*element):
-                if len(element) == 1:
-                    return (self.preprocess(element[0]),)
-                return (self.preprocess(element[0]),) + element[1:]
+                return (self._packed_batch(element[0], cut),) + element[1:]
 
             return x.map(pack_element, num_parallel_calls=autotune).prefetch(autotune)
         if x is None:
@@ -309,9 +314,16 @@ class PretrainedMixin(LoraMixin):
         dataset = dataset.batch(int(batch_size))
 
         def pack(*element):
-            return (self.preprocess(element[0]),) + element[1:]
+            return (self._packed_batch(element[0], cut),) + element[1:]
 
         return dataset.map(pack, num_parallel_calls=autotune).prefetch(autotune)
+
+    def _packed_batch(self, texts, cut):
+        """The preprocessor's packing of one batch of texts; with `cut`, at its longest text (rounded up)."""
+        features = self.preprocess(texts)
+        if not cut:
+            return features
+        return length_buckets.cut_to_longest(features, _SEQUENCE_FEATURES, self.preprocessor.max_seq_length)
 
     def check_labels(self, y, name="y"):
         """Raises `InputError` naming the first entry of `y` outside `[0, num_labels)` (a model with
@@ -371,11 +383,38 @@ class PretrainedMixin(LoraMixin):
         return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight, **kwargs)
 
     def predict(self, x, batch_size=None, **kwargs):
-        """`keras.Model.predict`; with a preprocessor, `x` may be raw text (see the class docstring)."""
-        dataset = self._text_dataset(x, batch_size=batch_size)
-        if dataset is not None:
-            x, batch_size = dataset, None
-        return super().predict(x, batch_size=batch_size, **kwargs)
+        """`keras.Model.predict`; with a preprocessor, `x` may be raw text (see the class docstring).
+
+        On TensorFlow, each batch of text runs at its longest text rounded up to a multiple of 32 (not at the
+        preprocessor's `max_seq_length`): the outputs are the same (the attention mask hides padding), and the
+        outputs with a sequence axis come back at `max_seq_length` as before, positions past the batch's cut
+        holding 0 (`p_mask` 1)."""
+        cut = keras.backend.backend() == "tensorflow"
+        dataset = self._text_dataset(x, batch_size=batch_size, cut=cut)
+        if dataset is None:
+            return super().predict(x, batch_size=batch_size, **kwargs)
+        if not cut:
+            return super().predict(dataset, batch_size=None, **kwargs)
+        # The outputs to pad back (`_uncut`), read when Keras traces its predict function: a new one for text.
+        self._cut_outputs = self._sequence_outputs(dataset.element_spec[0])
+        self.predict_function = None
+        try:
+            return super().predict(dataset, batch_size=None, **kwargs)
+        finally:
+            self._cut_outputs = None
+            self.predict_function = None
+
+    def _sequence_outputs(self, feature_specs):
+        """The names of the outputs (and passthrough features) with a sequence axis, from a symbolic call on
+        features of unknown length."""
+        inputs = {name: keras.KerasTensor(spec.shape, dtype=spec.dtype.name) for name, spec in feature_specs.items()}
+        axis = len(inputs["input_ids"].shape) - 1
+        names = {name for name, spec in inputs.items() if len(spec.shape) > axis and spec.shape[axis] is None}
+        for name, value in self.compute_output_spec(inputs).items():
+            first = value[0] if isinstance(value, (list, tuple)) and value else value
+            if len(getattr(first, "shape", ())) > axis and first.shape[axis] is None:
+                names.add(name)
+        return frozenset(names)
 
     def predict_step(self, *args):
         """The backend trainer's `predict_step` (`(data)`, or JAX's stateless `(state, data)`, which returns
@@ -388,7 +427,29 @@ class PretrainedMixin(LoraMixin):
         if self.preprocessor is not None and isinstance(x, dict) and isinstance(outputs, dict):
             outputs = dict(outputs)
             outputs.update((name, x[name]) for name in self._PREDICT_PASSTHROUGH if name in x)
+            outputs = self._uncut(outputs, x)
         return (outputs,) + tuple(result[1:]) if stateless else outputs
+
+    def _uncut(self, outputs, x):
+        """The outputs of a batch cut to its longest text (`predict`) padded back along their sequence axis to
+        the preprocessor's `max_seq_length`, so that the batches concatenate as before."""
+        if self._cut_outputs is None:
+            return outputs
+        axis = len(x["input_ids"].shape) - 1
+        full = self.preprocessor.max_seq_length
+
+        def pad(value, fill):
+            paddings = [[0, 0]] * len(value.shape)
+            paddings[axis] = [0, tf.maximum(full - tf.shape(value)[axis], 0)]
+            return tf.pad(value, paddings, constant_values=tf.cast(fill, value.dtype))
+
+        padded = {}
+        for name, value in outputs.items():
+            if name in self._cut_outputs:
+                fill = 1 if name == "p_mask" else 0
+                value = [pad(v, fill) for v in value] if isinstance(value, (list, tuple)) else pad(value, fill)
+            padded[name] = value
+        return padded
 
     # --- Compile -----------------------------------------------------------------------------------------
 

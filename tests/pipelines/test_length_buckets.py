@@ -1,0 +1,142 @@
+"""Length-aware batches of `albert_tf.pipeline`: for every task, the outputs of batches grouped by length and cut
+to their longest member (rounded by `albert_tf.data.lengths.padded_length`) equal the same model's on ids padded
+to `max_seq_length`, in the inputs' order; the model sees the short lengths; fixed-shape runners keep theirs."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from albert_tf import pipelines
+from albert_tf.pipelines import KerasRunner, real_length
+from albert_tf.tasks.glue.model import AlbertClassifier
+from albert_tf.tasks.glue.pipeline import TextClassificationPipeline
+from albert_tf.tasks.ner.model import AlbertTokenClassifier
+from albert_tf.tasks.ner.pipeline import TokenClassificationPipeline
+from albert_tf.tasks.pretraining.model import AlbertPretrainer
+from albert_tf.tasks.pretraining.pipeline import FillMaskPipeline
+from albert_tf.tasks.race.model import AlbertRace
+from albert_tf.tasks.race.pipeline import MultipleChoicePipeline
+from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
+from albert_tf.tasks.squad.pipeline import QuestionAnsweringPipeline
+from albert_tf.models.albert_model import AlbertModel
+from albert_tf.text import tokenization
+import squad_fixtures as fx
+
+MAX = 64   # the fixture config's max_position_embeddings: buckets 32 and 64
+
+SENTENCES = ["a tower .", "the city lies at the tip of the lake and is home to a school founded in 1855 .",
+             "coffee", "she was born in warsaw in 1867 and won two prizes , one in physics and one alone .",
+             "the river discharges water into the ocean .", "yes"]
+CONTEXTS = [paragraph for paragraph, _, _ in fx.PARAGRAPHS]
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    spm_file, config, _ = fx.model_files(tmp_path_factory.mktemp("length_buckets"))
+    return tokenization.FullTokenizer(spm_model_file=spm_file, do_lower_case=True), config
+
+
+def _built(model, choices=False, positions=False):
+    ids = tf.ones([1, 4, 8] if choices else [1, 8], tf.int32)
+    inputs = {"input_ids": ids, "input_mask": ids, "segment_ids": tf.zeros_like(ids)}
+    if positions:
+        inputs["masked_lm_positions"] = tf.zeros([1, 2], tf.int32)
+    model(inputs, training=False)
+    return model
+
+
+class _Recording:
+    """A runner that records the sequence length of every batch it runs."""
+
+    def __init__(self, runner):
+        self.runner, self.lengths = runner, []
+
+    def __getattr__(self, name):
+        return getattr(self.runner, name)
+
+    def __call__(self, features, output_names):
+        self.lengths.append(np.shape(features["input_ids"])[-1])
+        return self.runner(features, output_names)
+
+
+CASES = {
+    "text-classification": (TextClassificationPipeline, lambda c: AlbertClassifier(c, num_labels=3), {},
+                            SENTENCES + [(SENTENCES[1], SENTENCES[3])]),
+    "feature-extraction": (pipelines.FeatureExtractionPipeline, AlbertModel, {}, SENTENCES),
+    "fill-mask": (FillMaskPipeline, AlbertPretrainer, {"top_k": 3},
+                  ["the [MASK] .", "the city lies at the [MASK] of the lake and is home to a school founded in "
+                   "1855 . she was born in [MASK] in 1867 and won two prizes", "[MASK]"]),
+    "token-classification": (TokenClassificationPipeline, lambda c: AlbertTokenClassifier(c, num_labels=5), {},
+                             SENTENCES),
+    "multiple-choice": (MultipleChoicePipeline, AlbertRace, {"max_qa_length": 16},
+                        [{"article": s, "question": "what ?", "options": ["a", "b c", "d", s[:20]]}
+                         for s in SENTENCES[:4]]),
+    # SQuAD 1.1's n-best lists are the top logits of all positions, padding included (as the original): a batch
+    # cut short has fewer padding candidates, so the answers equal the padded run's when every position is one.
+    "question-answering v1": (QuestionAnsweringPipeline, AlbertSquadV1,
+                              {"doc_stride": 16, "max_query_length": 12, "n_best_size": MAX},
+                              [{"question": "who built it ?", "context": c} for c in CONTEXTS[:3]]
+                              + [{"question": "when ?", "context": "in 1889 ."}, {"question": "who ?", "context": "a man ."}]),
+    "question-answering v2": (QuestionAnsweringPipeline, AlbertSquadV2, {"doc_stride": 16, "max_query_length": 12},
+                              [{"question": "where ?", "context": c} for c in CONTEXTS[2:]]
+                              + [{"question": "who ?", "context": "a man ."}, {"question": "when ?", "context": "in 1889 ."}]),
+}
+
+
+def _assert_close(got, expected, where="result"):
+    if isinstance(expected, dict):
+        assert set(got) == set(expected), where
+        for key in expected:
+            _assert_close(got[key], expected[key], f"{where}[{key!r}]")
+    elif isinstance(expected, (list, tuple)):
+        assert len(got) == len(expected), where
+        for i, (g, e) in enumerate(zip(got, expected)):
+            _assert_close(g, e, f"{where}[{i}]")
+    elif isinstance(expected, (float, np.ndarray, np.floating)):
+        np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0, err_msg=where)
+    else:
+        assert got == expected, where
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_length_aware_batches_equal_the_batches_padded_to_the_maximum(env, case):
+    tokenizer, config = env
+    cls, make_model, call_options, inputs = CASES[case]
+    tf.keras.utils.set_random_seed(len(case))
+    model = _built(make_model(config), choices=cls is MultipleChoicePipeline, positions=cls is FillMaskPipeline)
+    pipe = cls(KerasRunner(model), tokenizer, True, batch_size=2, progress=False, max_seq_length=MAX,
+               **{k: v for k, v in CASES[case][2].items() if k != "top_k"})
+    padded = cls(KerasRunner(model), tokenizer, True, batch_size=2, progress=False, max_seq_length=MAX,
+                 **{k: v for k, v in CASES[case][2].items() if k != "top_k"})
+    padded.runner.dynamic_lengths = False    # the same model, every batch at `max_seq_length`
+    pipe.runner, padded.runner = _Recording(pipe.runner), _Recording(padded.runner)
+    call = {"top_k": call_options["top_k"]} if "top_k" in call_options else {}
+    got, expected = pipe(inputs, **call), padded(inputs, **call)
+    _assert_close(got, expected)
+    assert set(padded.runner.lengths) == {MAX}
+    assert 32 in pipe.runner.lengths and set(pipe.runner.lengths) <= {32, MAX}
+
+    # The raw outputs row by row, in the rows' order: the padded ones cut to the short ones' length.
+    rows, _ = pipe._encode([pipe._check(item, i) for i, item in enumerate(inputs)])
+    short, full = pipe._run(rows), padded._run(rows)
+    assert [real_length(row["input_mask"]) for row in rows] != sorted(real_length(r["input_mask"]) for r in rows)
+    for s, f in zip(short, full):
+        for name in s:
+            cut = f[name][tuple(slice(0, n) for n in s[name].shape)]
+            np.testing.assert_allclose(s[name], cut, atol=1e-5, rtol=0, err_msg=name)
+
+
+def test_a_fixed_shape_runner_keeps_the_full_length_and_the_input_order(env):
+    tokenizer, config = env
+    pipe = TextClassificationPipeline(KerasRunner(_built(AlbertClassifier(config, num_labels=2))), tokenizer, True,
+                                      batch_size=4, max_seq_length=MAX)
+    rows, _ = pipe._encode([pipe._check(item, i) for i, item in enumerate(SENTENCES)])
+    batches = pipe._batches(rows)
+    lengths = [real_length(row["input_mask"]) for row in rows]
+    assert sorted(i for indices, _ in batches for i in indices) == list(range(len(rows)))
+    assert all(length in (32, MAX) for _, length in batches)
+    for indices, length in batches:
+        assert max(lengths[i] for i in indices) <= length
+    pipe.runner.dynamic_lengths = False
+    assert pipe._batches(rows) == [([0, 1, 2, 3], None), ([4, 5], None)]
+    assert real_length([[1, 1, 0, 0], [1, 1, 1, 0]]) == 3 and real_length([0, 0]) == 1
