@@ -12,6 +12,7 @@ leaves it; the others are `init_checkpoint`s. `max_seq_length` is 64 while the t
 length-aware batches run at 32.
 """
 
+import glob
 import os
 import shutil
 import sys
@@ -97,8 +98,13 @@ def run(root, out):
              do_eval=True, do_predict=True, max_qa_length=16, **common, **batches)
     run_ner(os.path.join(root, "conll"), directory("ner"), init_checkpoint=checkpoint("ner"), do_eval=True,
             do_predict=True, **common, **batches)
-    run_pretraining(input_file=os.path.join(root, "pretraining.tfrecord"), output_dir=directory("pretraining"),
-                    init_checkpoint=checkpoint("pretraining"), do_train=False, do_eval=True, max_eval_steps=2, eval_batch_size=4,
+    pretraining = directory("pretraining")
+    os.makedirs(pretraining)
+    for path in glob.glob(checkpoint("pretraining") + ".*"):   # a checkpoint of the original's run to evaluate
+        shutil.copy(path, os.path.join(pretraining, os.path.basename(path).replace("ckpt-best", "ckpt-300")))
+    run_pretraining(input_file=os.path.join(root, "pretraining.tfrecord"), output_dir=pretraining,
+                    do_train=False, do_eval=True, max_eval_steps=2,
+                    eval_batch_size=4,
                     max_predictions_per_seq=task_fixtures.PRED, albert_config_file=common["albert_config_file"],
                     max_seq_length=task_fixtures.SEQ)
 
