@@ -31,6 +31,9 @@ LORA_TARGET_NAMES = ("query", "key", "value", "output_dense", "ffn", "ffn_output
 LORA_DEFAULT_TARGETS = ("query", "value")
 
 STRATEGIES = ("one_device", "mirrored", "multi_worker", "tpu")
+# The original's optimizers (`optimization.create_optimizer`): AdamW, the fine-tuning scripts', and LAMB,
+# `run_pretraining.py`'s.
+OPTIMIZERS = ("adamw", "lamb")
 MIXED_PRECISION_POLICIES = ("float32", "mixed_bfloat16", "mixed_float16")
 REQUIRED = dataclasses.MISSING
 _KINDS = {bool: "bool", int: "integer", float: "float", str: "string", list: "list"}
@@ -87,6 +90,13 @@ def _metadata(options_class, name, key, default=None):
         if "shared" in field.metadata:
             return _metadata(*field.metadata["shared"], key, default)
     return default
+
+
+def option_defaults(options_class, names):
+    """`{name: default}` of the options `names` of `options_class`: what a pipeline takes from its runner's
+    options, so that each default is declared once (`QuestionAnsweringPipeline.defaults`, ...)."""
+    fields = {field.name: field for field in dataclasses.fields(options_class)}
+    return {name: None if fields[name].default is REQUIRED else fields[name].default for name in names}
 
 
 def option_fields(options_class):
@@ -232,6 +242,9 @@ class RuntimeOptions:
                                               "their gradients before one optimizer step (same global batch on "
                                               "less memory).")
     iterations_per_loop: int = option(1000, "How many steps to make in each estimator call.")
+    model_parallel_devices: int = option(1, "KERAS_BACKEND=jax: devices per model replica along a `model` mesh axis "
+                                         "(keras.distribution.ModelParallel: the attention and FFN kernels sharded "
+                                         "over them, for xlarge/xxlarge); 1: data parallel over every device.")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -344,7 +357,15 @@ class TaskOptions(Stages, ModelOptions, SequenceOptions):
     eval_batch_size: int = option(8, "Total batch size for eval.")
     learning_rate: float = option(5e-5, "The initial learning rate for Adam.")
     save_checkpoints_steps: int = option(1000, "How often to save the model checkpoint.")
-    optimizer: str = option("adamw", "Optimizer to use")
+    optimizer: str = option("adamw", "The optimizer for training: adamw (AdamW with decoupled weight decay, the "
+                            "fine-tuning scripts') or lamb (LAMB, run_pretraining.py's).", enum_values=OPTIMIZERS)
+
+    def check_optimizer(self):
+        """Raises `InputError` unless `optimizer` is one of `OPTIMIZERS` (the flag checks it; a Python caller's
+        value is checked here)."""
+        if self.optimizer not in OPTIMIZERS:
+            raise InputError(f"`optimizer` must be one of {', '.join(OPTIMIZERS)}. Received: "
+                             f"`optimizer={self.optimizer!r}`.")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

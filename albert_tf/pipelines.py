@@ -160,7 +160,8 @@ class LiteRunner:
                 raise InputError(f"The LiteRT export `{self.directory}` predicts at most {width} masks per input; "
                                  f"received an input with {positions.shape[-1]}.")
             inputs["mlm_positions"] = np.pad(positions, [(0, 0), (0, width - positions.shape[-1])])
-        return self.model(inputs, output_names)
+        # A `--format=mediapipe` export keeps one output (a classifier's probabilities, an encoder's pooled output).
+        return self.model(inputs, [name for name in output_names if name in self.output_specs])
 
 
 
@@ -451,8 +452,10 @@ class FeatureExtractionPipeline(Pipeline):
         return rows, rows
 
     def _decode(self, items, rows, outputs):
+        # A `--format=mediapipe` encoder export has no sequence output.
         return [{"pooled_output": o["pooled_output"],
-                 "sequence_output": o["sequence_output"][:int(np.sum(row["input_mask"]))]}
+                 **({"sequence_output": o["sequence_output"][:int(np.sum(row["input_mask"]))]}
+                    if "sequence_output" in o else {})}
                 for row, o in zip(rows, outputs)]
 
 

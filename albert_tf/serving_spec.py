@@ -93,6 +93,10 @@ class ServingSpec(abc.ABC):
     # The `albert_tf.pipeline` tasks that an export of this kind serves (`albert_tf.registry.serving_kinds`).
     pipeline_tasks = ()
 
+    # The MediaPipe text task that runs this kind's `--format=mediapipe` export and the model output it reads:
+    # `("TextClassifier", output)` (label probabilities) or `("TextEmbedder", output)`; None: no MediaPipe task.
+    mediapipe_task = None
+
     def export_facts(self, model):
         """What an export of `model` records beyond the shared fields (`albert_tf.export.metadata`) and its text
         mode's lengths: the kind's own sizes. None here."""

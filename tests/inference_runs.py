@@ -1,6 +1,6 @@
 """Every runner's evaluation and prediction on the tiny data of `task_fixtures`, from checkpoints in the
 original's layout, under the Keras backend of the process: run as a script by the backend tests
-(tests/training/test_inference_backends.py), once under TensorFlow and once under JAX, whose output files they
+(tests/training/test_jax_inference.py), once under TensorFlow and once under JAX, whose output files they
 compare.
 
     python tests/inference_runs.py ROOT OUT

@@ -23,7 +23,8 @@ FIRST_BLOCK = "bash scripts/quickstart.sh\nbash scripts/test.sh"
 
 def doc_files():
     """README.md and every docs/**/*.md (pages other helpers add are picked up here, docs/migrating/ too)."""
-    return [ROOT / "README.md"] + sorted((ROOT / "docs").rglob("*.md"))
+    return [ROOT / "README.md"] + sorted(page for page in (ROOT / "docs").rglob("*.md")
+                                         if "node_modules" not in page.parts)   # docs/web's npm packages
 
 
 def all_blocks():
@@ -84,7 +85,8 @@ def test_readme_is_a_front_door():
 
 def test_index_lists_every_page():
     index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
-    pages = [page.relative_to(ROOT / "docs").as_posix() for page in sorted((ROOT / "docs").rglob("*.md"))]
+    pages = [page.relative_to(ROOT / "docs").as_posix() for page in sorted((ROOT / "docs").rglob("*.md"))
+             if "node_modules" not in page.parts]   # docs/web's npm packages (`npm ci`)
     unlisted = [page for page in pages if page != "index.md" and f"]({page})" not in index]
     assert not unlisted, f"docs/index.md does not link {unlisted}"
 

@@ -31,12 +31,13 @@ from albert_tf.tasks.pretraining import task as pretraining_task
 from albert_tf.tasks.race import task as race_task
 from albert_tf.tasks.squad import task as squad_task
 from albert_tf.text import vocab as vocab_lib
+from albert_tf.text import normalization
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", PYTHONPATH=REPO)
 
 _TPU = ["use_tpu", "tpu_name", "tpu_zone", "gcp_project", "master", "num_tpu_cores"]
-_TF2 = ["strategy", "mixed_precision", "jit_compile", "random_seed", "recompute"]
+_TF2 = ["strategy", "mixed_precision", "jit_compile", "random_seed", "recompute", "model_parallel_devices"]
 # The flags of the original scripts (google-research/albert), and the TF2 additions of each runner.
 ORIGINAL_FLAGS = {
     "run_classifier": ["data_dir", "albert_config_file", "task_name", "vocab_file", "spm_model_file", "output_dir",
@@ -75,11 +76,14 @@ ORIGINAL_FLAGS["run_ner"] = (["data_dir", "albert_config_file", "spm_model_file"
 ORIGINAL_FLAGS["run_squad_v1"] = ORIGINAL_FLAGS["run_squad_v2"] = ORIGINAL_FLAGS["run_squad"]
 # The fine-tuning runners' Keras LoRA (docs/lora.md).
 _LORA = ["lora_rank", "lora_targets"]
-RUNNER_ONLY = {"run_classifier": ["hparams_preset"] + _LORA, "run_squad": _LORA, "run_squad_v1": _LORA,
-               "run_squad_v2": _LORA, "run_race": _LORA, "run_ner": _LORA}
+# `gradient_accumulation_steps`: on every runner whose Python call takes it (the original trains on TPUs, where the
+# batch fits; run_pretraining.py, run_race.py and run_ner's lists above have it already).
+_ACCUMULATION = ["gradient_accumulation_steps"]
+RUNNER_ONLY = {"run_classifier": ["hparams_preset"] + _LORA + _ACCUMULATION, "run_squad": _LORA + _ACCUMULATION,
+               "run_squad_v1": _LORA + _ACCUMULATION, "run_squad_v2": _LORA + _ACCUMULATION, "run_race": _LORA,
+               "run_ner": _LORA}
 # The option fields that a runner gives no flag (they keep their defaults).
-NO_FLAG = {"run_classifier": ["gradient_accumulation_steps"], "run_squad": ["gradient_accumulation_steps"],
-           "run_squad_v1": ["gradient_accumulation_steps"], "run_squad_v2": ["gradient_accumulation_steps"],
+NO_FLAG = {"run_classifier": [], "run_squad": [], "run_squad_v1": [], "run_squad_v2": [],
            "run_race": ["optimizer", "delete_non_best"], "run_ner": [], "run_pretraining": ["sentence_loss_weight"]}
 _OPTIONS = {"run_classifier": glue_task.ClassifierOptions, "run_squad": squad_task.SquadOptions,
             "run_squad_v1": squad_task.SquadOptions, "run_squad_v2": squad_task.SquadV2Options,
@@ -172,13 +176,13 @@ def test_every_runner_is_a_python_module_of_the_package():
 # training run (unset: unseeded); `output_dir` holds a runner's checkpoints, albert-reproduce's task runs or
 # albert-convert's weights; `input` is albert-convert's or albert-export's weights source (convert reads more
 # forms) or albert-train-vocab's text files; `model` and `format` are albert-convert's (with `auto`; weights
-# formats) and albert-export's (a model kind; saved_model or tflite); `labels` are NER's tag set or the names of
-# a tflite classifier's outputs; `export_dir` is a runner's export of its best model or albert-export's base
+# formats) and albert-export's (a model kind; saved_model, tflite or mediapipe); `labels` are NER's tag set or
+# the names of a tflite classifier's outputs; `export_dir` is a runner's export of its best model or albert-export's base
 # directory.
 HOMONYMS = {"train_file", "predict_file", "task_name", "dropout_prob", "keep_checkpoint_max", "input_file",
             "random_seed", "output_dir", "input", "model", "format", "labels", "export_dir"}
 _OPTION_MODULES = [options, glue_task, squad_task, race_task, ner_task, pretraining_task, reproduce, create_data,
-                   instances, convert_cli, vocab_lib, download, quickstart, export_cli]
+                   instances, convert_cli, vocab_lib, download, quickstart, export_cli, normalization]
 # albert-export's text-mode lengths: a dataclass made from the registered text modes' `Length`s.
 EXPORT_LENGTHS = export_cli._lengths_options()  # pylint: disable=protected-access
 # Every command's options classes: the runners', and those of the other command lines.
@@ -190,6 +194,7 @@ _COMMAND_OPTIONS = {
     "albert-download": (download.DownloadOptions,),
     "albert-quickstart": (quickstart.QuickstartOptions,),
     "albert-export": (export_cli.ExportOptions, EXPORT_LENGTHS),
+    "albert-normalize-spm": (normalization.NormalizeOptions,),
 }
 
 

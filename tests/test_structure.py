@@ -222,3 +222,24 @@ def test_the_tests_mirror_the_tasks_and_no_test_module_imports_another():
                      [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
             found += [f"{os.path.relpath(path, ROOT)} imports {name}" for name in names if name in test_names]
     assert not found, found
+
+
+# The folders of tests/ that hold tests of something other than a folder of albert_tf/: benchmarks/ (the scripts
+# of the checkout's benchmarks/), tasks/ (one folder per task, checked above).
+_TEST_FOLDERS_BESIDE = {"benchmarks", "tasks"}
+
+
+def test_the_tests_mirror_the_package():
+    """A test module lives in tests/<folder>/ beside albert_tf/<folder>/ (tests/ itself for the package's
+    top-level modules), so each folder's tests are found where its code is."""
+    package_folders = {name for name in os.listdir(os.path.join(ROOT, "albert_tf"))
+                       if os.path.isfile(os.path.join(ROOT, "albert_tf", name, "__init__.py"))}
+    tests_root = os.path.join(ROOT, "tests")
+    strays = []
+    for name in sorted(os.listdir(tests_root)):
+        folder = os.path.join(tests_root, name)
+        if not os.path.isdir(folder) or not any(n.startswith("test_") for n in os.listdir(folder)):
+            continue
+        if name not in package_folders | _TEST_FOLDERS_BESIDE:
+            strays.append(f"tests/{name}/ is beside no albert_tf/{name}/")
+    assert not strays, strays

@@ -2,7 +2,7 @@
 
 A command is an `albert_tf.options.Command` (its name, help text, options dataclasses and the one library call it
 makes), declared as data beside that call: the shared commands in the modules of this package (`export`,
-`convert`, `download`, `train_vocab`, `reproduce`), the quickstart's in its application (`albert_tf.quickstart`),
+`convert`, `download`, `train_vocab`, `normalize_spm`, `reproduce`), the quickstart's in its application (`albert_tf.quickstart`),
 the task runners in their task folders (each task package's `COMMANDS` names them, so that this layer finds
 them without importing or naming a task). `run(name)` starts TensorFlow quietly (`app.quiet_tensorflow_start`),
 imports the command's module and runs it (`app.run_command`). The console scripts of setup.cfg (`console`), the
@@ -19,6 +19,7 @@ SHARED = {
     "albert-convert": "albert_tf.commands.convert:COMMAND",
     "albert-download": "albert_tf.commands.download:COMMAND",
     "albert-export": "albert_tf.commands.export:COMMAND",
+    "albert-normalize-spm": "albert_tf.commands.normalize_spm:COMMAND",
     "albert-quickstart": "albert_tf.quickstart.run:COMMAND",
     "albert-reproduce": "albert_tf.commands.reproduce:COMMAND",
     "albert-train-vocab": "albert_tf.commands.train_vocab:COMMAND",

@@ -19,6 +19,10 @@ def albert_export():
     run("albert-export")
 
 
+def albert_normalize_spm():
+    run("albert-normalize-spm")
+
+
 def albert_quickstart():
     run("albert-quickstart")
 

@@ -1,5 +1,6 @@
-"""`albert-export`: its options and its call, over `albert_tf.export.saved_model` (SavedModel) and
-`albert_tf.export.lite` (`--format=tflite`); neither imports this module."""
+"""`albert-export`: its options and its call, over `albert_tf.export.saved_model` (SavedModel),
+`albert_tf.export.lite` (`--format=tflite`) and `albert_tf.export.mediapipe` (`--format=mediapipe`); none imports
+this module."""
 
 import dataclasses
 import functools
@@ -25,7 +26,11 @@ CLI_HELP = (
     "(none|float16|dynamic|int8; int8 calibrates on --calibration_file: raw text, one example per line, or the "
     "task's TFRecords), with albert_lite.json (model kind, labels, lengths), albert_config.json and the "
     "SentencePiece model beside it, so that albert_tf.pipeline(task, '<export_dir>/model.tflite') runs it on "
-    "LiteRT. Prints the written file.")
+    "LiteRT. Prints the written file. With --format=mediapipe (a classifier or an encoder) the LiteRT model also "
+    "carries MediaPipe Tasks' metadata and a SentencePiece model with ALBERT's text preprocessing in its "
+    "normalization rules (written beside it as mediapipe_spm.model), so that MediaPipe's TextClassifier (the "
+    "classifier's probabilities, labels from --labels) or TextEmbedder (the encoder's pooled output) runs it "
+    "on raw text on Android, iOS, the web or in Python.")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -53,16 +58,19 @@ class ExportOptions(options_lib.ModelOptions, options_lib.TokenizerOptions, opti
                                     "tensorflow-serving-api is installed (the serving extra); --warmup requires it, "
                                     "--nowarmup leaves the file out.")
     # saved_model or tflite (albert-convert's `format` is a weights format).
-    format: str = option("saved_model", "saved_model (TF Serving) or tflite (LiteRT: <export_dir>/model.tflite with "
-                         "albert_lite.json, config and tokenizer beside it).", enum_values=("saved_model", "tflite"))
-    quantize: str = option("none", "tflite only: float16 weights, dynamic-range int8, or int8 calibrated on "
+    format: str = option("saved_model", "saved_model (TF Serving), tflite (LiteRT: <export_dir>/model.tflite with "
+                         "albert_lite.json, config and tokenizer beside it) or mediapipe (the LiteRT model with "
+                         "MediaPipe Tasks' metadata and tokenizer packed in: TextClassifier, TextEmbedder).",
+                         enum_values=("saved_model", "tflite", "mediapipe"))
+    quantize: str = option("none", "tflite and mediapipe only: float16 weights, dynamic-range int8, or int8 calibrated on "
                            "--calibration_file.", enum_values=("none", "float16", "dynamic", "int8"))
-    batch_size: int = option(1, "tflite only: the fixed batch size of the inputs.")
-    calibration_file: Optional[str] = option(None, "tflite --quantize=int8: raw text (one example per line; a tab "
+    batch_size: int = option(1, "tflite only: the fixed batch size of the inputs (mediapipe: 1).")
+    calibration_file: Optional[str] = option(None, "tflite/mediapipe --quantize=int8: raw text (one example per line; a tab "
                                              "separates text_a and text_b, SQuAD question and context) or the "
                                              "task's TFRecords.")
     # The names of a tflite classifier's outputs (NER's `labels` are its tag set).
-    labels: Optional[list] = option(None, "tflite classifier: label names written to albert_lite.json.")
+    labels: Optional[list] = option(None, "tflite/mediapipe classifier: label names written to albert_lite.json "
+                                    "(and MediaPipe's label file).")
 
 
 def _lengths_options():
@@ -83,7 +91,16 @@ NO_FLAG = ("init_checkpoint", "vocab_file")
 
 def export(run, lengths):
     """The export of `run` (`ExportOptions`) with the text modes' `lengths` (a dict): a SavedModel or, with
-    `format="tflite"`, a LiteRT model; returns the written path."""
+    `format="tflite"`, a LiteRT model, with `format="mediapipe"` one for MediaPipe Tasks; returns the written
+    path."""
+    if run.format == "mediapipe":
+        from albert_tf.export import mediapipe  # The LiteRT converter only when asked for.
+
+        return mediapipe.export_mediapipe_from_checkpoint(
+            run.input, run.export_dir, model=run.model, num_labels=run.num_labels,
+            albert_config_file=run.albert_config_file, spm_model_file=run.spm_model_file,
+            max_seq_length=run.max_seq_length, do_lower_case=run.do_lower_case, batch_size=run.batch_size,
+            quantize=run.quantize, calibration_file=run.calibration_file, labels=run.labels, **lengths)
     if run.format == "tflite":
         from albert_tf.export import lite  # The LiteRT converter only when asked for.
 
@@ -103,13 +120,15 @@ def export(run, lengths):
 
 def _resolve(values, given):
     """Refuses the flags of one format given with the other."""
-    if values["format"] == "tflite":
+    if values["format"] in ("tflite", "mediapipe"):
         if "warmup" in given:
             raise InputError("--warmup applies to --format=saved_model only.")
+        if values["format"] == "mediapipe" and "threshold" in given:
+            raise InputError("--threshold applies to --format=saved_model or tflite only (MediaPipe reads one output).")
         return {}
     for name in ("quantize", "batch_size", "calibration_file", "labels"):
         if name in given:
-            raise InputError(f"--{name} applies to --format=tflite only.")
+            raise InputError(f"--{name} applies to --format=tflite or mediapipe only.")
     return {}
 
 

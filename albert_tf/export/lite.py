@@ -74,14 +74,21 @@ def input_shapes(model, batch_size, max_seq_length, **lengths):
     return export_lib.serving_spec(model).fixed_input_shapes(batch_size, max_seq_length, lengths)
 
 
-def _serving_function(model, shapes, threshold):
-    """A `tf.function` with keyword inputs `shapes` (int32) returning the model's named serving outputs."""
+def _serving_function(model, shapes, threshold, outputs=None):
+    """A `tf.function` with keyword inputs `shapes` (int32) returning the model's named serving outputs (those
+    named in `outputs`, when given)."""
     spec = export_lib.serving_spec(model)
     names = list(shapes)
 
     def serve(*args):
         features = dict(zip(names, args))
-        return spec.outputs(model(spec.model_inputs(features), training=False), threshold)
+        served = spec.outputs(model(spec.model_inputs(features), training=False), threshold)
+        if outputs is None:
+            return served
+        unknown = sorted(set(outputs) - set(served))
+        if unknown:
+            raise InputError(f"`outputs`: the {spec.kind} model has no output {unknown}; it has {sorted(served)}.")
+        return {name: served[name] for name in outputs}
 
     serve.__signature__ = inspect.Signature(
         [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD) for name in names])
@@ -99,7 +106,8 @@ def _check_quantize(quantize, calibration):
         raise InputError(f"Calibration data applies to `quantize='int8'` only. Received `quantize={quantize!r}`.")
 
 
-def convert(model, max_seq_length, batch_size=1, quantize="none", calibration=None, threshold=None, **lengths):
+def convert(model, max_seq_length, batch_size=1, quantize="none", calibration=None, threshold=None, outputs=None,
+            **lengths):
     """The LiteRT flatbuffer (bytes) of `model` with one fixed-shape `serving_default` signature.
 
     Args:
@@ -111,6 +119,7 @@ def convert(model, max_seq_length, batch_size=1, quantize="none", calibration=No
         calibration: for `int8`: a list of feature dicts (`{input name: int array of the input's shape without
             the batch dimension}`), e.g. from `calibration_features`.
         threshold: optional float, the classifier's constant `threshold` output.
+        outputs: optional names of the serving outputs to keep (default: all of the kind's).
         **lengths: the text modes' lengths that shape inputs (`max_predictions_per_seq`: the pretrainer's
             `mlm_positions` width).
     """
@@ -120,7 +129,7 @@ def convert(model, max_seq_length, batch_size=1, quantize="none", calibration=No
             raise InputError(f"`{name}` must be a positive int. Received: `{name}={value!r}`.")
     check_max_seq_length(max_seq_length, model.config.max_position_embeddings)
     shapes = input_shapes(model, int(batch_size), int(max_seq_length), **lengths)
-    serve = _serving_function(model, shapes, threshold)
+    serve = _serving_function(model, shapes, threshold, outputs)
     serve.get_concrete_function()  # Builds an unbuilt model, so that its variables exist below.
     module = tf.Module()
     # The backing tf.Variables: a SavedModel that tracks only the Keras 3 wrappers converts without weights.
@@ -238,13 +247,16 @@ def _labels(model, labels):
 
 def export_tflite(model, output_dir, spm_model_file=None, do_lower_case=True, max_seq_length=128, batch_size=1,
                   quantize="none", calibration_file=None, calibration=None, config=None, threshold=None,
-                  labels=None, file_name=MODEL_FILE, **lengths):
+                  labels=None, file_name=MODEL_FILE, outputs=None, package=None, extra_files=None, **lengths):
     """Writes `<output_dir>/<file_name>` (LiteRT), `albert_lite.json`, `albert_config.json` and the SentencePiece
     model (see the module docstring); returns the `.tflite` path.
 
     `calibration_file` (raw text or TFRecords, for `quantize="int8"`) is read with `calibration_features`; or
     pass `calibration`, a list of feature dicts. `labels` names the classifier's outputs in the metadata.
     `lengths` are the text modes' lengths (`convert`); those of the model's kind are recorded in the metadata.
+    `outputs` keeps only the named serving outputs (`convert`); `package` (bytes -> bytes) rewrites the flatbuffer
+    before it is written and `extra_files` (`{name: bytes}`) are written beside it (the MediaPipe export's
+    metadata and tokenizer, `albert_tf.export.mediapipe`).
     """
     model = merged_copy(model)   # LoRA adapters merged into the kernels (`albert_tf.models.lora`)
     spec = export_lib.serving_spec(model)
@@ -265,7 +277,7 @@ def export_tflite(model, output_dir, spm_model_file=None, do_lower_case=True, ma
             raise InputError(f"`calibration_file` applies to `quantize='int8'` only. Received `quantize={quantize!r}`.")
         calibration = calibration_features(calibration_file, model, max_seq_length, spm_model_file, do_lower_case,
                                            batch_size, **lengths)
-    flatbuffer = convert(model, max_seq_length, batch_size, quantize, calibration, threshold, **lengths)
+    flatbuffer = convert(model, max_seq_length, batch_size, quantize, calibration, threshold, outputs, **lengths)
     lite = LiteModel(flatbuffer)
     metadata = {
         "format": METADATA_FORMAT, "model_kind": kind, "model_file": file_name, "signature": SIGNATURE,
@@ -283,8 +295,10 @@ def export_tflite(model, output_dir, spm_model_file=None, do_lower_case=True, ma
     if proto is not None:
         copy_atomic(spm_model_file, os.path.join(output_dir, metadata["spm_model_file"]))
     write_text_atomic(os.path.join(output_dir, CONFIG_FILE), config.to_json_string())
+    for name, data in (extra_files or {}).items():
+        write_bytes_atomic(os.path.join(output_dir, name), data)
     path = os.path.join(output_dir, file_name)
-    write_bytes_atomic(path, flatbuffer)
+    write_bytes_atomic(path, package(flatbuffer) if package is not None else flatbuffer)
     # The metadata last: a directory with it is complete.
     write_text_atomic(os.path.join(output_dir, METADATA_FILE), json.dumps(metadata, indent=2, sort_keys=True))
     logging.info("Wrote %s (%s, %s, %d bytes).", path, kind, quantize, len(flatbuffer))

@@ -10,6 +10,7 @@ class EncoderSpec(ServingSpec):
     """`AlbertModel`: the encoder's sequence and pooled outputs."""
 
     pipeline_tasks = ("feature-extraction",)
+    mediapipe_task = ("TextEmbedder", "pooled_output")
 
     def outputs(self, out, threshold):
         return {"sequence_output": out["sequence_output"], "pooled_output": out["pooled_output"]}

@@ -71,7 +71,7 @@ CLI_HELP = (
 
 # The fill-in-the-mask sentences: each with the answers that fit it (single SentencePiece pieces of the
 # quickstart's vocabulary). None of the sentences occurs in the corpus, and the held-out text never holds a
-# sentence's words around the answer verbatim (tests/test_quickstart.py checks both).
+# sentence's words around the answer verbatim (tests/quickstart/test_quickstart.py checks both).
 FILL_MASK_QUERIES = (
     ("The [MASK] statement is used to define a function.", ("def",)),
     ("If the key is missing, an [MASK] is raised.", ("exception", "error", "keyerror")),

@@ -39,7 +39,7 @@ CLASSES = {
 HELDOUT_FRACTION = 0.3
 SENTENCES_PER_EXAMPLE = 2
 
-# Sentences written for the served model: none occurs in the corpus (tests/test_quickstart.py checks it), each
+# Sentences written for the served model: none occurs in the corpus (tests/quickstart/test_quickstart.py checks it), each
 # with the class it belongs to.
 SERVE_QUERIES = (
     ("The event loop runs the coroutine until its future is done.", "async"),

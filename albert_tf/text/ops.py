@@ -6,7 +6,7 @@ The same steps as the Python path `encode_ids(sp, preprocess_text(text, lower=do
 0. bytes that are not UTF-8 are dropped, as the original's `convert_to_unicode` decodes them under Python 3
    (`bytes.decode("utf-8", "ignore")`): `tf.strings.unicode_transcode(errors="ignore")` drops exactly the bytes
    Python drops (lone continuation bytes, cut multi-byte sequences, overlong forms, surrogates, 0xc0/0xc1/0xf5-0xff;
-   `tests/test_text_ops.py` compares the two on thousands of byte strings);
+   `tests/text/test_text_ops.py` compares the two on thousands of byte strings);
 1. whitespace: `" ".join(text.strip().split())`, with Python's own set of whitespace characters;
 2. `unicodedata.normalize("NFKD", ·)` -> `text.normalize_utf8(·, "NFKD")`;
 3. drop every character with a non-zero canonical combining class (the class list is Python's, written
@@ -21,7 +21,7 @@ The same steps as the Python path `encode_ids(sp, preprocess_text(text, lower=do
 `TextPipeline`) needs tensorflow-text (imported when one is built, see `require_tensorflow_text`);
 `pack_inputs` and `truncate_pair_lengths` are plain TensorFlow.
 
-Known differences from the Python path (`tests/test_text_ops.py` shows them): Unicode versions. Python
+Known differences from the Python path (`tests/text/test_text_ops.py` shows them): Unicode versions. Python
 3.11's `unicodedata` is Unicode 14.0, tensorflow-text's ICU normalisation is newer and `tf.strings.lower`
 older. Of the 1.1M code points, 158 normalise differently (each tried with one character between ASCII
 letters): 40 capital letters new in Unicode 14 that `tf.strings.lower` leaves upper-case (U+2C2F, U+A7C0,

@@ -470,7 +470,7 @@ class FullTokenizer:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Fast equivalents used by the pretraining writer (same results, checked by tests/test_tokenization.py).
+# Fast equivalents used by the pretraining writer (same results, checked by tests/text/test_tokenization.py).
 
 # Every code point with a non-zero canonical combining class lies below U+20000 (planes 2-16 hold CJK
 # ideographs, tags and private use, all class 0); a test checks this against a scan of all of Unicode.

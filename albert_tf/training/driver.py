@@ -29,6 +29,7 @@ import functools
 import os
 from typing import Callable
 
+import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -42,7 +43,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError, check_export_backend, tf_error_text
 from albert_tf.fileio import output_lock, write_text_atomic
 from albert_tf.text import tokenization
-from albert_tf.training import distribution, loop, optimization
+from albert_tf.training import distribution, jax_distribution, jax_loop, loop, optimization
 
 EVAL_RESULTS_FILE = loop.EVAL_RESULTS_FILE
 BEST_TRIAL_FILE = "best_trial.txt"
@@ -125,6 +126,7 @@ class Task(abc.ABC):
         runtime = self.runtime
         config_lib.check_max_seq_length(self.options.max_seq_length, runtime.config.max_position_embeddings,
                                         runtime.config_file)
+        self.options.check_optimizer()
         if hasattr(self.options, "check_lora"):
             self.options.check_lora()
         check_checkpoints(self.options)
@@ -231,11 +233,19 @@ def prepare_runtime(runtime=None, **fields):
         runtime: `RuntimeOptions`, or None to build one from `fields` (`random_seed=3`, ...).
     """
     runtime = runtime if runtime is not None else options_lib.RuntimeOptions(**fields)
+    if keras.backend.backend() == "jax":
+        jax_distribution.initialize_processes()     # before any JAX computation (the seed's included)
     if runtime.random_seed is not None:
         # Python, NumPy, TensorFlow and Keras generators: weight initialisation, dropout and input shuffles.
         tf.keras.utils.set_random_seed(int(runtime.random_seed))
     if runtime.mixed_precision:
         distribution.set_mixed_precision(runtime.mixed_precision)
+    if keras.backend.backend() == "jax":
+        if runtime.strategy != "one_device" or runtime.use_tpu:
+            logging.warning("KERAS_BACKEND=jax: `strategy=%s`%s name tf.distribute strategies; JAX uses every "
+                            "device it finds (`model_parallel_devices` for a model axis).", runtime.strategy,
+                            " and `use_tpu`" if runtime.use_tpu else "")
+        return jax_distribution.jax_devices(runtime.model_parallel_devices)
     strategy = "tpu" if runtime.use_tpu and runtime.strategy == "one_device" else runtime.strategy
     return distribution.get_strategy(strategy=strategy, use_tpu=runtime.use_tpu, tpu_name=runtime.tpu_name,
                                      tpu_zone=runtime.tpu_zone, gcp_project=runtime.gcp_project,
@@ -339,11 +349,20 @@ def train(task, model, runtime, output_dir):
         opt = optimization.create_optimizer(settings.pop("learning_rate"), data.num_train_steps,
                                             data.num_warmup_steps, **settings)
     per_replica = batch_size // (replicas * accumulation)
+    if isinstance(strategy, jax_distribution.JaxDevices):
+        per_replica = batch_size // accumulation      # one input pipeline, split over the devices by the loop
 
     def dataset_fn(input_context=None, start_batch=0):
         return data.dataset(input_context, per_replica, start_batch)
 
     try:
+        if isinstance(strategy, jax_distribution.JaxDevices):
+            result = jax_loop.run_training(
+                model, opt, task.loss, dataset_fn, strategy, output_dir, data.num_train_steps,
+                iterations_per_loop=int(min(per_loop, save_every or per_loop)), save_checkpoints_steps=save_every,
+                keep_checkpoint_max=keep, gradient_accumulation_steps=accumulation,
+                positional_input=data.positional and runtime.options.random_seed is not None)
+            return dict(result, num_train_steps=data.num_train_steps)
         result = loop.run_training(
             model, opt, task.loss, dataset_fn, strategy, output_dir, data.num_train_steps,
             iterations_per_loop=int(min(per_loop, save_every or per_loop)), save_checkpoints_steps=save_every,
@@ -502,7 +521,9 @@ def run(task_class, options, runtime_options=None):
         # The strategy after the checks: a missing TPU stops the run before `output_dir` is made.
         runtime.strategy = prepare_runtime(runtime_options)
         # One run per output directory: a second one would write its checkpoints over this one's. The chief holds it.
-        stack.enter_context(output_lock(options.output_dir, hold=distribution.worker_info(runtime.strategy)[2]))
+        chief = (runtime.strategy.is_chief if isinstance(runtime.strategy, jax_distribution.JaxDevices)
+                 else distribution.worker_info(runtime.strategy)[2])
+        stack.enter_context(output_lock(options.output_dir, hold=chief))
         init_path = None if loop.list_checkpoints(options.output_dir) else options.checked_init_path
         with runtime.strategy.scope():
             model = apply_lora(task.build_model(init_path), options)

@@ -26,10 +26,10 @@ import keras
 import tensorflow as tf
 
 from albert_tf.errors import InputError
+from albert_tf.options import OPTIMIZERS
 
 # `optimization.create_optimizer`: exclude_from_weight_decay=["LayerNorm", "layer_norm", "bias"].
 DEFAULT_EXCLUDE = ("LayerNorm", "layer_norm", "bias")
-OPTIMIZERS = ("adamw", "lamb")
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -65,20 +65,21 @@ class AlbertLearningRateSchedule(keras.optimizers.schedules.LearningRateSchedule
         self.name = name
 
     def __call__(self, step):
-        with tf.name_scope(self.name or "AlbertLearningRateSchedule"):
-            step_int = tf.cast(step, tf.int32)
-            # tf.train.polynomial_decay(cycle=False): the step is clipped to the horizon.
-            decay_step = tf.cast(tf.minimum(step_int, self.num_train_steps), tf.float32)
-            fraction = 1.0 - decay_step / float(self.num_train_steps)
-            learning_rate = ((self.init_lr - self.end_learning_rate) * tf.pow(fraction, self.poly_power)
-                             + self.end_learning_rate)
-            if self.num_warmup_steps:
-                warmup_step = step_int - self.start_warmup_step
-                warmup_learning_rate = (self.init_lr * tf.cast(warmup_step, tf.float32)
-                                        / float(self.num_warmup_steps))
-                is_warmup = tf.cast(warmup_step < self.num_warmup_steps, tf.float32)
-                learning_rate = (1.0 - is_warmup) * learning_rate + is_warmup * warmup_learning_rate
-            return learning_rate
+        # keras.ops: the same TensorFlow ops under the TensorFlow backend, and a schedule that JAX can trace.
+        ops = keras.ops
+        step_int = ops.cast(step, "int32")
+        # tf.train.polynomial_decay(cycle=False): the step is clipped to the horizon.
+        decay_step = ops.cast(ops.minimum(step_int, self.num_train_steps), "float32")
+        fraction = 1.0 - decay_step / float(self.num_train_steps)
+        learning_rate = ((self.init_lr - self.end_learning_rate) * ops.power(fraction, self.poly_power)
+                         + self.end_learning_rate)
+        if self.num_warmup_steps:
+            warmup_step = step_int - self.start_warmup_step
+            warmup_learning_rate = (self.init_lr * ops.cast(warmup_step, "float32")
+                                    / float(self.num_warmup_steps))
+            is_warmup = ops.cast(warmup_step < self.num_warmup_steps, "float32")
+            learning_rate = (1.0 - is_warmup) * learning_rate + is_warmup * warmup_learning_rate
+        return learning_rate
 
     def get_config(self):
         return {"init_lr": self.init_lr, "num_train_steps": self.num_train_steps,
@@ -120,6 +121,24 @@ def _adam_lamb_update(gradient, scale, weight, m, v, learning_rate, beta_1, beta
         w_norm = tf.norm(weight, ord=2)
         g_norm = tf.norm(update, ord=2)
         ratio = tf.where(w_norm > 0, tf.where(g_norm > 0, w_norm / g_norm, 1.0), 1.0)
+        update = ratio * update
+    return weight - learning_rate * update, next_m, next_v
+
+
+def adam_lamb_update(gradient, scale, weight, m, v, learning_rate, beta_1, beta_2, epsilon, weight_decay_rate,
+                     layer_adaptation):
+    """`_adam_lamb_update` in `keras.ops`, for the backends other than TensorFlow (traced inside their `jit`)."""
+    ops = keras.ops
+    gradient = gradient * scale
+    next_m = beta_1 * m + (1.0 - beta_1) * gradient
+    next_v = beta_2 * v + (1.0 - beta_2) * ops.square(gradient)
+    update = next_m / (ops.sqrt(next_v) + epsilon)
+    if weight_decay_rate:
+        update = update + weight_decay_rate * weight
+    if layer_adaptation:
+        w_norm = ops.sqrt(ops.sum(ops.square(weight)))
+        g_norm = ops.sqrt(ops.sum(ops.square(update)))
+        ratio = ops.where(w_norm > 0, ops.where(g_norm > 0, w_norm / g_norm, 1.0), 1.0)
         update = ratio * update
     return weight - learning_rate * update, next_m, next_v
 
@@ -255,8 +274,10 @@ class _AlbertAdamBase(keras.optimizers.Optimizer):
                              f"{len(trainable_variables)} variables.")
         pairs = [(grad, variable) for grad, variable in zip(grads, trainable_variables) if grad is not None]
         with keras.name_scope(self.name, caller=self):
-            if pairs:
+            if pairs and keras.backend.backend() == "tensorflow":
                 self._apply_pairs(pairs)
+            elif pairs:
+                self._apply_pairs_ops(pairs)
         self.iterations.assign_add(1)
 
     def _apply_pairs(self, pairs):
@@ -286,6 +307,33 @@ class _AlbertAdamBase(keras.optimizers.Optimizer):
             strategy.extended.update(
                 _tf_variable(variable), functools.partial(self._update_one, index=index, chain=chain),
                 args=(grad, learning_rate, scale), group=False)
+            if variable.constraint is not None:
+                variable.assign(variable.constraint(variable))
+
+    def _apply_pairs_ops(self, pairs):
+        """`_apply_pairs` in `keras.ops` (JAX, PyTorch): the same clip and update on the variables (`stateless_apply`
+        traces it); the gradients are those of the whole batch already (JAX's `jit` sums the devices' parts)."""
+        ops = keras.ops
+        grads = [ops.convert_to_tensor(grad) for grad, _ in pairs]
+        if self.loss_scale_factor is not None:
+            grads = [grad / self.loss_scale_factor for grad in grads]
+        norm = ops.sqrt(sum(ops.sum(ops.square(ops.cast(grad, "float32"))) for grad in grads))
+        scale = ops.ones((), "float32")
+        if self.clip_norm is not None:
+            scale = self.clip_norm * ops.minimum(1.0 / norm, 1.0 / self.clip_norm)
+            scale = scale + (norm - norm)                             # NaN for a non-finite norm, as there
+        self.gradient_norm.assign(norm)
+        learning_rate = self.learning_rate
+        for grad, (_, variable) in zip(grads, pairs):
+            index = self.built_variables.index_of(variable)
+            m, v = self._adam_m[index], self._adam_v[index]
+            next_weight, next_m, next_v = adam_lamb_update(
+                ops.cast(grad, variable.dtype), ops.cast(scale, variable.dtype), variable.value, m.value, v.value,
+                ops.cast(learning_rate, variable.dtype), self.beta_1, self.beta_2, self.epsilon,
+                self.weight_decay_rate if self._decay_flags[index] else 0.0, self._adapt_flags[index])
+            variable.assign(next_weight)
+            m.assign(next_m)
+            v.assign(next_v)
             if variable.constraint is not None:
                 variable.assign(variable.constraint(variable))
 

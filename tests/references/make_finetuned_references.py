@@ -1,6 +1,6 @@
 """Fine-tunes a tiny ALBERT on small learnable synthetic tasks, one per head kind, and stores the fine-tuned
 weights under the original TF1 names, held-out inputs and their float outputs: the goldens that
-tests/test_keras_backends.py quantizes (`quantize("int8")` must keep every argmax of them).
+tests/models/test_keras_backends.py quantizes (`quantize("int8")` must keep every argmax of them).
 
 Random weights give near ties (an argmax that any rounding flips); a model fine-tuned on a task it learns gives
 the decisions a deployed model makes. Each task is one the head is made for, on a 64-piece vocabulary (0 pad,

@@ -4,7 +4,7 @@ transformers v5 removed TensorFlow; its 4.x `TFAlbert*` classes wrote `config.js
 `save_weights` in HDF5) with `save_pretrained`. This script makes one such directory per class with a tiny random
 config (every weight random, so a bias read from the wrong place shows), runs transformers on fixed token ids
 tokenized by transformers' own `AlbertTokenizer` from a tiny SentencePiece model, and stores all of it here. The
-tests (tests/test_transformers_tf.py, in an environment without transformers) load each directory with
+tests (tests/checkpoints/test_transformers_tf.py, in an environment without transformers) load each directory with
 albert_tf's `from_pretrained` and compare.
 
 Command (from the repository root; a side environment, not the project's):
@@ -25,10 +25,10 @@ It rewrites `transformers_tf/`:
 With `--ours=DIR` it instead loads the `tf_model.h5` directory DIR that `albert-convert --format=hf_tf` wrote
 (its `config.json` names the class) with transformers, runs it on the stored ids and adds its outputs, and the
 `h5_digest` of the file it ran, to `transformers_tf/ours_outputs.npz` under `<class>/<output name>`. It was run
-once for each class albert_tf writes, on the directories tests/test_transformers_tf.py writes from the
+once for each class albert_tf writes, on the directories tests/checkpoints/test_transformers_tf.py writes from the
 references, after the references themselves (which start `transformers_tf/` afresh), e.g.
 
-    PYTHONPATH=$PWD /work/main/.venv-newest/bin/python tests/test_transformers_tf.py OUT_DIR   # albert_tf's env
+    PYTHONPATH=$PWD /work/main/.venv-newest/bin/python tests/checkpoints/test_transformers_tf.py OUT_DIR   # albert_tf's env
 
     for d in OUT_DIR/*/; do
         .venv-side/bin/python tests/references/make_transformers_tf_references.py --ours=$d

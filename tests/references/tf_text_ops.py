@@ -2,7 +2,7 @@
 
 TF Serving's model server embeds its own TensorFlow Text, older than the one albert_tf exports with (2.12.1 in
 the server builds of tensorflow/serving PR #4057). An export whose graph uses a text op, or an op attribute,
-that the server's TensorFlow Text lacks does not load there ("Op type not registered ..."). tests/test_serving.py
+that the server's TensorFlow Text lacks does not load there ("Op type not registered ..."). tests/export/test_serving.py
 checks every export against the list this script writes for TF Text 2.12.1 (tests/data/tf_text_2_12_1_ops.pbtxt).
 
 Run it in an environment with that TensorFlow Text and its TensorFlow (Python 3.11 has wheels of both):

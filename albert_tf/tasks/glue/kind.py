@@ -12,6 +12,7 @@ class ClassifierSpec(ServingSpec):
     """`AlbertClassifier`: probabilities and predictions, and an optional constant `threshold` output."""
 
     pipeline_tasks = ("text-classification",)
+    mediapipe_task = ("TextClassifier", "probabilities")
 
     def outputs(self, out, threshold):
         outputs = {"probabilities": out["probabilities"], "predictions": out["predictions"]}

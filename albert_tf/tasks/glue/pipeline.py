@@ -13,6 +13,8 @@ from albert_tf.errors import InputError
 from albert_tf.pipelines import KerasRunner, Pipeline
 from albert_tf.tasks.glue import data as glue
 from albert_tf.tasks.glue.model import AlbertClassifier
+from albert_tf.options import option_defaults
+from albert_tf.tasks.glue.task import ClassifierOptions
 
 
 @registry.register_pipeline
@@ -22,7 +24,8 @@ class TextClassificationPipeline(Pipeline):
     task = "text-classification"
     model_class = AlbertClassifier
     required_heads = ("classifier",)
-    defaults = {"max_seq_length": 512, "do_lower_case": True, "labels": None, "task_name": None}
+    defaults = dict(option_defaults(ClassifierOptions, ("max_seq_length", "do_lower_case")), labels=None,
+                    task_name=None)
     output_names = ("probabilities",)
 
     def __init__(self, *args, **kwargs):

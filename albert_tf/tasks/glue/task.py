@@ -21,6 +21,7 @@ import math
 import os
 from typing import ClassVar, Optional
 
+import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -273,8 +274,6 @@ class GlueTask(driver.Task):
         if task_name == "ax" and (options.do_train or options.do_eval):
             raise InputError("Task `ax` (GLUE diagnostic) has only a test set: use `do_predict` with the "
                              "`output_dir` of an MNLI run.")
-        if options.optimizer not in ("adamw", "lamb"):
-            raise InputError(f"`optimizer` must be 'adamw' or 'lamb'. Received: {options.optimizer!r}.")
         logging.info("***** %s: learning_rate = %g, train_batch_size = %d, train_step = %d, warmup_step = %d, "
                      "save_checkpoints_steps = %d, max_seq_length = %d, optimizer = %s, do_lower_case = %s *****",
                      task_name, options.learning_rate, options.train_batch_size, options.train_step,
@@ -314,12 +313,13 @@ class GlueTask(driver.Task):
     def loss(self, model, features, training):
         num_labels = len(self.label_list)
         outputs = model(features, training=training)
-        loss = tf.reduce_mean(classifier_loss(outputs, features["label_ids"], num_labels))
+        ops = keras.ops      # any Keras backend: the JAX training loop traces it too
+        loss = ops.mean(classifier_loss(outputs, features["label_ids"], num_labels))
         if num_labels == 1:
             return loss, {}
-        correct = tf.cast(tf.equal(outputs["predictions"], tf.cast(features["label_ids"], tf.int32)),
-                          tf.float32)
-        return loss, {"accuracy": tf.reduce_mean(correct)}
+        correct = ops.cast(ops.equal(ops.cast(outputs["predictions"], "int32"),
+                                     ops.cast(features["label_ids"], "int32")), "float32")
+        return loss, {"accuracy": ops.mean(correct)}
 
     def _dataset(self, examples, what, batch_size, split):
         num_actual = len(examples)
@@ -421,5 +421,4 @@ Example (the paper's RTE setup from `run_glue.sh`, starting from an MNLI run):
 RUN_CLASSIFIER = options_lib.Command(
     name="run_classifier", help_text=RUN_CLASSIFIER_HELP,
     options=(ClassifierOptions, options_lib.RuntimeOptions, PresetOptions),
-    call=lambda options, runtime, _: run_classifier(options=options, runtime=runtime),
-    no_flag=("gradient_accumulation_steps",), resolve=_preset)
+    call=lambda options, runtime, _: run_classifier(options=options, runtime=runtime), resolve=_preset)

@@ -30,6 +30,8 @@ from albert_tf.tasks.ner import data as conll
 from albert_tf.errors import InputError
 from albert_tf.models.albert_model import as_config
 from albert_tf.tasks.ner.model import HEAD_NAME, AlbertTokenClassifier
+from albert_tf.options import option_defaults
+from albert_tf.tasks.ner.task import NerOptions
 
 AGGREGATIONS = ("none", "simple")
 
@@ -41,7 +43,7 @@ class TokenClassificationPipeline(pipelines.Pipeline):
     task = "token-classification"
     model_class = AlbertTokenClassifier
     required_heads = (HEAD_NAME,)
-    defaults = {"max_seq_length": 128, "do_lower_case": True, "labels": None, "aggregation": "none"}
+    defaults = dict(option_defaults(NerOptions, ("max_seq_length", "do_lower_case")), labels=None, aggregation="none")
     output_names = ("probabilities",)
 
     def __init__(self, *args, **kwargs):

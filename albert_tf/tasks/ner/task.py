@@ -15,6 +15,7 @@ import functools
 import os
 from typing import ClassVar, Optional
 
+import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -49,8 +50,6 @@ class NerOptions(options_lib.StepsOptions):
     dropout_prob: float = option(0.1, "Dropout on the sequence output while training.")
     # Pieces per window ([CLS] and [SEP] included); longer sentences are split into windows of whole words.
     max_seq_length: int = option(128)
-    warmup_step: int = option(0, "Number of steps to perform linear learning rate warmup for.")
-    optimizer: str = option("adamw", "Optimizer to use.", enum_values=("adamw", "lamb"))
 
     metric_key: ClassVar[str] = METRIC_KEY
 
@@ -180,9 +179,11 @@ class NerTask(driver.Task):
     def loss(self, model, features, training):
         outputs = model(features, training=training)
         loss, count = token_classification_loss(outputs["logits"], features["label_ids"])
-        labelled = tf.not_equal(features["label_ids"], conll.IGNORE_ID)
-        correct = tf.logical_and(labelled, tf.equal(outputs["predictions"], features["label_ids"]))
-        return loss, {"accuracy": tf.math.divide_no_nan(tf.reduce_sum(tf.cast(correct, tf.float32)), count)}
+        ops = keras.ops      # any Keras backend: the JAX training loop traces it too
+        label_ids = ops.cast(features["label_ids"], "int32")
+        labelled = ops.not_equal(label_ids, conll.IGNORE_ID)
+        correct = ops.logical_and(labelled, ops.equal(ops.cast(outputs["predictions"], "int32"), label_ids))
+        return loss, {"accuracy": ops.divide_no_nan(ops.sum(ops.cast(correct, "float32")), count)}
 
     def tag(self, model, sentences, windows, batch_size):
         """`(predicted tags per sentence, mean loss over labelled first pieces)` of the windows of `sentences`."""

@@ -102,9 +102,6 @@ class PretrainingTask(driver.Task):
         options = self.options
         if not options.do_train and not options.do_eval:
             raise InputError("At least one of `do_train` or `do_eval` must be True.")
-        if options.optimizer not in optimization.OPTIMIZERS:
-            raise InputError(f"`optimizer` must be one of {optimization.OPTIMIZERS}. "
-                             f"Received: {options.optimizer!r}.")
         super().check()
         logging.info("*** Input Files ***")
         for path in self.input_files:
@@ -164,7 +161,7 @@ class PretrainingOptions(options_lib.TaskOptions, options_lib.MaskedLmOptions):
                                  "will be padded. Must match data generation.")
     max_predictions_per_seq: int = option(20, "Maximum number of masked LM predictions per sequence. Must match "
                                           "data generation.")
-    optimizer: str = option("lamb", "The optimizer for training.", enum_values=("adamw", "lamb"))
+    optimizer: str = option("lamb")
     learning_rate: float = option(0.00176, "The initial learning rate.")
     poly_power: float = option(1.0, "The power of poly decay.")
     num_train_steps: int = option(125000, "Number of training steps.")

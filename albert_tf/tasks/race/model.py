@@ -14,8 +14,8 @@ class AlbertRace(PretrainedMixin, keras.Model):
     """ALBERT scoring each (article, question + option) pair with one unit, softmax over the choices.
 
     Inputs: a dict of int32 `[batch, choices, seq]` tensors `input_ids`, `input_mask`, `segment_ids`; RACE has 4
-    choices (its data, serving signature and export), and any number is taken, as transformers'
-    `AlbertForMultipleChoice`. The choices are folded into the batch (`[batch * choices, seq]`), encoded, and the
+    choices (its data, serving signature and export), and any number is taken, in calls, losses and `fit`, as
+    transformers' `AlbertForMultipleChoice`. The choices are folded into the batch (`[batch * choices, seq]`), encoded, and the
     pooled output goes through dropout (`dropout_prob`, training only) and the 1-unit scorer `race_head` (TF1
     `output_weights [1, H]`, `output_bias [1]` at the root scope). Outputs, float32 except `predictions`:
     `logits [batch, choices]`, `probabilities [batch, choices]` (softmax), `predictions [batch]` int32 (argmax).
@@ -97,15 +97,15 @@ def race_loss(logits, label_ids):
     """The original's loss: `per_example_loss = -sum(one_hot(label) * log_softmax(logits))`, `loss = mean`.
 
     Args:
-        logits: float `[batch, 4]`.
+        logits: float `[batch, choices]` (RACE: 4 choices; any number is scored).
         label_ids: int `[batch]`.
 
     Returns:
         `(loss, per_example_loss)`: a scalar and `[batch]`, float32.
     """
     ops = keras.ops
-    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)                         # [batch, 4]
-    labels = ops.reshape(ops.cast(label_ids, "int32"), [-1])
-    one_hot = ops.one_hot(labels, RACE_NUM_CHOICES, dtype="float32")
-    per_example_loss = -ops.sum(one_hot * log_probs, axis=-1)                                  # [batch]
+    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)                         # [batch, c]
+    labels = ops.reshape(ops.cast(label_ids, "int32"), [-1, 1])
+    # The label's log-probability: the original's sum over a one-hot row, for any number of choices.
+    per_example_loss = -ops.take_along_axis(log_probs, labels, axis=-1)[:, 0]                   # [batch]
     return ops.mean(per_example_loss), per_example_loss

@@ -12,6 +12,8 @@ from albert_tf.errors import InputError
 from albert_tf.pipelines import Pipeline
 from albert_tf.tasks.race import data as race
 from albert_tf.tasks.race.model import AlbertRace
+from albert_tf.options import option_defaults
+from albert_tf.tasks.race.task import RaceOptions
 
 
 @registry.register_pipeline
@@ -21,7 +23,7 @@ class MultipleChoicePipeline(Pipeline):
     task = "multiple-choice"
     model_class = AlbertRace
     required_heads = ("race",)
-    defaults = {"max_seq_length": 512, "max_qa_length": 128, "do_lower_case": True}
+    defaults = option_defaults(RaceOptions, ("max_seq_length", "max_qa_length", "do_lower_case"))
     output_names = ("probabilities",)
 
     def _check(self, item, index):

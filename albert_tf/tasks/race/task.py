@@ -15,6 +15,7 @@ import io
 import os
 from typing import ClassVar, Optional
 
+import keras
 import numpy as np
 import tensorflow as tf
 from absl import logging
@@ -264,8 +265,9 @@ class RaceTask(driver.Task):
     def loss(self, model, features, training):
         outputs = model(features, training=training)
         loss, _ = race_loss(outputs["logits"], features["label_ids"])
-        labels = tf.cast(tf.reshape(features["label_ids"], [-1]), tf.int32)
-        accuracy = tf.reduce_mean(tf.cast(tf.equal(outputs["predictions"], labels), tf.float32))
+        ops = keras.ops      # any Keras backend: the JAX training loop traces it too
+        labels = ops.cast(ops.reshape(features["label_ids"], [-1]), "int32")
+        accuracy = ops.mean(ops.cast(ops.equal(ops.cast(outputs["predictions"], "int32"), labels), "float32"))
         return loss, {"accuracy": accuracy}
 
     def evaluate(self, model):

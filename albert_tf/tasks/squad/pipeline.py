@@ -21,6 +21,8 @@ from albert_tf.tasks.squad import data as squad
 from albert_tf.tasks.squad import postprocess as post
 from albert_tf.tasks.squad.model import AlbertSquadV1, AlbertSquadV2
 from albert_tf.text import tokenization
+from albert_tf.options import option_defaults
+from albert_tf.tasks.squad.task import SquadV2Options
 
 
 @registry.register_pipeline
@@ -31,9 +33,10 @@ class QuestionAnsweringPipeline(Pipeline):
     task = "question-answering"
     model_class = AlbertSquadV1
     required_heads = ("squad_v1", "squad_v2")
-    defaults = {"max_seq_length": 384, "doc_stride": 128, "max_query_length": 64, "do_lower_case": True,
-                "n_best_size": 20, "max_answer_length": 30, "null_score_diff_threshold": None,
-                "start_n_top": 5, "end_n_top": 5}
+    # run_squad_v2's defaults (v1 shares them; v2 adds the threshold and the beam sizes).
+    defaults = option_defaults(SquadV2Options, ("max_seq_length", "doc_stride", "max_query_length", "do_lower_case",
+                                                "n_best_size", "max_answer_length", "null_score_diff_threshold",
+                                                "start_n_top", "end_n_top"))
 
     def __init__(self, runner, tokenizer, use_spm, **kwargs):
         if not use_spm:

@@ -444,8 +444,7 @@ def _run(options, runtime):
 # `run_squad` takes both versions (`--version_2_with_negative`); `run_squad_v1` and `run_squad_v2` are the
 # original's two scripts, each with its version's default.
 RUN_SQUAD = options_lib.Command(name="run_squad", help_text=RUN_SQUAD_HELP,
-                                options=(SquadOptions, options_lib.RuntimeOptions), call=_run,
-                                no_flag=("gradient_accumulation_steps",))
+                                options=(SquadOptions, options_lib.RuntimeOptions), call=_run)
 RUN_SQUAD_V1 = dataclasses.replace(RUN_SQUAD, name="run_squad_v1",
                                    help_text="SQuAD 1.1 (the original run_squad_v1.py). " + RUN_SQUAD_HELP)
 RUN_SQUAD_V2 = dataclasses.replace(RUN_SQUAD, name="run_squad_v2", options=(SquadV2Options, options_lib.RuntimeOptions),

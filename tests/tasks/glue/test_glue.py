@@ -286,7 +286,7 @@ def test_classifier_model_outputs_loss_and_regression(model_files):
     probs /= probs.sum(-1, keepdims=True)
     np.testing.assert_allclose(out["probabilities"].numpy(), probs, rtol=1e-5, atol=1e-6)
     assert out["predictions"].numpy().tolist() == probs.argmax(-1).tolist()
-    # Dropout in training only, and the config round trip: tests/test_heads.py (the harness).
+    # Dropout in training only, and the config round trip: tests/models/test_heads.py (the harness).
 
     labels = np.array([0, 2, 1, 1])
     loss = classifier_loss(out, tf.constant(labels), 3).numpy()

@@ -216,7 +216,7 @@ def test_model_scores_each_choice_with_the_shared_head(workdir):
             np.testing.assert_allclose(out["logits"][q, c], (pooled @ w.T + b)[0, 0], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(out["probabilities"].numpy().sum(-1), 1.0, rtol=1e-6)
     np.testing.assert_array_equal(out["predictions"].numpy(), out["logits"].numpy().argmax(-1))
-    # Dropout in training only, and the config round trip: tests/test_heads.py (the harness).
+    # Dropout in training only, and the config round trip: tests/models/test_heads.py (the harness).
     with pytest.raises(ValueError, match=r"\[batch, choices, seq\]` \(RACE: 4 choices\)"):
         model({"input_ids": ids.reshape(3, 40)})
     # Any number of choices, as transformers' AlbertForMultipleChoice: each scored alone by the same head.

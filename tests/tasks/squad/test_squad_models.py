@@ -148,7 +148,7 @@ def test_v2_training_path_and_loss_match_numpy(v2_model):
 
 
 def test_v2_p_mask_default(v2_model):
-    # Dropout in training only, and the config round trip: tests/test_heads.py (the harness).
+    # Dropout in training only, and the config round trip: tests/models/test_heads.py (the harness).
     inputs = make_inputs(np.random.default_rng(3))
     a = v2_model(inputs, training=False)["cls_logits"].numpy()
     no_p_mask = {k: v for k, v in inputs.items() if k != "p_mask"}
@@ -195,7 +195,7 @@ def test_v1_logits_and_loss_match_numpy():
 
 def test_heads_are_written_under_the_tf1_checkpoint_names(v2_model, tmp_path):
     """The heads are written under the original TF1 names of `run_squad_v1.py` / `run_squad_v2.py` (read back into
-    the same outputs: `tests/test_heads.py::test_convert`)."""
+    the same outputs: `tests/models/test_heads.py::test_convert`)."""
     from albert_tf.checkpoints import save_tf1_checkpoint
 
     prefix = save_tf1_checkpoint(v2_model, str(tmp_path / "v2" / "model.ckpt"))
