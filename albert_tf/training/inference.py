@@ -163,11 +163,13 @@ def inference_batches(step, dataset, strategy, what, total=None, unit="examples"
         total: int or None, the number of rows to come, for the log's ETA.
         unit: str, what a row is, in the log.
         max_length: int, the features' full length: each batch runs at its own length when `step` has
-            `token_keys`, and its `token_outputs` come back at this length. None: full length.
+            `token_keys` (not under a `TPUStrategy`), and its `token_outputs` come back at this length. None:
+            full length.
     """
     done = 0
     start = last_log = time.time()
-    if max_length and step.token_keys:
+    # A `TPUStrategy`'s distributed input keeps static shapes: every batch at the full length there.
+    if max_length and step.token_keys and not isinstance(strategy, tf.distribute.TPUStrategy):
         dataset = length_sliced(dataset, step.token_keys, int(max_length))
     for arrays in _host_batches(step, dataset, strategy):
         if max_length:
