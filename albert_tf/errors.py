@@ -35,3 +35,19 @@ def tf_error_text(error):
     text = re.sub(r"^\{\{function_node [^}]*\}\}\s*", "", text)
     text = re.sub(r"'\s+failed with ", ": ", text)   # `truncated record at 464' failed with Read less bytes ...`
     return re.sub(r"\s*\[Op:[^\]]*\](\s*name:\s*\S*)?\s*$", "", text).strip() or type(error).__name__
+
+
+EXPORT_NEEDS_TENSORFLOW = (
+    "A SavedModel export runs on Keras' TensorFlow backend, and KERAS_BACKEND is {backend!r}: export the run's "
+    "checkpoint with `KERAS_BACKEND=tensorflow albert-export` (or the runner with `export_dir` and "
+    "KERAS_BACKEND=tensorflow, no other stage); a JAX run's output directory is read there.")
+
+
+def check_export_backend():
+    """Raises `InputError` (one line, before anything is written) unless Keras runs on TensorFlow: a SavedModel
+    is a TensorFlow graph, traced from the model's TensorFlow variables."""
+    import keras   # only when an export is asked for
+
+    backend = keras.backend.backend()
+    if backend != "tensorflow":
+        raise InputError(EXPORT_NEEDS_TENSORFLOW.format(backend=backend))

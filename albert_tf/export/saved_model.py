@@ -60,7 +60,7 @@ from albert_tf.export import warmup as warmup_lib
 from albert_tf.checkpoints import load_pretrained, resolve_source
 from albert_tf.config import TOKEN_INPUTS, check_max_seq_length
 from albert_tf.data import lengths as lengths_lib
-from albert_tf.errors import InputError
+from albert_tf.errors import InputError, check_export_backend
 from albert_tf.models.albert_model import as_config
 from albert_tf.serving_spec import string_specs
 
@@ -275,6 +275,7 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
     Returns:
         str, the path of the written version directory.
     """
+    check_export_backend()
     model = merged_copy(model)   # LoRA adapters merged into the kernels (`albert_tf.models.lora`)
     spec = serving_spec(model)
     warmup = _check_warmup(warmup)
@@ -432,6 +433,7 @@ def export_from_checkpoint(input_path, export_dir, model="encoder", num_labels=2
     Returns:
         str, the version directory written.
     """
+    check_export_backend()
     _spec_for_kind(model)                     # Refuses a kind without a serving spec.
     with model_from_checkpoint(input_path, model, num_labels, albert_config_file, spm_model_file) as loaded:
         net, config, spm_model_file = loaded

@@ -40,7 +40,7 @@ from albert_tf.checkpoints import resolve_source
 from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
 from albert_tf.checkpoints.sources import FOREIGN_KINDS
 from albert_tf.config import AlbertConfig
-from albert_tf.errors import InputError, tf_error_text
+from albert_tf.errors import InputError, check_export_backend, tf_error_text
 from albert_tf.fileio import output_lock, write_text_atomic
 from albert_tf.text import tokenization
 from albert_tf.training import distribution, jax_distribution, jax_loop, loop, optimization
@@ -516,6 +516,8 @@ def run(task_class, options, runtime_options=None):
         runtime = Runtime(runtime_options, options, stack)
         task = task_class(options, runtime)
         task.check()
+        if "export" in options.stages():
+            check_export_backend()
         # The strategy after the checks: a missing TPU stops the run before `output_dir` is made.
         runtime.strategy = prepare_runtime(runtime_options)
         # One run per output directory: a second one would write its checkpoints over this one's. The chief holds it.

@@ -142,12 +142,12 @@ def compute_eval_metrics(task_name, label_ids, predictions, per_example_loss, we
     return result
 
 
-def make_inference_step(model, jit_compile=False):
-    """A `tf.function` computing a batch's outputs and per-example loss (traced once, reused per checkpoint);
-    `jit_compile` compiles it with XLA."""
+def make_inference_step(model, jit_compile=False, length_aware=True):
+    """The `inference.InferenceStep` computing a batch's outputs and per-example loss (traced once per shape,
+    reused per checkpoint); `jit_compile` compiles it with XLA on TensorFlow; `length_aware` runs each batch at
+    its longest real length."""
     num_labels = model.num_labels
 
-    @tf.function(jit_compile=jit_compile)
     def step(features):
         outputs = model(features, training=False)
         loss = classifier_loss(outputs, features["label_ids"], num_labels)
@@ -155,10 +155,10 @@ def make_inference_step(model, jit_compile=False):
                 "label_ids": features["label_ids"], "is_real_example": features["is_real_example"],
                 "per_example_loss": loss}
 
-    return step
+    return inference.make_step(model, step, jit_compile, token_keys=inference.TOKEN_FEATURES if length_aware else ())
 
 
-def run_model_on_dataset(model, dataset, strategy, num_examples=None, what="eval", step=None):
+def run_model_on_dataset(model, dataset, strategy, num_examples=None, what="eval", step=None, max_seq_length=None):
     """Runs `model(training=False)` over a dataset of feature dicts; returns NumPy arrays in order.
 
     Args:
@@ -168,6 +168,7 @@ def run_model_on_dataset(model, dataset, strategy, num_examples=None, what="eval
         num_examples: int, for the progress log's ETA.
         what: str, name in the progress log.
         step: optional `make_inference_step(model)` result, to reuse its trace.
+        max_seq_length: int, the features' length (each batch then runs at its own; None: at this one).
 
     Returns:
         dict with `probabilities`, `predictions`, `label_ids`, `is_real_example`, `per_example_loss`, and
@@ -176,7 +177,7 @@ def run_model_on_dataset(model, dataset, strategy, num_examples=None, what="eval
     step = step or make_inference_step(model)
     collected = {}
     batch_loss = []
-    for arrays in inference.inference_batches(step, dataset, strategy, what, num_examples):
+    for arrays in inference.inference_batches(step, dataset, strategy, what, num_examples, max_length=max_seq_length):
         for key, value in arrays.items():
             collected.setdefault(key, []).append(value)
         real = arrays["is_real_example"].astype(np.float64)
@@ -346,7 +347,7 @@ class GlueTask(driver.Task):
             self._eval_model = model
             self._eval_step = make_inference_step(model, self.runtime.options.jit_compile)
         arrays = run_model_on_dataset(model, dataset, self.runtime.strategy, len(examples), "eval",
-                                      step=self._eval_step)
+                                      step=self._eval_step, max_seq_length=self.options.max_seq_length)
         result = compute_eval_metrics(self.name, arrays["label_ids"], arrays["predictions"],
                                       arrays["per_example_loss"], arrays["is_real_example"], arrays["batch_loss"])
         logging.info("Eval: %s", ", ".join(f"{k} = {v:.6g}" for k, v in sorted(result.items())))
@@ -356,7 +357,8 @@ class GlueTask(driver.Task):
         examples = self.processor.get_test_examples(self.options.data_dir)
         dataset = self._dataset(examples, "prediction", self.options.predict_batch_size, "predict")
         arrays = run_model_on_dataset(model, dataset, self.runtime.strategy, len(examples), "predict",
-                                      step=make_inference_step(model, self.runtime.options.jit_compile))
+                                      step=make_inference_step(model, self.runtime.options.jit_compile),
+                                      max_seq_length=self.options.max_seq_length)
         n = len(examples)
         paths = write_predictions(self.options.output_dir, self.name, self.label_list, examples,
                                   arrays["probabilities"][:n], arrays["predictions"][:n],

@@ -71,18 +71,21 @@ def run_ner(*args, options=None, runtime=None, **kwargs):
         driver.run(NerTask, *options_lib.call_options(NerOptions, args, kwargs, options, runtime)))
 
 
-def make_logits_fn(model, strategy, jit_compile=False):
-    """A function mapping a dataset of windows to NumPy `logits [n, seq, num_labels]` (one trace, reused);
-    `jit_compile` compiles the step with XLA."""
+def make_logits_fn(model, strategy, jit_compile=False, max_seq_length=None):
+    """A function mapping a dataset of windows to NumPy `logits [n, seq, num_labels]` (one trace per shape,
+    reused); `jit_compile` compiles the step with XLA on TensorFlow; with `max_seq_length` (the windows' length)
+    each batch runs at its longest real length and its logits are padded back with zeros."""
 
-    @tf.function(jit_compile=jit_compile)
     def replica_step(batch):
         inputs = {k: batch[k] for k in TOKEN_INPUTS}
         return {"logits": model(inputs, training=False)["logits"]}
 
+    step = inference.make_step(model, replica_step, jit_compile, token_keys=inference.TOKEN_FEATURES,
+                               token_outputs=("logits",))
+
     def run(dataset):
-        chunks = [arrays["logits"] for arrays in inference.inference_batches(replica_step, dataset, strategy, "Tagging",
-                                                                           unit="windows")]
+        chunks = [arrays["logits"] for arrays in inference.inference_batches(step, dataset, strategy, "Tagging",
+                                                                           unit="windows", max_length=max_seq_length)]
         return np.concatenate(chunks) if chunks else np.zeros([0, 0, model.num_labels], np.float32)
 
     return run
@@ -146,7 +149,8 @@ class NerTask(driver.Task):
     def _tagger(self, model):
         # One trace of the tagging step per model, reused for every checkpoint.
         if self._logits_fn is None or self._logits_fn[0] is not model:
-            self._logits_fn = (model, make_logits_fn(model, self.runtime.strategy, self.runtime.options.jit_compile))
+            self._logits_fn = (model, make_logits_fn(model, self.runtime.strategy, self.runtime.options.jit_compile,
+                                                     self.options.max_seq_length))
         return self._logits_fn[1]
 
     def _read(self, split):

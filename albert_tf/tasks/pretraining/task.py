@@ -11,7 +11,7 @@ checkpoint copied to `model.ckpt-best`.
 import dataclasses
 from typing import ClassVar
 
-import tensorflow as tf
+import keras
 from absl import logging
 
 from albert_tf import checkpoints
@@ -20,7 +20,7 @@ from albert_tf.tasks.pretraining.inputs import check_record_lengths, expand_inpu
 from albert_tf.errors import InputError
 from albert_tf.options import option
 from albert_tf.tasks.pretraining.model import AlbertPretrainer, pretraining_loss, pretraining_terms
-from albert_tf.training import driver, loop, optimization
+from albert_tf.training import driver, inference, loop, optimization
 
 
 def pretraining_loss_fn(model, features, training, sentence_loss_weight=1.0):
@@ -41,25 +41,26 @@ def pretraining_metrics(model, dataset, num_steps, sentence_loss_weight=1.0, jit
     total loss, as the Estimator's `loss`, with `sentence_loss_weight` as `pretraining_loss`).
     """
 
-    @tf.function(jit_compile=jit_compile)
     def batch_sums(features):
+        ops = keras.ops
         outputs = model(features, training=False)
         terms = pretraining_terms(outputs, features)
         total_loss, _, _ = pretraining_loss(outputs, features, terms, sentence_loss_weight)
         weights, labels = terms["mlm_weights"], terms["sop_labels"]
-        correct = tf.cast(tf.equal(tf.argmax(terms["mlm_log_probs"], axis=-1, output_type=tf.int32),
-                                   terms["mlm_ids"]), tf.float32)
-        sop_correct = tf.cast(tf.equal(tf.argmax(terms["sop_log_probs"], axis=-1, output_type=tf.int32), labels),
-                              tf.float32)
-        return {"mlm_correct": tf.reduce_sum(weights * correct),
-                "mlm_nll": tf.reduce_sum(weights * terms["mlm_nll"]), "mlm_weight": tf.reduce_sum(weights),
-                "sop_correct": tf.reduce_sum(sop_correct),
-                "sop_nll": tf.reduce_sum(terms["sop_nll"]), "sop_count": tf.cast(tf.size(labels), tf.float32),
+        correct = ops.cast(ops.equal(ops.cast(ops.argmax(terms["mlm_log_probs"], axis=-1), "int32"),
+                                     ops.cast(terms["mlm_ids"], "int32")), "float32")
+        sop_correct = ops.cast(ops.equal(ops.cast(ops.argmax(terms["sop_log_probs"], axis=-1), "int32"),
+                                         ops.cast(labels, "int32")), "float32")
+        return {"mlm_correct": ops.sum(weights * correct),
+                "mlm_nll": ops.sum(weights * terms["mlm_nll"]), "mlm_weight": ops.sum(weights),
+                "sop_correct": ops.sum(sop_correct),
+                "sop_nll": ops.sum(terms["sop_nll"]), "sop_count": ops.cast(ops.size(labels), "float32"),
                 "loss": total_loss}
 
+    step = inference.make_step(model, batch_sums, jit_compile)
     sums, batches = {}, 0
-    for features in dataset.take(num_steps):
-        for key, value in batch_sums(features).items():
+    for features in _batches(dataset.take(num_steps)):
+        for key, value in step(features).items():
             sums[key] = sums.get(key, 0.0) + float(value)
         batches += 1
     if not batches:
@@ -73,6 +74,11 @@ def pretraining_metrics(model, dataset, num_steps, sentence_loss_weight=1.0, jit
             "sentence_order_accuracy": ratio("sop_correct", "sop_count"),
             "sentence_order_loss": ratio("sop_nll", "sop_count"),
             "loss": sums["loss"] / batches}
+
+
+def _batches(dataset):
+    """The batches of `dataset`: tensors on TensorFlow, NumPy arrays elsewhere (a jitted step's input)."""
+    return iter(dataset) if keras.backend.backend() == "tensorflow" else dataset.as_numpy_iterator()
 
 
 def _init_model(model, init_checkpoint, init_from_group0):

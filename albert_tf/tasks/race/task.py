@@ -68,20 +68,23 @@ def prepare_tfrecord(examples, tokenizer, path, max_seq_length, max_qa_length, n
     return path
 
 
-def make_logits_fn(model, strategy=None, jit_compile=False):
+def make_logits_fn(model, strategy=None, jit_compile=False, max_seq_length=None):
     """A function mapping a dataset to NumPy `logits [n, 4]`, `label_ids [n]`, `is_real [n]` in its order (one
-    trace of the per-replica step, reused for every checkpoint)."""
+    trace of the step per shape, reused for every checkpoint); with `max_seq_length` (the features' length)
+    each batch runs at its longest real length."""
     strategy = strategy or tf.distribute.get_strategy()
 
-    @tf.function(jit_compile=jit_compile)
     def replica_step(batch):
         inputs = {k: batch[k] for k in TOKEN_INPUTS}
         return {"logits": model(inputs, training=False)["logits"], "label_ids": batch["label_ids"],
                 "is_real_example": batch["is_real_example"]}
 
+    step = inference.make_step(model, replica_step, jit_compile, token_keys=inference.TOKEN_FEATURES)
+
     def run(dataset):
         logits, labels, real = [], [], []
-        for arrays in inference.inference_batches(replica_step, dataset, strategy, "Scoring", unit="questions"):
+        for arrays in inference.inference_batches(step, dataset, strategy, "Scoring", unit="questions",
+                                                  max_length=max_seq_length):
             logits.append(arrays["logits"])
             labels.append(arrays["label_ids"])
             real.append(arrays["is_real_example"])
@@ -108,7 +111,7 @@ def score_examples(logits_fn, examples, tfrecord, max_seq_length, batch_size, dr
     per_example_loss = np.zeros(len(labels), np.float32)
     if labeled.any():
         _, loss = race_loss(logits[labeled], labels[labeled])
-        per_example_loss[labeled] = loss.numpy()
+        per_example_loss[labeled] = np.asarray(loss)
     metrics = race_data.accuracy_by_level(logits.argmax(-1), labels, [e.level for e in examples],
                                           per_example_loss)
     return metrics, logits
@@ -240,7 +243,8 @@ class RaceTask(driver.Task):
     def _scorer(self, model):
         # One trace of the scoring step per model, reused for every checkpoint.
         if self._logits_fn is None or self._logits_fn[0] is not model:
-            self._logits_fn = (model, make_logits_fn(model, self.runtime.strategy, self.runtime.options.jit_compile))
+            self._logits_fn = (model, make_logits_fn(model, self.runtime.strategy, self.runtime.options.jit_compile,
+                                                     self.options.max_seq_length))
         return self._logits_fn[1]
 
     def train_data(self):

@@ -89,11 +89,13 @@ def predict_dataset(predict_feature_file, max_seq_length, batch_size, is_v2, num
     return records.batch(batch_size, drop_remainder=True)
 
 
-def predict_raw_results(model, dataset, strategy, version_2_with_negative, num_features=None, jit_compile=False):
+def predict_raw_results(model, dataset, strategy, version_2_with_negative, num_features=None, jit_compile=False,
+                        max_seq_length=None):
     """Runs `model(training=False)` over the predict dataset; returns `RawResult`s (v1) or `RawResultV2`s.
-    `jit_compile` compiles the step with XLA."""
+    `jit_compile` compiles the step with XLA on TensorFlow. With `max_seq_length` (the features' length), v2
+    runs each batch at its longest real length (its beams never pick a padding position, masked by `p_mask`);
+    v1 keeps the full length, as its logits at padding positions take part in the n-best selection."""
 
-    @tf.function(reduce_retracing=True, jit_compile=jit_compile)
     def step(features):
         inputs = {k: features[k] for k in ("input_ids", "input_mask", "segment_ids", "p_mask") if k in features}
         outputs = model(inputs, training=False)
@@ -104,8 +106,11 @@ def predict_raw_results(model, dataset, strategy, version_2_with_negative, num_f
         out["unique_ids"] = features["unique_ids"]
         return out
 
+    token_keys = inference.TOKEN_FEATURES if version_2_with_negative else ()
+    step = inference.make_step(model, step, jit_compile, token_keys=token_keys)
     results = []
-    for arrays in inference.inference_batches(step, dataset, strategy, "Predicting", num_features, unit="features"):
+    for arrays in inference.inference_batches(step, dataset, strategy, "Predicting", num_features, unit="features",
+                                              max_length=max_seq_length):
         for i, unique_id in enumerate(arrays["unique_ids"]):
             if version_2_with_negative:
                 results.append(post.RawResultV2(
@@ -266,7 +271,7 @@ class SquadTask(driver.Task):
         dataset = predict_dataset(o.feature_path("predict_feature_file"), o.max_seq_length, o.predict_batch_size,
                                   self.v2, len(features), pad_to_full_batches=self.runtime.static_batches)
         results = predict_raw_results(model, dataset, self.runtime.strategy, self.v2, len(features),
-                                      jit_compile=self.runtime.options.jit_compile)
+                                      jit_compile=self.runtime.options.jit_compile, max_seq_length=o.max_seq_length)
         return postprocess_and_score(results, examples, features, dataset_json, o.output_dir, self.v2,
                                      o.n_best_size, o.max_answer_length, o.start_n_top, o.end_n_top,
                                      o.null_score_diff_threshold, score=score)
