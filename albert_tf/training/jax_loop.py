@@ -18,7 +18,6 @@
   gathering sharded values.
 """
 
-import os
 import time
 
 import keras

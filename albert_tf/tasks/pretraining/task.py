@@ -20,7 +20,7 @@ from albert_tf.tasks.pretraining.inputs import check_record_lengths, expand_inpu
 from albert_tf.errors import InputError
 from albert_tf.options import option
 from albert_tf.tasks.pretraining.model import AlbertPretrainer, pretraining_loss, pretraining_terms
-from albert_tf.training import driver, inference, loop, optimization
+from albert_tf.training import driver, inference, loop
 
 
 def pretraining_loss_fn(model, features, training, sentence_loss_weight=1.0):
