@@ -1,6 +1,7 @@
 """The task driver: the worked example of docs/adding_a_task.md runs as written, and the task contract stays small."""
 
 import importlib.util
+import json
 import os
 import random
 import re
@@ -83,7 +84,7 @@ def test_the_documented_task_trains_evaluates_and_predicts(example, tmp_path):
     out = tmp_path / "out"
     result = _run(example, out, random_seed=3)
     assert result["train"]["global_step"] == 80 and result["train"]["num_train_steps"] == 80
-    assert result["eval"]["eval_accuracy"] >= 0.85, result
+    assert result["eval"]["eval_accuracy"] >= 0.7, result   # chance: 0.5 (0.775-0.95 across CPUs and kernels)
     assert result["eval"]["best_step"] in (40, 80)
     names = set(os.listdir(out))
     assert {"eval_results.txt", "best_trial.txt", "model.ckpt-best.index", "predictions.tsv"} <= names
@@ -100,6 +101,45 @@ def test_the_documented_task_trains_evaluates_and_predicts(example, tmp_path):
     oc.save_original_checkpoint(model, str(original / "model.ckpt-best"))
     _run(example, original, do_train=False, do_eval=False)
     assert (original / "predictions.tsv").read_text() == (out / "predictions.tsv").read_text()
+
+
+MIRRORED_RUN = """
+import importlib.util, json, sys
+import tensorflow as tf
+from absl import logging
+logging.set_verbosity(logging.INFO)
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+spec = importlib.util.spec_from_file_location("sentiment_task", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+values = json.loads(sys.argv[2])
+result = module.run_sentiment(values.pop("data_dir"), values.pop("output_dir"), **values)
+print("RESULT " + json.dumps({"step": result["train"]["global_step"], "accuracy": result["eval"]["eval_accuracy"]}))
+"""
+
+
+@pytest.mark.e2e
+def test_the_documented_task_runs_under_mirrored_strategy_on_two_cpus(example, tmp_path):
+    """The example as written, in a process with 2 logical CPUs and `strategy="mirrored"`: the driver's loop
+    and the inference step split each batch over the 2 replicas; it trains, evaluates and predicts."""
+    script = tmp_path / "mirrored_run.py"
+    script.write_text(MIRRORED_RUN)
+    out = tmp_path / "out"
+    values = dict(data_dir=example["data"], output_dir=str(out), albert_config_file=example["config_file"],
+                  spm_model_file=example["spm"], max_seq_length=16, train_step=80, warmup_step=8,
+                  save_checkpoints_steps=40, learning_rate=2e-3, train_batch_size=16, eval_batch_size=32,
+                  do_train=True, do_eval=True, do_predict=True, random_seed=3, strategy="mirrored")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", KERAS_BACKEND="tensorflow")
+    run = subprocess.run([sys.executable, str(script), example["module"].__file__, json.dumps(values)],
+                         capture_output=True, text=True, env=env, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "MirroredStrategy with 2 replica(s)" in run.stderr, run.stderr[-2000:]
+    result = json.loads(run.stdout.split("RESULT ", 1)[1])
+    assert result["step"] == 80
+    assert result["accuracy"] >= 0.7, result
+    lines = (out / "predictions.tsv").read_text().splitlines()
+    assert [line.split("\t")[0] for line in lines] == [str(i) for i in range(10)]
 
 
 def test_inference_without_checkpoint_or_init_says_what_to_do(example, tmp_path):
