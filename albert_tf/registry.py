@@ -81,6 +81,9 @@ class ModelKind:
     # The keras-hub task class whose preset holds this kind's head (`AlbertTextClassifier`), or None.
     keras_hub_task: str = None
     order: int = 100
+    # Whether a fine-tuned checkpoint keeps this kind's heads from its initial weights (the MLM and SOP heads), so a
+    # fine-tuned head found beside them wins in detection (`albert_tf.checkpoints.convert.detect_model`).
+    inherited_heads: bool = False
     # text and checkpoints (kinds-b)
     text_mode: object = None
 

@@ -38,7 +38,6 @@ from albert_tf.errors import InputError
 
 FORMATS = ("keras", "tf1", "hf", "hf_tf", "keras_hub")
 KERAS_WEIGHTS_NAME = "model.weights.h5"
-_PRETRAINING_KINDS = ("encoder", "pretrainer")
 
 
 def models():
@@ -96,7 +95,7 @@ def detect_model(reader, architecture=None):
         held = named
     # A fine-tuned head wins over the pretraining heads a fine-tuned checkpoint also holds (the original's MNLI
     # `model.ckpt-best` keeps `cls/predictions` and `cls/seq_relationship` from its initial checkpoint).
-    fine_tuned = [kind for kind in held if kind.name not in _PRETRAINING_KINDS]
+    fine_tuned = [kind for kind in held if kind.heads and not kind.inherited_heads]
     if fine_tuned:
         held = fine_tuned
     if not held:

@@ -105,4 +105,4 @@ SOP_HEAD = table.output_projection_head("sop", "cls/seq_relationship", "sop_head
                                         hf_module="sop_classifier.classifier")
 KIND = registry.register(registry.ModelKind(
     name="pretrainer", model_class=AlbertPretrainer, heads=(MLM_HEAD, SOP_HEAD), serving_spec=PretrainerSpec(),
-    hf_architecture="AlbertForPreTraining", order=1, text_mode=MASKED))
+    hf_architecture="AlbertForPreTraining", order=1, text_mode=MASKED, inherited_heads=True))
