@@ -13,7 +13,13 @@ policy (`mixed_bfloat16` by default):
 * keras-hub's `AlbertBackbone` with the same shapes, policy and XLA in the same run: inference at batch 8
   and 32, and a fine-tuning step (backbone + a 2-way dense on `pooled_output`, Keras AdamW);
 * each row's peak device memory (`tf.config.experimental.get_memory_info`; "n/a" where the allocator keeps
-  no statistics, as TensorFlow's default CPU allocator).
+  no statistics, as TensorFlow's default CPU allocator);
+* the JAX path (`--backends` has `jax`, the default): the same pretraining and fine-tuning rows through
+  `training/jax_loop.py` (one `jax.jit` step over `stateless_apply`) and the encoder's inference as `jax.jit`
+  over `model.stateless_call`, each row in a process of its own under `KERAS_BACKEND=jax` on the same one
+  device (its peak memory: JAX's `peak_bytes_in_use`), run before this process's TensorFlow touches the device
+  so that the two runtimes never hold its memory at once; TensorFlow in those processes sees no GPU (it only
+  reads the input). Without jax installed the JAX rows say "not run".
 
 FLOPs per sequence (2 per multiply-add; T sequence length, E embedding, H hidden, I intermediate, L layers,
 V vocabulary, P masked positions; LayerNorm, softmax, activations, gathers not counted):
@@ -35,14 +41,18 @@ On one GPU (expected 6-8 minutes, most of it XLA compilations: an estimate, not 
 
     python benchmarks/device_check.py
 
-On the CPU, a tiny model in two to three minutes on a shared CPU (what the test suite runs)::
+On the CPU, a tiny model in two to three minutes on a shared CPU (the test suite runs the TensorFlow part,
+and the JAX part where jax is installed)::
 
     python benchmarks/device_check.py --tiny
 """
 
 import gc
+import importlib.util
+import json
 import os
 import re
+import subprocess
 import sys
 import tempfile
 import time
@@ -329,6 +339,154 @@ def keras_hub_finetuning_row(tf, keras, size, seq, batch, device):
     return dict(rate=rate, unit="steps/s", flops=finetuning_flops(size, seq), per_step=batch, memory=memory)
 
 
+# --- the JAX path (each plan entry in a process of its own under KERAS_BACKEND=jax) ---------------------------
+
+
+def jax_plan(tiny):
+    """`[(what, implementation, size, seq, batch, measure)]` of the JAX rows, in order (the tiny run: one
+    pretraining row)."""
+    size, seq = ("tiny", 16) if tiny else ("base", 128)
+    rows = [("pretraining", "albert_tf JAX loop", s, t, b, "pretraining") for s, t, b in (PRETRAIN_TINY[:1] if tiny
+                                                                                             else PRETRAIN)]
+    rows += [("fine-tuning", "albert_tf JAX loop", size, seq, 8 if tiny else 32, "finetuning"),
+             ("inference", "albert_tf JAX", size, seq, (8, 32), "inference")]
+    return rows
+
+
+def _entry_batches(entry):
+    return entry[4] if isinstance(entry[4], tuple) else (entry[4],)
+
+
+def run_jax_entry(index, tiny):
+    """`[(batch, row)]` of JAX plan entry `index`, measured by this script in a child process under
+    `KERAS_BACKEND=jax` on this process's first GPU (else the CPU); a failure is a row saying so."""
+    entry = jax_plan(tiny)[index]
+    if importlib.util.find_spec("jax") is None:
+        return [(b, dict(error="not run: jax is not installed")) for b in _entry_batches(entry)]
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    first = "0" if visible is None else visible.split(",")[0]        # one device, as the TensorFlow rows
+    xla_flags = re.sub(r"--xla_force_host_platform_device_count=\S*", "", os.environ.get("XLA_FLAGS", ""))
+    env = dict(os.environ, KERAS_BACKEND="jax", CUDA_VISIBLE_DEVICES=first, XLA_FLAGS=xla_flags)
+    argv = [sys.executable, os.path.abspath(__file__), f"--jax_entry={index}", f"--precision={FLAGS.precision}",
+            f"--steps={FLAGS.steps}", f"--seconds={FLAGS.seconds}", f"--tiny={tiny}"]
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("JAXROWS ")]
+    if proc.returncode or not lines:
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        return [(b, dict(error=f"failed (exit {proc.returncode}): {last}")) for b in _entry_batches(entry)]
+    return [(batch, row) for batch, row in json.loads(lines[-1][len("JAXROWS "):])]
+
+
+def jax_entry_rows(entry):
+    """`[(batch, row)]` of one JAX plan entry, in this process (`KERAS_BACKEND=jax`); out of memory is a row
+    saying so."""
+    import tensorflow as tf
+
+    tf.config.set_visible_devices([], "GPU")        # TensorFlow only reads the input here; the device is JAX's
+    import jax
+    import keras
+
+    from albert_tf.training import distribution
+
+    distribution.set_mixed_precision(FLAGS.precision)
+    _, _, size, seq, batch, kind = entry
+    try:
+        if kind == "pretraining":
+            rows = [(batch, jax_pretraining_row(size, seq, batch))]
+        elif kind == "finetuning":
+            rows = [(batch, jax_finetuning_row(keras, size, seq, batch))]
+        else:
+            rows = sorted(jax_inference_rows(size, seq, batch).items())
+    except jax.errors.JaxRuntimeError as error:
+        if "RESOURCE_EXHAUSTED" not in str(error):
+            raise
+        rows = [(b, dict(error="out of memory")) for b in _entry_batches(entry)]
+    memory = jax_peak_memory(jax)
+    return [(b, dict(row, memory=memory, jax=jax.__version__)) for b, row in rows]
+
+
+def jax_peak_memory(jax):
+    stats = jax.local_devices()[0].memory_stats() or {}
+    peak = stats.get("peak_bytes_in_use")
+    return "n/a" if peak is None else f"{peak / 2 ** 20:,.0f} MiB"
+
+
+def jax_timed_loop(model, optimizer, loss_fn, features, devices, steps):
+    """`jax_loop.run_training` on a repeated in-memory batch: a first call of `steps` steps (tracing, XLA), then
+    `steps` timed steps in one call; returns the second call's steps/s."""
+    import tensorflow as tf
+
+    from albert_tf.training import jax_loop
+
+    loops = []
+    with tempfile.TemporaryDirectory() as model_dir:
+        jax_loop.run_training(model, optimizer, loss_fn, lambda context, start: tf.data.Dataset.from_tensors(
+            features).repeat(), devices, model_dir, 2 * steps, iterations_per_loop=steps, save_checkpoints_steps=0,
+            checkpoint_iterator=False, loop_callback=loops.append)
+    return steps / loops[-1]["seconds"]
+
+
+def jax_pretraining_row(size, seq, batch):
+    import albert_tf
+    from albert_tf.tasks.pretraining.task import pretraining_loss_fn
+    from albert_tf.training import jax_distribution, optimization
+
+    predictions = MASKED[seq]
+    devices = jax_distribution.jax_devices()
+    with devices.scope():
+        model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig(**SIZES[size], **NO_DROPOUT))
+        optimizer = optimization.create_optimizer(1e-4, 10000, 100, optimizer="lamb")
+    features = random_pretraining_batch(size, seq, batch, predictions)
+    steps_per_second = jax_timed_loop(model, optimizer, pretraining_loss_fn, features, devices, FLAGS.steps)
+    return dict(rate=steps_per_second * batch, unit="seq/s", flops=pretraining_flops(size, seq, predictions))
+
+
+def jax_finetuning_row(keras, size, seq, batch):
+    import albert_tf
+    from albert_tf.tasks.glue.model import classifier_loss
+    from albert_tf.training import jax_distribution, optimization
+
+    rng = np.random.RandomState(1)
+    ids = rng.randint(5, SIZES[size]["vocab_size"], size=(batch, seq)).astype(np.int32)
+    features = {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids),
+                "label_ids": rng.randint(0, 2, size=batch).astype(np.int32)}
+
+    def loss_fn(model, batch_features, training):
+        outputs = model(batch_features, training=training)
+        return keras.ops.mean(classifier_loss(outputs, batch_features["label_ids"], 2)), {}
+
+    devices = jax_distribution.jax_devices()
+    with devices.scope():
+        model = albert_tf.AlbertClassifier(albert_tf.AlbertConfig(**SIZES[size], **NO_DROPOUT), num_labels=2)
+        optimizer = optimization.create_optimizer(2e-5, 10000, 100, optimizer="adamw")
+    steps_per_second = jax_timed_loop(model, optimizer, loss_fn, features, devices, FLAGS.steps)
+    return dict(rate=steps_per_second, unit="steps/s", flops=finetuning_flops(size, seq), per_step=batch)
+
+
+def jax_inference_rows(size, seq, batches):
+    """`{batch: row}` of the encoder forward as `jax.jit` over `model.stateless_call` (the variables' values are
+    arguments of the compiled function, as in `training/inference.py`, not constants folded into it)."""
+    import jax
+
+    rng = np.random.RandomState(2)
+    model, _ = build_encoder(size, "albert_tf")
+    trainable = [v.value for v in model.trainable_variables]
+    non_trainable = [v.value for v in model.non_trainable_variables]
+
+    @jax.jit
+    def forward(trainable_values, non_trainable_values, inputs):
+        outputs, _ = model.stateless_call(trainable_values, non_trainable_values, inputs, training=False)
+        return {key: outputs[key] for key in ("sequence_output", "pooled_output")}
+
+    rows = {}
+    for batch in batches:
+        ids = rng.randint(5, SIZES[size]["vocab_size"], size=(batch, seq)).astype(np.int32)
+        inputs = {"input_ids": ids, "input_mask": np.ones_like(ids), "segment_ids": np.zeros_like(ids)}
+        rate = rate_of(lambda x: forward(trainable, non_trainable, x), inputs, FLAGS.seconds)
+        rows[batch] = dict(rate=rate * batch, unit="seq/s", flops=encoder_flops(size, seq))
+    return rows
+
+
 # --- the table ----------------------------------------------------------------------------------------------
 
 
@@ -374,9 +532,14 @@ def format_row(entry, batch, row, peak):
             f"{achieved:.4g} | {100 * achieved / peak:.1f}% | {row['memory']} |")
 
 
-def run_check(tiny):
+def run_check(tiny, backends=("tensorflow", "jax")):
     """Runs every row; returns the markdown text of the table, its header lines and the reference points."""
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    start = time.time()
+    # The JAX rows first, each in a process of its own: this process's TensorFlow has not yet taken the device.
+    jax_rows = [(entry, run_jax_entry(index, tiny)) for index, entry in enumerate(jax_plan(tiny))
+                if "jax" in backends]
+    os.environ["KERAS_BACKEND"] = "tensorflow"      # this process measures the TensorFlow path
     import keras
     import tensorflow as tf
 
@@ -386,15 +549,22 @@ def run_check(tiny):
     name, device = device_name(tf)
     memory_device = "GPU:0" if device == "/gpu:0" else "CPU:0"
     peak, peak_source = peak_tflops(tf, name, policy.compute_dtype)
-    start = time.time()
     lines = ["| Row | Implementation | Shape | Rate | GFLOP per sequence | Achieved TFLOP/s | MFU | Peak memory |",
              "|---|---|---|---|---|---|---|---|"]
-    for entry in plan(tiny):
+    for entry in plan(tiny) if "tensorflow" in backends else ():
         for batch, row in measure(tf, keras, entry, memory_device):
             lines.append(format_row(entry, batch, row, peak))
             print(lines[-1], flush=True)
-    header = [f"Device: {name}; policy {policy.name}, XLA; TensorFlow {tf.__version__}, Keras {keras.__version__}; "
-              f"peak {peak:.4g} TFLOP/s ({peak_source}); {time.time() - start:.0f} s in all."]
+    for entry, rows in jax_rows:
+        for batch, row in rows:
+            lines.append(format_row(entry, batch, row, peak))
+            print(lines[-1], flush=True)
+    versions = f"TensorFlow {tf.__version__}, Keras {keras.__version__}"
+    jax_versions = {row["jax"] for _, rows in jax_rows for _, row in rows if "jax" in row}
+    if jax_versions:
+        versions += f", JAX {', '.join(sorted(jax_versions))}"
+    header = [f"Device: {name}; policy {policy.name}, XLA; {versions}; peak {peak:.4g} TFLOP/s ({peak_source}); "
+              f"{time.time() - start:.0f} s in all."]
     return "\n".join(header + [""] + lines + [""] + [f"* {line}" for line in REFERENCES]) + "\n"
 
 
@@ -404,7 +574,13 @@ def main(argv):
     logging.set_verbosity(logging.WARNING)
     if FLAGS.tiny:
         FLAGS.steps, FLAGS.seconds = min(FLAGS.steps, 2), min(FLAGS.seconds, 0.3)
-    text = run_check(FLAGS.tiny)
+    if FLAGS.jax_entry is not None:
+        print("JAXROWS " + json.dumps(jax_entry_rows(jax_plan(FLAGS.tiny)[FLAGS.jax_entry])), flush=True)
+        return
+    unknown = sorted(set(FLAGS.backends) - {"tensorflow", "jax"})
+    if unknown or not FLAGS.backends:
+        raise app.UsageError(f"--backends: expected some of tensorflow,jax. Received: {','.join(FLAGS.backends)}")
+    text = run_check(FLAGS.tiny, FLAGS.backends)
     sys.stdout.write("\n" + text)
     if FLAGS.output:
         with open(FLAGS.output + ".tmp", "w") as f:
@@ -422,6 +598,10 @@ def define_flags():
     flags.DEFINE_integer("steps", 20, "Timed training steps per row (one `iterations_per_loop` call).")
     flags.DEFINE_float("seconds", 5.0, "Timed seconds per inference row.")
     flags.DEFINE_string("output", None, "Optional markdown file for the table.")
+    flags.DEFINE_list("backends", ["tensorflow", "jax"], "Keras backends whose rows run: tensorflow (this "
+                      "process), jax (a process per row under KERAS_BACKEND=jax).")
+    flags.DEFINE_integer("jax_entry", None, "Internal: measure this row of the JAX plan in this process (run "
+                         "under KERAS_BACKEND=jax) and print it.")
 
 
 if __name__ == "__main__":

@@ -43,8 +43,10 @@ def test_tiny_run_prints_every_row(tmp_path):
     output = tmp_path / "table.md"
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""),
                TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="")
+    # The TensorFlow rows (tests/benchmarks/test_jax_device_check.py runs the JAX ones where jax is installed).
     proc = subprocess.run([sys.executable, os.path.join(ROOT, "benchmarks", "device_check.py"), "--tiny",
-                           f"--output={output}"], capture_output=True, text=True, env=env, timeout=900)
+                           "--backends=tensorflow", f"--output={output}"], capture_output=True, text=True, env=env,
+                          timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     text = output.read_text()
     assert text in proc.stdout
@@ -66,3 +68,17 @@ def test_tiny_run_prints_every_row(tmp_path):
     assert re.search(r"Device: CPU; policy mixed_bfloat16, XLA; .* peak [\d.e+-]+ TFLOP/s \(measured bfloat16 "
                      r"matmul\)", text)
     assert "1,786 sentences/s at batch 8, seq 128" in text and "485.6 sequences/s at seq 128" in text
+
+
+def test_jax_rows_say_not_run_without_jax(monkeypatch):
+    # A TensorFlow-only install: the JAX rows are in the table, each saying why no number, and nothing is started.
+    monkeypatch.setattr(device_check.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(device_check.subprocess, "run", lambda *args, **kwargs: pytest.fail("a process started"))
+    entries = device_check.jax_plan(tiny=True)
+    rows = [device_check.run_jax_entry(index, tiny=True) for index in range(len(entries))]
+    assert [[batch for batch, _ in entry_rows] for entry_rows in rows] == [[8], [8], [8, 32]]
+    lines = [device_check.format_row(entry, batch, row, 1.0) for entry, entry_rows in zip(entries, rows)
+             for batch, row in entry_rows]
+    assert lines[0] == ("| pretraining | albert_tf JAX loop | tiny, seq 16, batch 8 | not run: jax is not installed "
+                        "| | | | |")
+    assert all("not run: jax is not installed" in line for line in lines)
