@@ -5,9 +5,8 @@ import math
 import keras
 
 from albert_tf.errors import InputError
-from albert_tf.layers import activations
+from albert_tf.layers import tf_fast_path
 from albert_tf.layers.base import ConfigLayer
-from albert_tf.layers.dropout import dropout
 from albert_tf.layers.embeddings import truncated_normal
 
 
@@ -23,32 +22,46 @@ def dense_2d(x, kernel, bias, activation=None):
         kernel: `[in, out]` and bias `[out]`, in `x`'s dtype (a block's `prepare_weights()`).
         activation: None, `"gelu"` (tanh approximation), or a callable applied after the bias.
     """
-    y = keras.ops.add(keras.ops.matmul(x, kernel), bias)
+    return activate(keras.ops.add(keras.ops.matmul(x, kernel), bias), activation)
+
+
+def activate(y, activation):
+    """`activation(y)`: None is the identity, `"gelu"` the backend's own tanh-approximation GELU op (the formula
+    of `activations.gelu`), a callable is called."""
     if activation is None:
         return y
     if isinstance(activation, str) and activation == "gelu":
-        # The same formula as `activations.gelu`, as the backend's own tanh-approximation GELU op.
         return keras.ops.gelu(y, approximate=True)
     return activation(y)
+
+
+def dense(layer, x, weights, name, activation=None):
+    """`layer` (a built `keras.layers.Dense` without activation) on 2-D `x`, then `activation`: with the
+    prepared `weights[name + "_kernel"]` and `[name + "_bias"]` (`prepare_dense`) by `dense_2d`, or, where
+    `prepare_dense` left them out (a quantized layer), by calling the layer: Keras' own int8 matmul."""
+    kernel = weights.get(f"{name}_kernel")
+    if kernel is None:
+        return activate(layer(x), activation)
+    return dense_2d(x, kernel, weights[f"{name}_bias"], activation)
+
+
+def prepare_dense(weights, name, layer, dtype, scale=None):
+    """Adds `layer`'s kernel and bias, cast to `dtype`, to `weights` as `name + "_kernel"`, `name + "_bias"`:
+    the public `Dense.kernel` (which adds Keras' LoRA adapter in), times `scale` in float32 before the cast when
+    given. A quantized layer (`quantize("int8")`) adds nothing: `dense` calls it."""
+    if layer.quantization_mode is not None:
+        return weights
+    kernel, bias = layer.kernel, layer.bias
+    if scale is not None:
+        kernel, bias = keras.ops.cast(kernel, "float32") * scale, keras.ops.cast(bias, "float32") * scale
+    weights[f"{name}_kernel"], weights[f"{name}_bias"] = keras.ops.cast(kernel, dtype), keras.ops.cast(bias, dtype)
+    return weights
 
 
 def attention_bias(input_mask, dtype):
     """`[batch, seq]` 1/0 mask -> additive `[batch, 1, 1, seq]` bias: 0 where attended, -10000 elsewhere."""
     mask = keras.ops.cast(input_mask, dtype)[:, None, None, :]          # [batch, 1, 1, keys]
     return (1.0 - mask) * -10000.0
-
-
-def dense_weights(layer):
-    """`(kernel, bias)` of a built `keras.layers.Dense` as its own `call` would use them: with Keras' LoRA
-    adapters added in (`Dense.kernel` does that), and an `int8`-quantized kernel dequantized (weight-only: the
-    int8 values times their per-column scale)."""
-    if getattr(layer, "quantization_mode", None) == "int8":
-        kernel = keras.ops.divide(keras.ops.cast(layer._kernel, "float32"), layer.kernel_scale)
-        if layer.lora_enabled:
-            kernel = kernel + keras.ops.matmul(layer.lora_kernel_a, layer.lora_kernel_b) * (
-                layer.lora_alpha / layer.lora_rank)
-        return kernel, layer.bias
-    return layer.kernel, layer.bias
 
 
 @keras.saving.register_keras_serializable(package="albert_tf")
@@ -92,22 +105,19 @@ class AlbertAttention(ConfigLayer):
 
     def prepare_weights(self):
         """This forward's dense weights in the compute dtype, made once per forward however often the block is
-        applied.
+        applied (`prepare_dense`).
 
         Returns a dict of `query_kernel`, `key_kernel`, `value_kernel`, `output_kernel` (`[H, H]`) and the four
-        biases (`query_bias`, ... `[H]`). In compute dtypes other than float32, `1/sqrt(D)` is folded into the
-        query kernel and bias in float32 before the cast (see `call`).
+        biases (`query_bias`, ... `[H]`), less those of quantized layers (called as they are). In compute dtypes
+        other than float32, `1/sqrt(D)` is folded into the query kernel and bias in float32 before the cast
+        (see `call`).
         """
         dtype = self.compute_dtype
-        ops = keras.ops
+        scale = 1.0 / math.sqrt(float(self.head_size)) if dtype != "float32" else None
         weights = {}
         for name, layer in (("query", self.query), ("key", self.key), ("value", self.value),
                             ("output", self.output_dense)):
-            kernel, bias = dense_weights(layer)
-            if name == "query" and dtype != "float32":
-                scale = 1.0 / math.sqrt(float(self.head_size))
-                kernel, bias = ops.cast(kernel, "float32") * scale, ops.cast(bias, "float32") * scale
-            weights[f"{name}_kernel"], weights[f"{name}_bias"] = ops.cast(kernel, dtype), ops.cast(bias, dtype)
+            prepare_dense(weights, name, layer, dtype, scale if name == "query" else None)
         return weights
 
     def call(self, x, attention_bias=None, training=None, dropout_seed=None, prepared=None):
@@ -128,12 +138,13 @@ class AlbertAttention(ConfigLayer):
         logit_scale = 1.0 / math.sqrt(float(self.head_size)) if self.compute_dtype == "float32" else None
         # Query, key and value stay three `[H, H]` matmuls: one `[H, 3H]` matmul and a split measured no faster
         # on CPU under either oneDNN setting (benchmarks/README.md, "Q/K/V in one matmul").
-        q, k, v = (self._heads(dense_2d(x2d, weights[f"{name}_kernel"], weights[f"{name}_bias"]), batch, seq,
-                               keys=name == "key")
-                   for name in ("query", "key", "value"))                         # [b, N, s, D]; k [b, N, D, s]
+        q, k, v = (self._heads(dense(layer, x2d, weights, name), batch, seq, keys=name == "key")
+                   for name, layer in (("query", self.query), ("key", self.key), ("value", self.value)))
+        if logit_scale is None and "query_kernel" not in weights:
+            q = q * ops.cast(1.0 / math.sqrt(float(self.head_size)), q.dtype)   # a quantized query: not folded
         context = self._attend(q, k, v, attention_bias, logit_scale, training, dropout_seed)  # [b,N,f,D]
         context = ops.reshape(ops.transpose(context, [0, 2, 1, 3]), [-1, self.hidden_size])  # [b*f, H]
-        out = dense_2d(context, weights["output_kernel"], weights["output_bias"])           # [b*f, H]
+        out = dense(self.output_dense, context, weights, "output")                          # [b*f, H]
         return ops.reshape(out, [batch, seq, self.hidden_size])
 
     def _attend(self, q, k, v, attention_bias, logit_scale, training, dropout_seed):
@@ -148,13 +159,11 @@ class AlbertAttention(ConfigLayer):
         logits = ops.cast(logits, "float32")
         if attention_bias is not None:
             logits = logits + ops.cast(attention_bias, "float32")
-        if training is True and activations.is_tensorflow():
-            probs = activations.softmax_fused(logits)            # the same softmax, one-pass backward
-        else:
-            probs = ops.softmax(logits, axis=-1)
+        fused_softmax = tf_fast_path.training_form("softmax", training)     # the same softmax, fused backward
+        probs = ops.softmax(logits, axis=-1) if fused_softmax is None else fused_softmax(logits)
         probs = ops.cast(probs, self.compute_dtype)
         if self.attention_dropout_rate > 0:
-            probs = ops.cast(dropout(self.dropout, probs, training, dropout_seed), self.compute_dtype)
+            probs = ops.cast(tf_fast_path.dropout(self.dropout, probs, training, dropout_seed), self.compute_dtype)
         return ops.matmul(probs, v)
 
     def _heads(self, x, batch, seq, keys=False):

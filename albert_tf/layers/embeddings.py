@@ -1,11 +1,9 @@
 """Factorized embeddings: word, segment and position tables of width E, LayerNorm and dropout at width E."""
 
 import keras
-import tensorflow as tf
 
-from albert_tf.layers.activations import is_tensorflow
+from albert_tf.layers import tf_fast_path
 from albert_tf.layers.base import ConfigLayer
-from albert_tf.layers.dropout import dropout
 
 
 def truncated_normal(stddev):
@@ -54,14 +52,7 @@ class AlbertEmbeddings(ConfigLayer):
     def call(self, input_ids, segment_ids, training=None, dropout_seed=None):
         ops = keras.ops
         seq_len = ops.shape(input_ids)[1]
-        if is_tensorflow():
-            # TensorFlow: a graph-time check of a dynamic length (other backends trace static shapes, below).
-            tf.debugging.assert_less_equal(
-                seq_len, self.max_position_embeddings,
-                message=f"sequence length exceeds max_position_embeddings={self.max_position_embeddings}")
-        elif isinstance(seq_len, int) and seq_len > self.max_position_embeddings:
-            raise ValueError(f"sequence length {seq_len} exceeds "
-                             f"max_position_embeddings={self.max_position_embeddings}")
+        tf_fast_path.check_sequence_length(seq_len, self.max_position_embeddings)
         words = ops.take(self.word_embeddings, input_ids, axis=0)           # [batch, seq, E]
         types = ops.take(self.token_type_embeddings, segment_ids, axis=0)   # [batch, seq, E]
         positions = self.position_embeddings[:seq_len][None]                # [1, seq, E]
@@ -69,5 +60,5 @@ class AlbertEmbeddings(ConfigLayer):
         x = self.layer_norm(x)
         x = ops.cast(x, self.compute_dtype)
         if self.dropout_rate > 0:
-            x = dropout(self.dropout, x, training, dropout_seed)   # stateless from `dropout_seed` if given
+            x = tf_fast_path.dropout(self.dropout, x, training, dropout_seed)   # stateless from a seed if given
         return x

@@ -1,21 +1,17 @@
 """Heads that keep the original's variable shapes: the tied MLM head and `output_weights` projections."""
 
 import keras
-import tensorflow as tf
 
-from albert_tf.layers.activations import get_activation, is_tensorflow
+from albert_tf.layers import tf_fast_path
+from albert_tf.layers.activations import get_activation
 from albert_tf.layers.base import ConfigLayer
 from albert_tf.layers.embeddings import truncated_normal
 
 
 def argmax(x):
-    """int32 index of the largest entry over the last axis (the heads' `predictions`).
-
-    TensorFlow: `tf.argmax` itself, because Keras' TensorFlow `argmax` adds a sign-bit test (`BitwiseAnd`, for
-    -0.0) that LiteRT has no builtin kernel for; `keras.ops.argmax` on the other backends."""
-    if is_tensorflow():
-        return tf.argmax(x, axis=-1, output_type=tf.int32)
-    return keras.ops.cast(keras.ops.argmax(x, axis=-1), "int32")
+    """int32 index of the largest entry over the last axis (the heads' `predictions`; see
+    `tf_fast_path.argmax`)."""
+    return tf_fast_path.argmax(x)
 
 
 def gather_positions(sequence, positions):

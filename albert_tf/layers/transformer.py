@@ -2,11 +2,10 @@
 
 import keras
 
-from albert_tf.layers import activations
+from albert_tf.layers import tf_fast_path
 from albert_tf.layers.activations import gelu, get_activation
-from albert_tf.layers.attention import AlbertAttention, dense_2d, dense_weights
+from albert_tf.layers.attention import AlbertAttention, dense, prepare_dense
 from albert_tf.layers.base import ConfigLayer
-from albert_tf.layers.dropout import dropout, fold_in
 from albert_tf.layers.embeddings import truncated_normal
 
 
@@ -17,12 +16,13 @@ def layer_norm(layer, x, training=None):
     `x * inv + (beta - mean * inv)` with `inv = gamma * rsqrt(var + eps)` (the form of
     `batch_normalization`), which touches the `[rows, H]` tensor the fewest times. With `training=True` on the
     TensorFlow backend, the same normalisation with a fused forward and an analytic backward
-    (`activations.layer_norm_fused`).
+    (`tf_fast_path.training_form("layer_norm")`).
     """
     ops = keras.ops
     gamma, beta = ops.cast(layer.gamma, "float32"), ops.cast(layer.beta, "float32")
-    if training is True and activations.is_tensorflow():
-        return activations.layer_norm_fused(x, gamma, beta, layer.epsilon)
+    fused = tf_fast_path.training_form("layer_norm", training)
+    if fused is not None:
+        return fused(x, gamma, beta, layer.epsilon)
     mean, variance = ops.moments(x, axes=[-1], keepdims=True)
     inv = ops.rsqrt(variance + layer.epsilon) * gamma
     return x * inv + (beta - mean * inv)
@@ -101,26 +101,24 @@ class AlbertTransformerBlock(ConfigLayer):
         dtype = self.compute_dtype
         weights = self.attention.prepare_weights()
         for name, layer in (("ffn", self.ffn), ("ffn_output", self.ffn_output)):
-            kernel, bias = dense_weights(layer)
-            weights[f"{name}_kernel"] = keras.ops.cast(kernel, dtype)
-            weights[f"{name}_bias"] = keras.ops.cast(bias, dtype)
+            prepare_dense(weights, name, layer, dtype)
         return weights
 
     def call(self, x, attention_bias=None, training=None, dropout_seed=None, prepared=None):
         """`x` `[batch, seq, H]` -> `[batch, seq, H]` in the compute dtype.
 
         `dropout_seed`: optional int `[2]` tensor; with `training=True` the block's three dropouts are drawn
-        statelessly from it (see `albert_tf.layers.dropout`), otherwise by the Keras `Dropout` layers.
+        statelessly from it (see `tf_fast_path.dropout`), otherwise by the Keras `Dropout` layers.
         `prepared`: optional dict from `prepare_weights()`, made here when None.
         """
         ops = keras.ops
         weights = self.prepare_weights() if prepared is None else prepared
         batch, seq = ops.shape(x)[0], ops.shape(x)[1]
-        seeds = [fold_in(dropout_seed, i) for i in range(3)]
+        seeds = [tf_fast_path.fold_in(dropout_seed, i) for i in range(3)]
         a = self.attention(x, attention_bias, training=training, dropout_seed=seeds[0],
                            prepared=weights)                                              # [batch, seq, H]
         if self.hidden_dropout_rate > 0:
-            a = dropout(self.attention_dropout, a, training, seeds[1])
+            a = tf_fast_path.dropout(self.attention_dropout, a, training, seeds[1])
         x1, x1c = residual_layer_norm(self.attention_layer_norm, ops.reshape(a, [-1, self.hidden_size]),
                                       ops.reshape(x, [-1, self.hidden_size]), self.compute_dtype, training)
         # x1: float32 [batch*seq, H] (the next residual); x1c: the same in the compute dtype.
@@ -128,10 +126,10 @@ class AlbertTransformerBlock(ConfigLayer):
         if activation is gelu:
             # Training on TensorFlow: one fused XLA pass each way; otherwise the backend's tanh-approximation
             # GELU (`keras.ops.gelu(approximate=True)`), the same formula.
-            activation = activations.gelu_fused if training is True and activations.is_tensorflow() else "gelu"
-        h = dense_2d(x1c, weights["ffn_kernel"], weights["ffn_bias"], activation)           # [batch*seq, I]
-        f = dense_2d(h, weights["ffn_output_kernel"], weights["ffn_output_bias"])           # [batch*seq, H]
+            activation = tf_fast_path.training_form("gelu", training) or "gelu"
+        h = dense(self.ffn, x1c, weights, "ffn", activation)                                 # [batch*seq, I]
+        f = dense(self.ffn_output, h, weights, "ffn_output")                                 # [batch*seq, H]
         if self.hidden_dropout_rate > 0:
-            f = dropout(self.ffn_dropout, f, training, seeds[2])
+            f = tf_fast_path.dropout(self.ffn_dropout, f, training, seeds[2])
         _, out = residual_layer_norm(self.output_layer_norm, f, x1, self.compute_dtype, training)
         return ops.reshape(out, [batch, seq, self.hidden_size])

@@ -1,19 +1,22 @@
 """`AlbertModel`: the ALBERT encoder as a Keras 3 model (original `modeling.AlbertModel`)."""
 
 import keras
-import tensorflow as tf
 
 from albert_tf.checkpoints import load_pretrained
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError
-from albert_tf.layers.activations import is_tensorflow
+from albert_tf.layers import tf_fast_path
 from albert_tf.layers.base import sublayers
-from albert_tf.layers.attention import attention_bias, dense_weights
-from albert_tf.layers.dropout import fold_in
+from albert_tf.layers.attention import attention_bias
 from albert_tf.layers.embeddings import AlbertEmbeddings, truncated_normal
+from albert_tf.layers.tf_fast_path import compile_forward  # noqa: F401  A public name of this module.
 from albert_tf.layers.transformer import AlbertTransformerBlock
 from albert_tf.models.lora import LoraMixin
 
+# `quantize("int8")`: Keras' int8 with weights only (the inputs of each matmul stay float). Keras' default also
+# quantizes each input row; on the embeddings that moved a fine-tuned NER model's probabilities by 0.06 where
+# weight-only int8 moves them by 0.0015 (docs/deploying_small.md).
+INT8_WEIGHT_ONLY = dict(activation_quantizer=None)
 
 
 def as_config(config):
@@ -59,16 +62,17 @@ class AlbertModel(LoraMixin, keras.Model):
     `position_embeddings`, `layer_norm`), `embedding_projection` (a Dense, None when E == H),
     `groups[g][k]` (`AlbertTransformerBlock`), `pooler` (a Dense with tanh).
 
-    Training calls in a `tf.function` run the layer stack through `layer_stack`: its backward pass goes one layer
-    application (one application of a group's `inner_group_num` blocks) at a time and adds the shared blocks'
-    gradients into running sums as it goes, instead of one full-size gradient per application waiting for a
-    final sum. With `recompute=True`, it keeps only the input of each layer application for the backward pass
+    On TensorFlow, training calls in a `tf.function` run the layer stack through `tf_fast_path.run_layers`
+    (`layer_stack`): its backward pass goes one layer application (one application of a group's
+    `inner_group_num` blocks) at a time and adds the shared blocks' gradients into running sums as it goes,
+    instead of one full-size gradient per application waiting for a final sum. With `recompute=True`, it keeps only the input of each layer application for the backward pass
     and runs that layer's forward again there: activation memory of one layer instead of all of them, for one
     more forward. Weights, outputs, gradients and the inference path are the same either way.
 
-    Dropout (training only) is drawn statelessly from one seed per call (`dropout_seed`, or else one drawn from
-    the blocks' dropout seed generator outside any recomputed function), so that a recomputed forward sees the
-    same masks and a run gives the same numbers with and without `recompute`.
+    On TensorFlow, dropout (training only) is drawn statelessly from one seed per call (`dropout_seed`, or else
+    one drawn from the blocks' dropout seed generator outside any recomputed function), so that a recomputed
+    forward sees the same masks and a run gives the same numbers with and without `recompute`. The other
+    backends recompute with `keras.remat` and draw dropout from the Keras `Dropout` layers.
 
     Args:
         config: `AlbertConfig`, dict or path of an `albert_config.json`.
@@ -132,14 +136,10 @@ class AlbertModel(LoraMixin, keras.Model):
         """
         input_ids, input_mask, segment_ids = split_inputs(inputs)
         recompute = self.recompute and training is True
-        if training is not True or not is_tensorflow():
-            # Seeded (stateless) dropout is TensorFlow's; the other backends draw from the Keras `Dropout`
-            # layers' seed generators, and recompute with `keras.remat`.
-            dropout_seed = None
-        elif dropout_seed is None and self._block_seed_generator() is not None:
-            dropout_seed = keras.random.randint([2], 0, 2**31 - 1, dtype="int32",
-                                                seed=self._block_seed_generator())
-        seeds = [fold_in(dropout_seed, i) for i in range(len(self.layer_groups) + 1)]
+        # Seeded (stateless) dropout on TensorFlow (`tf_fast_path.dropout_seed`); None elsewhere, where the Keras
+        # `Dropout` layers draw from their seed generators.
+        dropout_seed = tf_fast_path.dropout_seed(training, dropout_seed, self._block_seed_generator())
+        seeds = [tf_fast_path.fold_in(dropout_seed, i) for i in range(len(self.layer_groups) + 1)]
         embedding_output = self.embeddings(input_ids, segment_ids, training=training,
                                            dropout_seed=seeds[0])                        # [batch, seq, E]
         x = self._project_embeddings(embedding_output)                                    # [batch, seq, H]
@@ -149,10 +149,9 @@ class AlbertModel(LoraMixin, keras.Model):
         prepared = [[block.prepare_weights() for block in group] for group in self.groups]
         layers = [self._layer_function(self.groups[g], g, bias, training, seeds[i + 1])
                   for i, g in enumerate(self.layer_groups)]
-        if training is True and is_tensorflow() and (recompute or not tf.executing_eagerly()):
-            # TensorFlow: the layer-by-layer backward (`tf.custom_gradient`), recomputing or not.
-            encoder_outputs = layer_stack(layers, x, prepared, recompute=recompute)
-        else:
+        # TensorFlow training: the layer-by-layer backward (`tf_fast_path.run_layers`), recomputing or not.
+        encoder_outputs = tf_fast_path.run_layers(layers, x, prepared, training, recompute)
+        if encoder_outputs is None:
             encoder_outputs = []
             for layer in layers:
                 encoder_outputs.extend((keras.remat(layer) if recompute else layer)(x, prepared))
@@ -175,7 +174,7 @@ class AlbertModel(LoraMixin, keras.Model):
         def layer(x, prepared):
             outputs = []
             for k, block in enumerate(blocks):
-                block_seed = fold_in(seed, k)
+                block_seed = tf_fast_path.fold_in(seed, k)
                 x = block(x, bias, training=training, dropout_seed=block_seed, prepared=prepared[group][k])
                 outputs.append(x)
             return outputs
@@ -193,18 +192,8 @@ class AlbertModel(LoraMixin, keras.Model):
         return None
 
     def _project_embeddings(self, x):
-        """`embedding_hidden_mapping_in` (E -> H) of `x`, or `x` when E == H. Quantized (`quantize("int8")`), it
-        reads its kernel dequantized, weight-only like the blocks (`dense_weights`): Keras' int8 matmul also
-        quantizes its input per token, and on the embeddings that moved a fine-tuned NER model's probabilities by
-        0.06 where weight-only int8 moves them by 0.0015 (docs/deploying_small.md)."""
-        layer = self.embedding_projection
-        if layer is None:
-            return x
-        if layer.quantization_mode is None:
-            return layer(x)
-        kernel, bias = dense_weights(layer)
-        dtype = layer.compute_dtype
-        return keras.ops.add(keras.ops.matmul(x, keras.ops.cast(kernel, dtype)), keras.ops.cast(bias, dtype))
+        """`embedding_hidden_mapping_in` (E -> H) of `x`, or `x` when E == H."""
+        return x if self.embedding_projection is None else self.embedding_projection(x)
 
     @property
     def embedding_table(self):
@@ -226,12 +215,9 @@ class AlbertModel(LoraMixin, keras.Model):
         mode = config.pop("quantization", None)
         return quantized(cls(AlbertConfig.from_dict(config.pop("config")), **config), mode)
 
-    def quantize(self, mode=None, *args, **kwargs):
-        """Keras' `quantize` (`"int8"`: the `Dense` layers' kernels to int8 with a per-column scale), checked by
-        `check_quantize_mode` first: the ALBERT layers read their kernels dequantized
-        (`albert_tf.layers.attention.dense_weights`), the other `Dense` layers run Keras' int8 matmul."""
-        check_quantize_mode(mode)
-        super().quantize(mode, *args, **kwargs)
+    def quantize(self, mode=None, **kwargs):
+        """Keras' `quantize("int8")` (`quantize_int8`)."""
+        quantize_int8(self, super().quantize, mode, **kwargs)
 
     @classmethod
     def from_pretrained(cls, path, config=None, **kwargs):
@@ -256,128 +242,19 @@ def quantized(model, mode):
     return model
 
 
+def quantize_int8(model, keras_quantize, mode, config=None, **kwargs):
+    """Keras' own `quantize` of `model` (`keras_quantize`, its `keras.Model.quantize`): `"int8"`, each `Dense`
+    kernel to int8 with a per-column scale, the inputs left in float (`INT8_WEIGHT_ONLY`, unless a `config` is
+    given). Other modes are refused first (`check_quantize_mode`)."""
+    check_quantize_mode(mode)
+    if config is None:
+        config = keras.quantizers.Int8QuantizationConfig(**INT8_WEIGHT_ONLY)
+    keras_quantize(mode, config=config, **kwargs)
+
+
 def check_quantize_mode(mode):
     """Raises `InputError` unless `mode` is `"int8"`, the Keras quantization mode measured on these models
     (docs/deploying_small.md); the others (int4, float8, GPTQ, AWQ) are refused, with the LiteRT export named."""
     if mode != "int8":
         raise InputError(f"`quantize({mode!r})` is not supported on the ALBERT models: use `quantize('int8')`, or "
                          "the LiteRT export (`albert-export --format=tflite --quantize=dynamic|int8`).")
-
-
-# --- TensorFlow backend only: the layer-by-layer backward of the shared blocks (`tf.custom_gradient`,
-# `tf.GradientTape`); the other backends differentiate the layer stack as written (and recompute with
-# `keras.remat`).
-
-
-def _after(x, deps):
-    """`x`, made to depend on the values of the tensors `deps` (one element of each is read), with `x`'s value:
-    the data-dependency form of `tf.recompute_grad`, which graphs and XLA both keep."""
-    firsts = tf.concat([tf.cast(tf.reshape(d, [-1])[:1], tf.float32) for d in deps], axis=0)
-    flag = tf.cast(tf.reduce_max(firsts), tf.bool)
-    zero = tf.where(tf.equal(flag, flag), 0.0, float("nan"))
-    return x + tf.cast(zero, x.dtype)
-
-
-def layer_stack(layers, x, params=(), recompute=False):
-    """Applies `layers` (functions `(x, params) -> [outputs]`, the last output feeding the next layer) to `x`
-    with a backward pass that goes one layer at a time and sums the gradients of shared weights as it goes.
-
-    ALBERT applies its shared blocks many times. Plain autodiff makes one full-size gradient of the shared
-    weights per application and sums them when all exist (an `AddN`); at xxlarge width those gradients weigh as
-    much as the activations. Here each layer's weight gradients are added into one running total before the
-    layer below it starts its backward pass, so at most one application's gradients exist beside the total.
-    The sum is the same.
-
-    Args:
-        layers: the layer functions, in order.
-        x: the input of the first layer.
-        params: a nested structure of tensors every layer reads (the blocks' prepared weights, made once per
-            forward outside): inputs of the stack, so their gradients are summed like the variables' and
-            flow on to the variables they were made from.
-        recompute: False keeps every layer's activations for the backward pass (each layer is recorded on its
-            own tape in the forward pass); True keeps only each layer's input and runs the layer's forward again
-            in the backward pass, one layer at a time.
-
-    Returns:
-        the list of every layer's outputs, in order.
-    """
-    flat_params = tf.nest.flatten(params)
-
-    @tf.custom_gradient
-    def run(x, *flat):
-        structured = tf.nest.pack_sequence_as(params, list(flat))
-        inputs, outputs, tapes = [], [], []
-        for layer in layers:
-            inputs.append(x)
-            if recompute:
-                outputs.extend(layer(x, structured))
-            else:
-                with tf.GradientTape() as tape:
-                    tape.watch([x] + list(flat))
-                    outputs.extend(layer(x, structured))
-                tapes.append(tape)
-            x = outputs[-1]
-        per_layer = len(outputs) // len(layers)
-
-        def grad(*output_grads, variables=None):
-            variables = list(variables or [])
-            sources = list(flat) + variables
-            output_grads = [tf.zeros_like(o) if d is None else d for o, d in zip(outputs, output_grads)]
-            totals = [None] * len(sources)
-            dx = None
-            for i in reversed(range(len(layers))):
-                dys = output_grads[i * per_layer:(i + 1) * per_layer]
-                if dx is not None:
-                    dys[-1] = dys[-1] + tf.cast(dx, dys[-1].dtype)
-                # Layer i's backward pass starts once the layer above has summed its weight gradients in.
-                # Reading the running sums here also keeps grappler from merging the chain of sums into one
-                # `AddN` that would hold every layer's gradients at once.
-                running = [t for t in totals if t is not None]
-                if recompute:
-                    with tf.GradientTape() as tape:
-                        xi = _after(inputs[i], [dys[-1]] + running)
-                        tape.watch([xi] + list(flat))
-                        layer_outputs = layers[i](xi, structured)
-                else:
-                    tape, xi = tapes[i], inputs[i]
-                    layer_outputs = outputs[i * per_layer:(i + 1) * per_layer]
-                    if running:
-                        dys[-1] = _after(dys[-1], running)
-                grads = tape.gradient(layer_outputs, [xi] + sources, output_gradients=dys)
-                dx = grads[0]
-                for j, g in enumerate(grads[1:]):
-                    if g is not None:
-                        g = tf.convert_to_tensor(g)
-                        totals[j] = g if totals[j] is None else totals[j] + g
-            totals = [tf.zeros_like(s) if t is None and s.dtype.is_floating else t
-                      for s, t in zip(sources, totals)]
-            return [dx] + totals[:len(flat)], totals[len(flat):]
-
-        return outputs, grad
-
-    return run(x, *flat_params)
-
-
-def compile_forward(model, jit_compile=None, training=False):
-    """A `tf.function` of `model` for fast repeated calls: `fn(inputs) -> outputs` (same dicts as `model`).
-
-    Tracing once per input signature (`reduce_retracing=True`, so changing sequence lengths share a trace)
-    removes the Python of the layer stack from the loop; what runs is the graph that grappler's oneDNN
-    remapper has fused (`MatMul + BiasAdd (+ GELU)`). Works for any of the package's models (`AlbertModel`,
-    `AlbertPretrainer`, task models) and for their `mixed_bfloat16` variants.
-
-    Args:
-        model: a Keras model taking the dict inputs of `AlbertModel`.
-        jit_compile: True to compile with XLA, False for plain `tf.function`; None (default) picks XLA only
-            when a GPU or TPU is visible: on CPU, XLA's dot kernels are slower than oneDNN's in float32 and
-            do not use the BF16/AMX instructions for `mixed_bfloat16` (see `benchmarks/RESULTS.md`).
-        training: bool, passed to the model (dropout on when True).
-    """
-    if jit_compile is None:
-        jit_compile = bool(tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
-
-    @tf.function(jit_compile=jit_compile, reduce_retracing=True)
-    def forward(inputs):
-        return model(inputs, training=training)
-
-    return forward

@@ -5,7 +5,6 @@ defaults."""
 
 import keras
 import numpy as np
-import tensorflow as tf
 
 from albert_tf import registry
 from albert_tf.checkpoints import load_pretrained
@@ -13,35 +12,14 @@ from albert_tf.config import TOKEN_INPUTS
 from albert_tf.data import lengths as length_buckets
 from albert_tf.errors import InputError
 from albert_tf.layers.heads import AlbertOutputProjection
-from albert_tf.models.albert_model import AlbertModel, as_config, check_quantize_mode, quantized, with_quantization
+from albert_tf.models.albert_model import AlbertModel, as_config, quantize_int8, quantized, with_quantization
 from albert_tf.models.lora import LoraMixin
+from albert_tf.text.inputs import (batched_slices, is_dataset, is_token_features, looks_like_text, mapped,
+                                text_call_inputs)
 
 DEFAULT_BATCH_SIZE = 32
 # The packed features with a sequence axis (last), cut by `predict` to a batch's longest text.
 _SEQUENCE_FEATURES = TOKEN_INPUTS + ("p_mask",)
-
-
-def _is_token_features(x):
-    """Whether `x` (inputs, or a `tf.data.Dataset` of them) already holds token ids (`input_ids`)."""
-    if isinstance(x, tf.data.Dataset):
-        spec = x.element_spec
-        x = spec[0] if isinstance(spec, tuple) and spec else spec
-    return isinstance(x, dict) and "input_ids" in x
-
-
-def _looks_like_text(x):
-    """Whether `x` holds strings (so that it needs a preprocessor)."""
-    if isinstance(x, tf.data.Dataset):
-        return any(spec.dtype == tf.string for spec in tf.nest.flatten(x.element_spec)
-                   if isinstance(spec, tf.TensorSpec))
-    for leaf in tf.nest.flatten(x):
-        if isinstance(leaf, (str, bytes)):
-            return True
-        if isinstance(leaf, np.ndarray) and leaf.dtype.kind in "USO":
-            return True
-        if isinstance(leaf, tf.Tensor) and leaf.dtype == tf.string:
-            return True
-    return False
 
 
 def _num_examples(name, value):
@@ -242,21 +220,17 @@ class PretrainedMixin(LoraMixin):
         return self.preprocessor(inputs, mode=self._PREPROCESS_MODE)
 
     def __call__(self, inputs, *args, **kwargs):
-        # Keras models take tensors as positional inputs: raw text in Python lists is converted first. On JAX and
-        # PyTorch, which have no string arrays, the preprocessor (TensorFlow) packs the text here, outside the
-        # model, and the model runs on the packed ids as NumPy arrays.
-        if self.preprocessor is not None and not _is_token_features(inputs) and _looks_like_text(inputs):
-            from albert_tf.text.preprocessor import string_tensors  # Deferred: needs tensorflow-text.
-            inputs = string_tensors(inputs)
-            if keras.backend.backend() != "tensorflow":
-                inputs = {name: value.numpy() for name, value in self.preprocess(inputs).items()}
+        # Keras models take tensors as positional inputs: raw text in Python lists is converted first
+        # (`text_call_inputs`: packed here on the backends without string arrays).
+        if self.preprocessor is not None and not is_token_features(inputs) and looks_like_text(inputs):
+            inputs = text_call_inputs(inputs, self.preprocess)
         return super().__call__(inputs, *args, **kwargs)
 
     def token_inputs(self, inputs):
         """`inputs` when they are token ids, else (text) the preprocessor's packing of them."""
         if isinstance(inputs, dict) and "input_ids" in inputs:
             return inputs
-        if self.preprocessor is None and not _looks_like_text(inputs):
+        if self.preprocessor is None and not looks_like_text(inputs):
             return inputs   # Left to the model's own checks of its inputs.
         return self.preprocess(inputs)
 
@@ -264,15 +238,14 @@ class PretrainedMixin(LoraMixin):
         """A batched `tf.data.Dataset` of `(packed features, y, sample_weight)` from raw text, or None when `x`
         is already token ids (left to Keras as given). With `cut`, each batch's features are cut to its longest
         text (`albert_tf.data.lengths.cut_to_longest`)."""
-        if _is_token_features(x):
+        if is_token_features(x):
             return None
         if self.preprocessor is None:
-            if _looks_like_text(x):
+            if looks_like_text(x):
                 self.preprocess(x)   # Raises the error that says how to add a preprocessor.
             return None
         self.preprocessor.ensure_tokenizer()   # Before the map function captures its resource.
-        autotune = tf.data.AUTOTUNE
-        if isinstance(x, tf.data.Dataset):
+        if is_dataset(x):
             if y is not None or sample_weight is not None:
                 raise InputError("With a `tf.data.Dataset` as `x`, `y` and `sample_weight` come from the dataset "
                                  "(elements `(x, y)` or `(x, y, sample_weight)`); do not pass them.")
@@ -280,7 +253,7 @@ class PretrainedMixin(LoraMixin):
             def pack_element(*element):
                 return (self._packed_batch(element[0], cut),) + element[1:]
 
-            return x.map(pack_element, num_parallel_calls=autotune).prefetch(autotune)
+            return mapped(x, pack_element)
         if x is None:
             raise InputError("`x` is required: the texts.")
         if isinstance(x, list) and x and isinstance(x[0], (tuple, list)) and len(x[0]) == 2 \
@@ -305,18 +278,12 @@ class PretrainedMixin(LoraMixin):
         batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
         if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
             raise InputError(f"`batch_size` must be a positive int. Received: `batch_size={batch_size!r}`.")
-        try:
-            dataset = tf.data.Dataset.from_tensor_slices(tuple(arrays))
-        except (TypeError, ValueError) as e:
-            raise InputError(f"Cannot read the texts or labels: {e}") from None
-        if shuffle:
-            dataset = dataset.shuffle(n, reshuffle_each_iteration=True)
-        dataset = dataset.batch(int(batch_size))
+        dataset = batched_slices(arrays, n, batch_size, shuffle)
 
         def pack(*element):
             return (self._packed_batch(element[0], cut),) + element[1:]
 
-        return dataset.map(pack, num_parallel_calls=autotune).prefetch(autotune)
+        return mapped(dataset, pack)
 
     def _packed_batch(self, texts, cut):
         """The preprocessor's packing of one batch of texts; with `cut`, at its longest text (rounded up)."""
@@ -329,7 +296,7 @@ class PretrainedMixin(LoraMixin):
         """Raises `InputError` naming the first entry of `y` outside `[0, num_labels)` (a model with
         `num_labels` > 1; arrays and lists, not datasets), before Keras traces anything."""
         num_labels = getattr(self, "num_labels", None)
-        if y is None or isinstance(y, (tf.data.Dataset, dict)) or not isinstance(num_labels, int) or num_labels < 2:
+        if y is None or is_dataset(y) or isinstance(y, dict) or not isinstance(num_labels, int) or num_labels < 2:
             return
         try:
             values = np.asarray(y)
@@ -355,11 +322,11 @@ class PretrainedMixin(LoraMixin):
         """`keras.Model.fit`; with a preprocessor, `x` may be raw text (see the class docstring). Labels outside
         `[0, num_labels)` are refused before anything is traced (`check_labels`)."""
         self.check_labels(y)
-        if validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
+        if validation_data is not None and not is_dataset(validation_data):
             self.check_labels(keras.utils.unpack_x_y_sample_weight(tuple(validation_data))[1],
                               "validation_data y")
         dataset = self._text_dataset(x, y, sample_weight, batch_size, shuffle=shuffle)
-        if validation_data is not None and not isinstance(validation_data, tf.data.Dataset):
+        if validation_data is not None and not is_dataset(validation_data):
             val_x, val_y, val_w = keras.utils.unpack_x_y_sample_weight(tuple(validation_data))
             val = self._text_dataset(val_x, val_y, val_w, validation_batch_size or batch_size)
             if val is not None:
@@ -523,17 +490,14 @@ class PretrainedMixin(LoraMixin):
         if self._uses_task_loss:
             loss = self.task_loss(x, y, y_pred, sample_weight)
             for extra in self.losses:
-                loss = loss + tf.cast(tf.reduce_sum(extra), loss.dtype)
+                loss = loss + keras.ops.cast(keras.ops.sum(extra), loss.dtype)
             return loss
         return super().compute_loss(x, y, self.loss_output(y_pred), sample_weight, training=training)
 
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return super().compute_metrics(x, y, self.loss_output(y_pred), sample_weight)
 
-    def quantize(self, mode=None, *args, **kwargs):
-        """Keras' `quantize` (`"int8"`: the `Dense` layers' kernels to int8 with a per-column scale), checked by
-        `check_quantize_mode` first: the ALBERT layers read their kernels dequantized
-        (`albert_tf.layers.attention.dense_weights`), the other `Dense` layers run Keras' int8 matmul."""
-        check_quantize_mode(mode)
-        super().quantize(mode, *args, **kwargs)
+    def quantize(self, mode=None, **kwargs):
+        """Keras' `quantize("int8")` (`albert_tf.models.albert_model.quantize_int8`)."""
+        quantize_int8(self, super().quantize, mode, **kwargs)
 

@@ -2,8 +2,11 @@
 export.
 
 The adapters are Keras' own (`keras.layers.Dense.enable_lora`: `kernel + (alpha / rank) * A @ B`, `B` starting
-at zero so that the outputs do not change until trained). The encoder's layers read `Dense.kernel`, which adds
-the adapter in, once per forward; on ALBERT one adapter on a shared block serves every layer that applies it.
+at zero so that the outputs do not change until trained), and so is their merge (`Dense.save_own_variables`).
+The encoder's layers read the public `Dense.kernel`, which adds the adapter in, once per forward (a quantized
+`Dense` is called, Keras' int8 matmul adding its adapter); on ALBERT one adapter on a shared block serves every
+layer that applies it. What Keras lacks and this module adds: choosing the targets by name with the rest of
+the encoder frozen, and saving the adapters on their own.
 The meaning of `enable_lora(rank)` is keras-hub's `Backbone.enable_lora`: every layer of the encoder is frozen,
 then the target `Dense` layers (the query and value projections by default) get an adapter and train, with
 their bias; a task model's head stays trainable.
@@ -99,21 +102,22 @@ def load_lora_weights(model, filepath):
 
 
 def merged_copy(model):
-    """`model` when it has no adapters; otherwise a new model of the same class and config whose kernels are the
-    adapted ones (`kernel + (alpha / rank) * A @ B`) and without adapters: what the exports write."""
-    layers = lora_layers(model)
-    if not layers:
+    """`model` when it has no adapters; otherwise a new model of the same class and config, without adapters,
+    whose kernels are the adapted ones (`kernel + (alpha / rank) * A @ B`): what the exports write.
+
+    The merge is Keras' own: each layer's `save_own_variables` (which writes a LoRA `Dense` kernel with its
+    adapter merged in, re-quantized when the layer is int8) read by the new model's layer of the same place."""
+    if not lora_layers(model):
         return model
-    merged = {id(layer._kernel): keras.ops.convert_to_numpy(layer.kernel) for layer in layers}
     copy = model.__class__.from_config(model.get_config())
-    lora = {id(v) for layer in layers for v in (layer.lora_kernel_a, layer.lora_kernel_b)}
-    values = [merged.get(id(v), None) for v in model.weights if id(v) not in lora]
-    plain = [v for v in model.weights if id(v) not in lora]
-    if len(plain) != len(copy.weights):
-        raise InputError(f"Cannot merge the adapters of {type(model).__name__}: {len(plain)} weights against "
-                         f"{len(copy.weights)} in a new model.")
-    for target, source, value in zip(copy.weights, plain, values):
-        target.assign(keras.ops.convert_to_numpy(source) if value is None else value)
+    sources, targets = [model] + sublayers(model), [copy] + sublayers(copy)
+    if [type(layer) for layer in sources] != [type(layer) for layer in targets]:
+        raise InputError(f"Cannot merge the adapters of {type(model).__name__}: its layers differ from a new "
+                         "model's of the same config.")
+    for source, target in zip(sources, targets):
+        store = {}
+        source.save_own_variables(store)
+        target.load_own_variables(store)
     return copy
 
 

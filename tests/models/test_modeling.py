@@ -149,7 +149,7 @@ def test_static_batch_long_sequence_one_attention_matmul_per_layer():
 def test_fused_training_ops_match_autodiff(dtype):
     """The training-time GELU, LayerNorm and softmax (fused XLA forward/backward) equal the plain ops and their
     autodiff gradients."""
-    from albert_tf.layers import activations
+    from albert_tf.layers import activations, tf_fast_path
 
     rng = np.random.default_rng(3)
     x = tf.constant(rng.normal(0, 2, (6, 5, 24)).astype(np.float32))
@@ -167,10 +167,10 @@ def test_fused_training_ops_match_autodiff(dtype):
     tol = dict(atol=1e-5, rtol=1e-5) if dtype == "float32" else dict(atol=5e-2, rtol=2e-2)
     xd = tf.cast(x, dtype)
     cases = [
-        (activations.gelu_fused, lambda v: tf.nn.gelu(v, approximate=True), (xd,)),
-        (activations.gelu_fused, activations.gelu, (xd,)),
-        (activations.softmax_fused, tf.nn.softmax, (x,)),
-        (lambda v, g, b: activations.layer_norm_fused(v, g, b, 1e-12),
+        (tf_fast_path.gelu_fused, lambda v: tf.nn.gelu(v, approximate=True), (xd,)),
+        (tf_fast_path.gelu_fused, activations.gelu, (xd,)),
+        (tf_fast_path.softmax_fused, tf.nn.softmax, (x,)),
+        (lambda v, g, b: tf_fast_path.layer_norm_fused(v, g, b, 1e-12),
          lambda v, g, b: tf.nn.batch_normalization(v, *tf.nn.moments(v, axes=[-1], keepdims=True), b, g, 1e-12),
          (x, gamma, beta)),
     ]
@@ -183,7 +183,7 @@ def test_fused_training_ops_match_autodiff(dtype):
 def test_training_forward_and_gradients_match_unfused(monkeypatch):
     """`training=True` (fused GELU, LayerNorm and softmax backward) gives the NumPy reference's outputs and the
     gradients that autodiff of the plain ops gives."""
-    from albert_tf.layers import activations
+    from albert_tf.layers import activations, tf_fast_path
 
     model, inputs, want = model_with_reference("groups_L5_G2_K2", seed=11)
 
@@ -196,9 +196,9 @@ def test_training_forward_and_gradients_match_unfused(monkeypatch):
     fused_out, fused_grads = tf.function(step)()
     np.testing.assert_allclose(fused_out.numpy(), want["sequence_output"], atol=1e-5, rtol=1e-5)
     # The plain ops in place of the fused ones (test-only substitution).
-    monkeypatch.setattr(activations, "gelu_fused", activations.gelu)
-    monkeypatch.setattr(activations, "softmax_fused", lambda v: tf.nn.softmax(v, axis=-1))
-    monkeypatch.setattr(activations, "layer_norm_fused", lambda v, g, b, eps: tf.nn.batch_normalization(
+    monkeypatch.setattr(tf_fast_path, "gelu_fused", activations.gelu)
+    monkeypatch.setattr(tf_fast_path, "softmax_fused", lambda v: tf.nn.softmax(v, axis=-1))
+    monkeypatch.setattr(tf_fast_path, "layer_norm_fused", lambda v, g, b, eps: tf.nn.batch_normalization(
         v, *tf.nn.moments(v, axes=[-1], keepdims=True), b, g, eps))
     plain_out, plain_grads = tf.function(step)()
     np.testing.assert_allclose(plain_out.numpy(), want["sequence_output"], atol=1e-5, rtol=1e-5)
