@@ -13,12 +13,6 @@ from albert_tf.layers.tf_fast_path import compile_forward  # noqa: F401  A publi
 from albert_tf.layers.transformer import AlbertTransformerBlock
 from albert_tf.models.lora import LoraMixin
 
-# `quantize("int8")`: Keras' int8 with weights only (the inputs of each matmul stay float). Keras' default also
-# quantizes each input row; on the embeddings that moved a fine-tuned NER model's probabilities by 0.06 where
-# weight-only int8 moves them by 0.0015 (docs/deploying_small.md).
-INT8_WEIGHT_ONLY = dict(activation_quantizer=None)
-
-
 def as_config(config):
     """Accepts an `AlbertConfig`, a dict of its fields, or a path to an `albert_config.json`."""
     if isinstance(config, AlbertConfig):
@@ -138,7 +132,7 @@ class AlbertModel(LoraMixin, keras.Model):
         recompute = self.recompute and training is True
         # Seeded (stateless) dropout on TensorFlow (`tf_fast_path.dropout_seed`); None elsewhere, where the Keras
         # `Dropout` layers draw from their seed generators.
-        dropout_seed = tf_fast_path.dropout_seed(training, dropout_seed, self._block_seed_generator())
+        dropout_seed = tf_fast_path.dropout_seed(training, dropout_seed, self.dropout_seed_generator())
         seeds = [tf_fast_path.fold_in(dropout_seed, i) for i in range(len(self.layer_groups) + 1)]
         embedding_output = self.embeddings(input_ids, segment_ids, training=training,
                                            dropout_seed=seeds[0])                        # [batch, seq, E]
@@ -181,7 +175,7 @@ class AlbertModel(LoraMixin, keras.Model):
 
         return layer
 
-    def _block_seed_generator(self):
+    def dropout_seed_generator(self):
         """A `SeedGenerator` of the blocks' dropout layers (None when every dropout rate is 0): the source of the
         per-call dropout seed, so that `keras.utils.set_random_seed` governs it as it does Keras dropout."""
         block = self.groups[0][0]
@@ -212,12 +206,13 @@ class AlbertModel(LoraMixin, keras.Model):
     @classmethod
     def from_config(cls, config):
         config = dict(config)
-        mode = config.pop("quantization", None)
-        return quantized(cls(AlbertConfig.from_dict(config.pop("config")), **config), mode)
+        quantization = {key: config.pop(key) for key in ("quantization", "quantization_config") if key in config}
+        return quantized(cls(AlbertConfig.from_dict(config.pop("config")), **config), quantization)
 
-    def quantize(self, mode=None, **kwargs):
-        """Keras' `quantize("int8")` (`quantize_int8`)."""
-        quantize_int8(self, super().quantize, mode, **kwargs)
+    def quantize(self, mode=None, config=None, **kwargs):
+        """Keras' `quantize("int8")`, weight-only unless `config` names an activation quantizer
+        (`quantize_int8`)."""
+        quantize_int8(self, super().quantize, mode, config, **kwargs)
 
     @classmethod
     def from_pretrained(cls, path, config=None, **kwargs):
@@ -226,30 +221,55 @@ class AlbertModel(LoraMixin, keras.Model):
 
 
 def with_quantization(model, config):
-    """`config` plus `"quantization": "int8"` when `model`'s `Dense` layers are quantized (`model.quantize`), so
-    that `from_config` (a `.keras` load) quantizes the new model before its weights are read."""
-    modes = {layer.quantization_mode for layer in sublayers(model)
-             if isinstance(layer, keras.layers.Dense)} - {None}
-    if modes:
-        config["quantization"] = modes.pop()
+    """`config` plus `"quantization": "int8"` and the `Dense` layers' `quantization_config` (serialized) when they
+    are quantized (`model.quantize`), so that `from_config` (a `.keras` load) quantizes the new model the same way
+    before its weights are read."""
+    dense = [layer for layer in sublayers(model) if is_dense(layer) and layer.quantization_mode is not None]
+    if dense:
+        config["quantization"] = dense[0].quantization_mode
+        config["quantization_config"] = keras.saving.serialize_keras_object(dense[0].quantization_config)
     return config
 
 
-def quantized(model, mode):
-    """`model`, quantized to `mode` when that is not None (`from_config` of a `with_quantization` config)."""
+def quantized(model, config):
+    """`model`, quantized as `config` (a `from_config` dict, whose `quantization` keys `with_quantization` wrote
+    and this pops) says."""
+    mode = config.pop("quantization", None)
+    quantization_config = config.pop("quantization_config", None)
     if mode is not None:
-        model.quantize(mode)
+        model.quantize(mode, config=keras.saving.deserialize_keras_object(quantization_config))
     return model
 
 
-def quantize_int8(model, keras_quantize, mode, config=None, **kwargs):
-    """Keras' own `quantize` of `model` (`keras_quantize`, its `keras.Model.quantize`): `"int8"`, each `Dense`
-    kernel to int8 with a per-column scale, the inputs left in float (`INT8_WEIGHT_ONLY`, unless a `config` is
-    given). Other modes are refused first (`check_quantize_mode`)."""
+def quantize_int8(model, keras_quantize, mode, config, **kwargs):
+    """Keras' own `quantize` of `model` (`keras_quantize`, its `keras.Model.quantize`), in `"int8"` only (others
+    are refused by `check_quantize_mode`): each `Dense` kernel to int8 with a per-column scale.
+
+    `config` is the one Keras resolved (its `Int8QuantizationConfig()` when none was given). On the ALBERT models
+    that default means weights only (`weight_only_by_default`); a config naming its own activation quantizer (with
+    an axis) quantizes the matmul inputs too, as Keras does. Only the `Dense` layers are offered to Keras (unless
+    `filters` is given): the others (dropout, LayerNorm, the heads' TF1-shaped `output_weights`) have no int8 form,
+    and Keras would warn once for each."""
     check_quantize_mode(mode)
-    if config is None:
-        config = keras.quantizers.Int8QuantizationConfig(**INT8_WEIGHT_ONLY)
-    keras_quantize(mode, config=config, **kwargs)
+    if kwargs.get("filters") is None:
+        kwargs["filters"] = is_dense
+    keras_quantize(mode, config=weight_only_by_default(config), **kwargs)
+
+
+def weight_only_by_default(config):
+    """`config`, or weight-only int8 (`activation_quantizer=None`) when `config` is Keras' default
+    `Int8QuantizationConfig()`. Keras' default also quantizes each input row of every matmul; on the embeddings
+    that moved a fine-tuned NER model's probabilities by 0.06 where weight-only int8 moves them by 0.0015
+    (docs/deploying_small.md)."""
+    default = keras.quantizers.Int8QuantizationConfig()
+    if config is None or (type(config) is type(default) and config.get_config() == default.get_config()):
+        return keras.quantizers.Int8QuantizationConfig(activation_quantizer=None)
+    return config
+
+
+def is_dense(layer):
+    """Whether `layer` is a `keras.layers.Dense` (the layers `quantize("int8")` converts)."""
+    return isinstance(layer, keras.layers.Dense)
 
 
 def check_quantize_mode(mode):

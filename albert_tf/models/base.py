@@ -137,7 +137,7 @@ class PretrainedMixin(LoraMixin):
         is). A seed generator's state is not a weight (`.keras` files and `model.weights` leave it out); the
         training loop's checkpoints save it, so a resumed run draws the masks the uninterrupted run draws."""
         self._head_seed = None
-        if head_dropout_rate > 0 and self.encoder._block_seed_generator() is None:
+        if head_dropout_rate > 0 and self.encoder.dropout_seed_generator() is None:
             self._head_seed = keras.random.SeedGenerator(name="head_dropout_seed")
         self.set_preprocessor(preprocessor)
         self.built = True
@@ -149,7 +149,7 @@ class PretrainedMixin(LoraMixin):
         original's `tf.nn.dropout`, which a resumed process would draw again from its start)."""
         if not training or rate <= 0:
             return x
-        seed = self._head_seed if self._head_seed is not None else self.encoder._block_seed_generator()
+        seed = self._head_seed if self._head_seed is not None else self.encoder.dropout_seed_generator()
         return keras.random.dropout(x, rate, seed=seed)
 
     # --- Config ------------------------------------------------------------------------------------------
@@ -168,8 +168,8 @@ class PretrainedMixin(LoraMixin):
         if isinstance(config.get("preprocessor"), dict):
             import albert_tf.text.preprocessor  # noqa: F401  Registers AlbertPreprocessor (deferred: tensorflow-text).
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
-        mode = config.pop("quantization", None)
-        return quantized(cls(config.pop("config"), **config), mode)
+        quantization = {key: config.pop(key) for key in ("quantization", "quantization_config") if key in config}
+        return quantized(cls(config.pop("config"), **config), quantization)
 
     @classmethod
     def from_pretrained(cls, path, config=None, preprocessor=None, **model_kwargs):
@@ -352,16 +352,13 @@ class PretrainedMixin(LoraMixin):
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`; with a preprocessor, `x` may be raw text (see the class docstring).
 
-        On TensorFlow, each batch of text runs at its longest text rounded up to a multiple of 32 (not at the
-        preprocessor's `max_seq_length`): the outputs are the same (the attention mask hides padding), and the
-        outputs with a sequence axis come back at `max_seq_length` as before, positions past the batch's cut
-        holding 0 (`p_mask` 1)."""
-        cut = keras.backend.backend() == "tensorflow"
-        dataset = self._text_dataset(x, batch_size=batch_size, cut=cut)
+        Each batch of text runs at its longest text rounded up to a multiple of 32 (not at the preprocessor's
+        `max_seq_length`): the outputs are the same (the attention mask hides padding), and the outputs with a
+        sequence axis come back at `max_seq_length` as before, positions past the batch's cut holding 0
+        (`p_mask` 1). On JAX, each of those lengths compiles once."""
+        dataset = self._text_dataset(x, batch_size=batch_size, cut=True)
         if dataset is None:
             return super().predict(x, batch_size=batch_size, **kwargs)
-        if not cut:
-            return super().predict(dataset, batch_size=None, **kwargs)
         # The outputs to pad back (`_uncut`), read when Keras traces its predict function: a new one for text.
         self._cut_outputs = self._sequence_outputs(dataset.element_spec[0])
         self.predict_function = None
@@ -372,14 +369,28 @@ class PretrainedMixin(LoraMixin):
             self.predict_function = None
 
     def _sequence_outputs(self, feature_specs):
-        """The names of the outputs (and passthrough features) with a sequence axis, from a symbolic call on
-        features of unknown length."""
-        inputs = {name: keras.KerasTensor(spec.shape, dtype=spec.dtype.name) for name, spec in feature_specs.items()}
-        axis = len(inputs["input_ids"].shape) - 1
-        names = {name for name, spec in inputs.items() if len(spec.shape) > axis and spec.shape[axis] is None}
-        for name, value in self.compute_output_spec(inputs).items():
-            first = value[0] if isinstance(value, (list, tuple)) and value else value
-            if len(getattr(first, "shape", ())) > axis and first.shape[axis] is None:
+        """The names of the outputs (and passthrough features) with a sequence axis: those whose length along
+        the features' sequence axis follows the input's, from two symbolic calls at different lengths (JAX
+        traces concrete lengths only)."""
+        axis = len(feature_specs["input_ids"].shape) - 1
+        names = {name for name, spec in feature_specs.items()
+                 if len(spec.shape) > axis and spec.shape[axis] is None}
+        full = self.preprocessor.max_seq_length
+        specs = []
+        for length in (full, full - 1):
+            inputs = {}
+            for name, spec in feature_specs.items():
+                shape = [2 if size is None else size for size in spec.shape]
+                if name in names:
+                    shape[axis] = length
+                inputs[name] = keras.KerasTensor(shape, dtype=spec.dtype.name)
+            specs.append(self.compute_output_spec(inputs))
+        def first(value):
+            return value[0] if isinstance(value, (list, tuple)) and value else value
+
+        for name, value in specs[0].items():
+            shape, other = getattr(first(value), "shape", ()), getattr(first(specs[1][name]), "shape", ())
+            if len(shape) > axis and shape[axis] != other[axis]:
                 names.add(name)
         return frozenset(names)
 
@@ -407,8 +418,9 @@ class PretrainedMixin(LoraMixin):
 
         def pad(value, fill):
             paddings = [[0, 0]] * len(value.shape)
-            paddings[axis] = [0, tf.maximum(full - tf.shape(value)[axis], 0)]
-            return tf.pad(value, paddings, constant_values=tf.cast(fill, value.dtype))
+            # A batch is cut to at most `full` (`cut_to_longest`): a static int on JAX, a tensor on TensorFlow.
+            paddings[axis] = [0, full - keras.ops.shape(value)[axis]]
+            return keras.ops.pad(value, paddings, constant_values=fill)
 
         padded = {}
         for name, value in outputs.items():
@@ -497,7 +509,8 @@ class PretrainedMixin(LoraMixin):
     def compute_metrics(self, x, y, y_pred, sample_weight=None):
         return super().compute_metrics(x, y, self.loss_output(y_pred), sample_weight)
 
-    def quantize(self, mode=None, **kwargs):
-        """Keras' `quantize("int8")` (`albert_tf.models.albert_model.quantize_int8`)."""
-        quantize_int8(self, super().quantize, mode, **kwargs)
+    def quantize(self, mode=None, config=None, **kwargs):
+        """Keras' `quantize("int8")`, weight-only unless `config` names an activation quantizer
+        (`albert_tf.models.albert_model.quantize_int8`)."""
+        quantize_int8(self, super().quantize, mode, config, **kwargs)
 

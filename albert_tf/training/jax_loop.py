@@ -86,22 +86,22 @@ def _restore_newest_intact(root, model, model_dir, is_chief):
     for step, prefix in reversed(checkpoints):
         try:
             check_readable(prefix)
-            mismatch = loop._adapter_mismatch(model, prefix)
+            mismatch = loop.adapter_mismatch(model, prefix)
             if mismatch is None:
                 object_graph.restore(prefix, root)
         except (InputError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
             reason = str(e).splitlines()[0] if isinstance(e, InputError) else tf_error_text(e)
-            aside = loop._move_aside(prefix) if is_chief else prefix
+            aside = loop.move_aside(prefix) if is_chief else prefix
             logging.warning("Checkpoint %s is damaged (%s): moved aside to %s; trying the one before it.",
                             prefix, reason, aside)
             continue
         if mismatch is not None:
             raise InputError(mismatch)
         logging.info("Resuming from %s.", prefix)
-        if is_chief and loop._state_file_latest(model_dir) != prefix:
+        if is_chief and loop.state_file_latest(model_dir) != prefix:
             logging.warning("The `checkpoint` state file of %s does not name %s (damaged or stale): writing it "
                             "again from the checkpoints on disk.", model_dir, prefix)
-            loop._write_state_file(model_dir, [p for s_, p in checkpoints if s_ <= step])
+            loop.write_state_file(model_dir, [p for s_, p in checkpoints if s_ <= step])
         return prefix
     if checkpoints:
         raise InputError(f"Every checkpoint in {model_dir} is damaged (moved aside to model.ckpt-<step>"
@@ -281,7 +281,7 @@ def _train_loops(trainer, iterator, mirror, manager, writer, num_train_steps, it
             break
         new_step = step + len(outputs)
         stats = _loop_stats(outputs, step, time.time() - loop_start, trainer.global_batch, model_dir)
-        loop._report_loop(writer, stats, new_step, num_train_steps, (time.time() - start_time)
+        loop.report_loop(writer, stats, new_step, num_train_steps, (time.time() - start_time)
                           / max(new_step - start_step, 1) * (num_train_steps - new_step))
         step = new_step
         result = {"global_step": step, "loss": stats["loss"], "gradient_norm": stats["gradient_norm"],

@@ -226,12 +226,12 @@ def _restore_newest_intact(objects, model_dir, is_chief):
         try:
             check_readable(prefix)
             # Checked before the restore, which would assign the optimizer's slots to other variables.
-            mismatch = _adapter_mismatch(objects["model"], prefix)
+            mismatch = adapter_mismatch(objects["model"], prefix)
             if mismatch is None:
                 tf.train.Checkpoint(**objects).restore(prefix).expect_partial()
         except (InputError, tf.errors.DataLossError, tf.errors.OutOfRangeError) as e:
             reason = str(e).splitlines()[0] if isinstance(e, InputError) else tf_error_text(e)
-            aside = _move_aside(prefix) if is_chief else prefix
+            aside = move_aside(prefix) if is_chief else prefix
             moved.append(prefix)
             logging.warning("Checkpoint %s is damaged (%s): moved aside to %s; trying the one before it.",
                             prefix, reason, aside)
@@ -239,12 +239,12 @@ def _restore_newest_intact(objects, model_dir, is_chief):
         if mismatch is not None:
             raise InputError(mismatch)
         logging.info("Resuming from %s.", prefix)
-        named = _state_file_latest(model_dir) if is_chief else prefix
+        named = state_file_latest(model_dir) if is_chief else prefix
         if named != prefix:
             if named not in moved:   # a state file naming a checkpoint moved aside just now is not to blame
                 logging.warning("The `checkpoint` state file of %s does not name %s (damaged or stale): writing it "
                                 "again from the checkpoints on disk.", model_dir, prefix)
-            _write_state_file(model_dir, [p for s_, p in checkpoints if s_ <= step])
+            write_state_file(model_dir, [p for s_, p in checkpoints if s_ <= step])
         return prefix
     if checkpoints:
         raise InputError(f"Every checkpoint in {model_dir} is damaged (moved aside to model.ckpt-<step>"
@@ -254,7 +254,7 @@ def _restore_newest_intact(objects, model_dir, is_chief):
 
 
 def _move_orphans_aside(model_dir):
-    """Moves aside (`_move_aside`) the `model.ckpt-<step>.data-*` files whose `.index` is gone (a deleted index,
+    """Moves aside (`move_aside`) the `model.ckpt-<step>.data-*` files whose `.index` is gone (a deleted index,
     a copy that left it out), with a warning: the run would otherwise write that step again over them. Returns
     their prefixes."""
     if not tf.io.gfile.isdir(model_dir):
@@ -263,13 +263,13 @@ def _move_orphans_aside(model_dir):
     prefixes = sorted({os.path.join(model_dir, match.group(1)) for match in map(_ORPHAN_DATA.match, names)
                        if match and match.group(1) + ".index" not in names})
     for prefix in prefixes:
-        aside = _move_aside(prefix)
+        aside = move_aside(prefix)
         logging.warning("Checkpoint %s has no index (%s.index is missing): its data moved aside to %s.*; resuming "
                         "from the newest checkpoint before it.", prefix, os.path.basename(prefix), aside)
     return prefixes
 
 
-def _adapter_mismatch(model, prefix):
+def adapter_mismatch(model, prefix):
     """The error text when checkpoint `prefix` and `model` have LoRA adapters on a different number of layers or
     of another rank (resuming would leave the adapters out, start them again, or fail on their shapes), else
     None."""
@@ -291,7 +291,7 @@ def _adapter_mismatch(model, prefix):
             "directory.")
 
 
-def _write_state_file(model_dir, prefixes):
+def write_state_file(model_dir, prefixes):
     """Writes the `checkpoint` state file naming `prefixes` (the last one the latest) that still have their index:
     the `CheckpointState` text proto `tf.train.CheckpointManager` writes, with relative paths."""
     names = [os.path.basename(p) for p in prefixes if tf.io.gfile.exists(p + ".index")]
@@ -299,12 +299,12 @@ def _write_state_file(model_dir, prefixes):
                       + "".join(f'all_model_checkpoint_paths: "{name}"\n' for name in names))
 
 
-def _state_file_latest(model_dir):
+def state_file_latest(model_dir):
     """The checkpoint the `checkpoint` state file names, or None (no file, or one that does not parse)."""
     return state_file_target(model_dir)
 
 
-def _move_aside(prefix):
+def move_aside(prefix):
     """Renames every file of checkpoint `prefix` to `<prefix>-damaged<suffix>` (the index first, so that the
     checkpoint is no longer listed), or to `<prefix>-damaged-2<suffix>`, `-3`, ... when an earlier damage of the
     same step was moved aside there (nothing moved aside is ever replaced); returns the new prefix."""
@@ -338,7 +338,7 @@ def _train_loops(train_loop, iterator, optimizer, manager, writer, num_train_ste
         if new_step == step:   # interrupted before the loop's first step
             break
         stats = _loop_stats(outputs, step, new_step, time.time() - loop_start, global_batch, model_dir)
-        _report_loop(writer, stats, new_step, num_train_steps, (time.time() - start_time)
+        report_loop(writer, stats, new_step, num_train_steps, (time.time() - start_time)
                      / max(new_step - start_step, 1) * (num_train_steps - new_step))
         step = new_step
         result = {"global_step": step, "loss": stats["loss"], "gradient_norm": stats["gradient_norm"],
@@ -525,7 +525,7 @@ def _loop_stats(outputs, step, new_step, elapsed, global_batch, model_dir):
                                     else float("nan"))}
 
 
-def _report_loop(writer, stats, new_step, num_train_steps, eta):
+def report_loop(writer, stats, new_step, num_train_steps, eta):
     """One log line and the TensorBoard scalars of a loop."""
     logging.info("step %d/%d loss %.4f lr %.3g grad_norm %.3f %.1f examples/s %.3f s/step ETA %s%s",
                  new_step, num_train_steps, stats["loss"], stats["learning_rate"], stats["gradient_norm"],
@@ -636,5 +636,5 @@ def evaluate_checkpoints(model, model_dir, eval_fn, metric_key, output_dir, high
                 _remove_checkpoint(prefix)
         # The `checkpoint` state file names only what is left (a later resume or `latest_checkpoint` reads it).
         if len(checkpoints) > 2 and tf.io.gfile.exists(os.path.join(model_dir, "checkpoint")):
-            _write_state_file(model_dir, [prefix for step, prefix in checkpoints if step in (best_step, latest_step)])
+            write_state_file(model_dir, [prefix for step, prefix in checkpoints if step in (best_step, latest_step)])
     return best_step, best_metrics

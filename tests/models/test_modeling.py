@@ -16,6 +16,7 @@ import albert_tf.tasks.pretraining.model
 from albert_tf import AlbertConfig, AlbertModel, AlbertPretrainer
 
 import numpy_reference as ref
+from reference_weights import assign_from_tf1
 
 TINY = dict(vocab_size=53, embedding_size=8, hidden_size=16, num_hidden_layers=3, num_hidden_groups=1,
             num_attention_heads=4, intermediate_size=24, inner_group_num=1, hidden_act="gelu",
@@ -31,35 +32,6 @@ LAYOUTS = {
     "unshared_G_eq_L": dict(TINY, num_hidden_layers=3, num_hidden_groups=3),
     "tanh_linear": dict(TINY, hidden_act="tanh"),
 }
-
-
-def assign_from_tf1(model, w):
-    """Test-local map from the original names to AlbertModel attributes (the checkpoint table is tested apart)."""
-    emb = model.embeddings
-    emb.word_embeddings.assign(w["bert/embeddings/word_embeddings"])
-    emb.token_type_embeddings.assign(w["bert/embeddings/token_type_embeddings"])
-    emb.position_embeddings.assign(w["bert/embeddings/position_embeddings"])
-    emb.layer_norm.gamma.assign(w["bert/embeddings/LayerNorm/gamma"])
-    emb.layer_norm.beta.assign(w["bert/embeddings/LayerNorm/beta"])
-    if model.embedding_projection is not None:
-        model.embedding_projection.kernel.assign(w["bert/encoder/embedding_hidden_mapping_in/kernel"])
-        model.embedding_projection.bias.assign(w["bert/encoder/embedding_hidden_mapping_in/bias"])
-    for g, group in enumerate(model.groups):
-        for k, blk in enumerate(group):
-            s = f"{ref.PREFIX}/group_{g}/inner_group_{k}"
-            for layer, name in ((blk.attention.query, "attention_1/self/query"),
-                                (blk.attention.key, "attention_1/self/key"),
-                                (blk.attention.value, "attention_1/self/value"),
-                                (blk.attention.output_dense, "attention_1/output/dense"),
-                                (blk.ffn, "ffn_1/intermediate/dense"),
-                                (blk.ffn_output, "ffn_1/intermediate/output/dense")):
-                layer.kernel.assign(w[f"{s}/{name}/kernel"])
-                layer.bias.assign(w[f"{s}/{name}/bias"])
-            for ln, name in ((blk.attention_layer_norm, "LayerNorm"), (blk.output_layer_norm, "LayerNorm_1")):
-                ln.gamma.assign(w[f"{s}/{name}/gamma"])
-                ln.beta.assign(w[f"{s}/{name}/beta"])
-    model.pooler.kernel.assign(w["bert/pooler/dense/kernel"])
-    model.pooler.bias.assign(w["bert/pooler/dense/bias"])
 
 
 def make_batch(config, rng, batch=3, seq=11):

@@ -154,7 +154,7 @@ def test_recompute_draws_its_seed_once_per_call():
     function); the gradients are those of a plain model run with that seed."""
     plain, recomputing = twin_models(DROPOUT)
     inputs = batch(DROPOUT)
-    generator = recomputing._block_seed_generator()
+    generator = recomputing.dropout_seed_generator()
     state = generator.state.numpy()
     got_loss, got = tf.function(loss_and_grads)(recomputing, inputs)
     assert not np.array_equal(generator.state.numpy(), state)         # one draw per call, outside the recompute
