@@ -39,8 +39,8 @@ def tf_error_text(error):
 
 EXPORT_NEEDS_TENSORFLOW = (
     "A SavedModel export runs on Keras' TensorFlow backend, and KERAS_BACKEND is {backend!r}: export the run's "
-    "checkpoint with `KERAS_BACKEND=tensorflow albert-export` (or the runner with `export_dir` and "
-    "KERAS_BACKEND=tensorflow, no other stage); a JAX run's output directory is read there.")
+    "checkpoint with `KERAS_BACKEND=tensorflow albert-export`; a JAX run's output directory is read there (the "
+    "runners under JAX do this themselves for `export_dir`).")
 
 
 def check_export_backend():

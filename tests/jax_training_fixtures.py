@@ -130,12 +130,23 @@ def _pretrainer():
         dict(CONFIG, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)))
 
 
-def tf_release_and_run(root, release, output_dir):
+def tf_release_and_run(root, release, output_dir, dense_gradient_norm=None):
     """Under the TensorFlow backend: a tiny release in the original's layout (TF1 names, LAMB slots,
-    `global_step`) at `release`, then `run_pretraining` from it on one device in `output_dir`."""
+    `global_step`) at `release`, then `run_pretraining` from it on one device in `output_dir`; with
+    `dense_gradient_norm`, its optimizer clips by that norm (True: the original's on TPU, as JAX)."""
     import keras
     import original_checkpoints
+    from albert_tf.training import optimization
 
+    if dense_gradient_norm is not None:
+        create = optimization.create_optimizer
+
+        def create_with_norm(*args, **kwargs):     # the driver's optimizer, with the norm asked for
+            optimizer = create(*args, **kwargs)
+            getattr(optimizer, "inner_optimizer", optimizer).dense_gradient_norm = dense_gradient_norm
+            return optimizer
+
+        optimization.create_optimizer = create_with_norm
     keras.utils.set_random_seed(5)
     original_checkpoints.save_original_checkpoint(_pretrainer(), release, slots=("lamb_m", "lamb_v"))
     return run_pretraining(root, output_dir, init_checkpoint=release)

@@ -23,6 +23,7 @@ import collections
 import dataclasses
 import re
 
+import keras
 import tensorflow as tf
 from absl import logging
 from tensorflow.core.protobuf import trackable_object_graph_pb2
@@ -490,6 +491,8 @@ def restore_tf2(model, prefix, allow_missing_heads=True):
     reader = prefix if isinstance(prefix, CheckpointReader) else CheckpointReader(prefix)
     children = reader.tf2_children()
     table.model_targets(model, adapters=True)   # Every weight has a row or is a LoRA adapter (else: an error).
+    if keras.backend.backend() != "tensorflow":
+        return _restore_tf2_by_paths(model, reader, children, allow_missing_heads)
     _restore_tf2_encoder(reader, table.get_encoder(model), children)
     loaded, missing_heads, used = ["encoder"], [], {"encoder"}
     for head in table.model_heads(model):
@@ -507,6 +510,35 @@ def restore_tf2(model, prefix, allow_missing_heads=True):
     if missing_heads:
         logging.info("Heads not in the checkpoint, left initialised: %s", ", ".join(missing_heads))
     return LoadResult("tf2", loaded, ignored, missing_heads, 0)
+
+
+def _restore_tf2_by_paths(model, reader, children, allow_missing_heads):
+    """`restore_tf2` on a Keras backend other than TensorFlow, whose models are no `tf.train.Checkpoint` objects:
+    each variable read at its path in the checkpoint's object graph (`object_graph.restore`, as
+    `tf.train.Checkpoint.restore` matches them): a task model's whole checkpoint, or a bare encoder's into a task
+    model's encoder. A head the checkpoint lacks is left initialised with `allow_missing_heads`; any other missing
+    variable is a `CheckpointMismatchError`."""
+    from albert_tf.checkpoints import object_graph   # deferred: the other backends' path only
+
+    encoder = table.get_encoder(model)
+    bare = "encoder" not in children and "embeddings" in children and encoder is not model
+    root = object_graph.Node(model=encoder) if bare else object_graph.checkpoint_root(model)
+    missing = [key for key in object_graph.restore(reader.prefix, root, expect_partial=True)
+               if key.startswith("model/")]
+    heads = {head.name: [key for key in missing if any(key.startswith(f"model/{root}/") for root in head.roots)]
+             for head in table.model_heads(model)}
+    missing_heads = sorted(name for name, keys in heads.items() if keys)
+    other = [key for key in missing if not any(key in keys for keys in heads.values())]
+    if other or (missing_heads and not allow_missing_heads):
+        raise CheckpointMismatchError(f"TF2 checkpoint `{reader.prefix}` does not hold every variable of "
+                                      f"{type(model).__name__}.", missing=other + [k for n in missing_heads
+                                                                                for k in heads[n]])
+    if bare:
+        missing_heads = [head.name for head in table.model_heads(model)]
+    loaded = ["encoder"] + [head.name for head in table.model_heads(model) if head.name not in missing_heads]
+    logging.info("Restored %s of %s from TF2 checkpoint `%s`.", ", ".join(loaded), type(model).__name__,
+                 reader.prefix)
+    return LoadResult("tf2", loaded, [], missing_heads, 0)
 
 
 def init_groups_from_group0(model, path):

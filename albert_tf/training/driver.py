@@ -43,7 +43,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError, check_export_backend, tf_error_text
 from albert_tf.fileio import output_lock, write_text_atomic
 from albert_tf.text import tokenization
-from albert_tf.training import distribution, jax_distribution, jax_loop, loop, optimization
+from albert_tf.training import distribution, export_process, jax_distribution, jax_loop, loop, optimization
 
 EVAL_RESULTS_FILE = loop.EVAL_RESULTS_FILE
 BEST_TRIAL_FILE = "best_trial.txt"
@@ -516,8 +516,11 @@ def run(task_class, options, runtime_options=None):
         runtime = Runtime(runtime_options, options, stack)
         task = task_class(options, runtime)
         task.check()
-        if "export" in options.stages():
-            check_export_backend()
+        stages = options.stages()
+        # A SavedModel is a TensorFlow graph: under another backend the export stage runs last, in a TensorFlow
+        # process of its own (`export_process`), on the checkpoint this run wrote.
+        export_elsewhere = "export" in stages and keras.backend.backend() != "tensorflow"
+        stages = tuple(stage for stage in stages if not (export_elsewhere and stage == "export"))
         # The strategy after the checks: a missing TPU stops the run before `output_dir` is made.
         runtime.strategy = prepare_runtime(runtime_options)
         # One run per output directory: a second one would write its checkpoints over this one's. The chief holds it.
@@ -528,4 +531,22 @@ def run(task_class, options, runtime_options=None):
         with runtime.strategy.scope():
             model = apply_lora(task.build_model(init_path), options)
         stack.enter_context(removed_on_failure(options.feature_files()))
-        return run_stages(task, model, options.stages(), init_path)
+        result = run_stages(task, model, stages, init_path)
+        if export_elsewhere and chief:
+            result.update(export_process.export_in_tensorflow(task_class, options, runtime_options))
+        return result
+
+
+def export_stage(task_class, options, runtime_options):
+    """The export stage of a run alone, on Keras' TensorFlow backend, without taking the output directory's lock:
+    the child process of `export_process`, whose parent run holds it. Returns the export's entries."""
+    with contextlib.ExitStack() as stack:
+        runtime = Runtime(runtime_options, options, stack)
+        task = task_class(options, runtime)
+        task.check()
+        check_export_backend()
+        runtime.strategy = prepare_runtime(runtime_options)
+        init_path = None if loop.list_checkpoints(options.output_dir) else options.checked_init_path
+        with runtime.strategy.scope():
+            model = apply_lora(task.build_model(init_path), options)
+        return run_stages(task, model, ("export",), init_path)

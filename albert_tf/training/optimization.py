@@ -9,7 +9,12 @@ original), as Keras 3 objects.
   update by the trust ratio `||w|| / ||update||` (1.0 when either norm is 0), skipped for the excluded
   variables.
 * Both clip the aggregated gradients by global norm 1.0 (`tf.clip_by_global_norm`) *after* the
-  cross-replica sum, as the original clips the gradients of the whole (TPU-sharded) batch.
+  cross-replica sum, as the original clips the gradients of the whole (TPU-sharded) batch. The norm is the
+  original's of the device it runs on (`dense_gradient_norm`): on CPU and GPU the original looks embeddings up with
+  `tf.gather`, whose `IndexedSlices` gradient counts a repeated id once per occurrence in the norm; on TPU
+  (`use_one_hot_embeddings`) the lookups are one-hot matmuls, whose dense gradient sums the repeats first. So does
+  TensorFlow here (per occurrence, dense under `TPUStrategy`); JAX, which has no `IndexedSlices` and runs the
+  TPU VMs, takes the dense norm.
 
 They are `keras.optimizers.Optimizer`s that write out Keras's public `apply(grads, variables)` contract on
 public Keras and `tf.distribute` APIs (`build`, `add_variable_from_reference`, the `learning_rate` and
@@ -183,7 +188,7 @@ class _AlbertAdamBase(keras.optimizers.Optimizer):
 
     def __init__(self, learning_rate=0.001, weight_decay_rate=0.01, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
                  exclude_from_weight_decay=DEFAULT_EXCLUDE, exclude_from_layer_adaptation=None,
-                 clip_norm=1.0, name=None, **kwargs):
+                 clip_norm=1.0, dense_gradient_norm=None, name=None, **kwargs):
         for key in ("weight_decay", "global_clipnorm", "clipnorm", "clipvalue"):
             if kwargs.get(key) is not None:
                 raise InputError(f"`{key}` is not used by the ALBERT optimizers: use `weight_decay_rate` and "
@@ -204,6 +209,10 @@ class _AlbertAdamBase(keras.optimizers.Optimizer):
                                               if exclude_from_layer_adaptation
                                               else list(self.exclude_from_weight_decay))
         self.clip_norm = None if clip_norm is None else float(clip_norm)
+        # The clip's norm of an embedding lookup's gradient: True sums repeated ids first (the original on TPU),
+        # False counts each occurrence (the original's `tf.gather` on CPU/GPU; TensorFlow only); None: True under
+        # `TPUStrategy` and on the other Keras backends, False otherwise.
+        self.dense_gradient_norm = None if dense_gradient_norm is None else bool(dense_gradient_norm)
 
     def build(self, var_list):
         if self.built:
@@ -285,7 +294,12 @@ class _AlbertAdamBase(keras.optimizers.Optimizer):
         if self.loss_scale_factor is not None:
             grads = [grad / self.loss_scale_factor for grad in grads]
         grads = _sum_across_replicas(grads)
-        norm = tf.linalg.global_norm(grads)
+        dense = self.dense_gradient_norm
+        if dense is None:
+            dense = isinstance(tf.distribute.get_strategy(), tf.distribute.TPUStrategy)
+        # An `IndexedSlices` gradient's values hold one row per occurrence of an id: their norm is the original's
+        # on CPU/GPU; its dense form (the repeats summed) gives the one-hot lookups' norm, as on TPU.
+        norm = tf.linalg.global_norm([tf.convert_to_tensor(g) for g in grads] if dense else grads)
         # The clip of `tf.clip_by_global_norm` (the same scale, the same products), applied in each variable's
         # update rather than to a clipped copy of every gradient at once.
         scale = tf.constant(1.0, norm.dtype)
@@ -314,6 +328,10 @@ class _AlbertAdamBase(keras.optimizers.Optimizer):
         """`_apply_pairs` in `keras.ops` (JAX, PyTorch): the same clip and update on the variables (`stateless_apply`
         traces it); the gradients are those of the whole batch already (JAX's `jit` sums the devices' parts)."""
         ops = keras.ops
+        if self.dense_gradient_norm is False:
+            raise InputError("`dense_gradient_norm=False` (the clip's norm counting each occurrence of an embedding "
+                             "id) needs TensorFlow's IndexedSlices gradients: leave it None on "
+                             f"KERAS_BACKEND={keras.backend.backend()}.")
         grads = [ops.convert_to_tensor(grad) for grad, _ in pairs]
         if self.loss_scale_factor is not None:
             grads = [grad / self.loss_scale_factor for grad in grads]
@@ -357,7 +375,7 @@ class _AlbertAdamBase(keras.optimizers.Optimizer):
         config.update(weight_decay_rate=self.weight_decay_rate, beta_1=self.beta_1, beta_2=self.beta_2,
                       epsilon=self.epsilon, exclude_from_weight_decay=self.exclude_from_weight_decay,
                       exclude_from_layer_adaptation=self.exclude_from_layer_adaptation,
-                      clip_norm=self.clip_norm)
+                      clip_norm=self.clip_norm, dense_gradient_norm=self.dense_gradient_norm)
         for key in ("weight_decay", "global_clipnorm", "clipnorm", "clipvalue", "gradient_accumulation_steps"):
             config.pop(key, None)
         return config
@@ -374,6 +392,9 @@ class AdamWeightDecay(_AlbertAdamBase):
         exclude_from_weight_decay: regexes searched in the variable path.
         exclude_from_layer_adaptation: unused by AdamW (kept for a common signature).
         clip_norm: float or None, global-norm clip of the aggregated gradients (1.0 in the original).
+        dense_gradient_norm: bool or None, the clip's norm of embedding lookups' gradients: True sums a repeated
+            id's rows first (the original on TPU), False counts each occurrence (the original on CPU/GPU;
+            TensorFlow only); None: True under `TPUStrategy` and on JAX/PyTorch, False otherwise.
     """
 
     def __init__(self, learning_rate=0.001, name="AdamWeightDecayOptimizer", **kwargs):

@@ -1,10 +1,7 @@
 """SIGINT / SIGTERM: the step in flight finishes, a checkpoint is written, one line, exit 130 / 143."""
 
 import os
-import re
 import signal
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -14,7 +11,8 @@ import tensorflow as tf
 import albert_tf
 from albert_tf.tasks.glue.model import classifier_loss
 from albert_tf.training import interrupt, loop, optimization
-from glue_fixtures import REPO, glue_root, model_files  # noqa: F401  (fixtures)
+from glue_fixtures import glue_root, model_files  # noqa: F401  (fixtures)
+from interrupting import endless_classifier_args, interrupt_when_training, interrupted_step, start
 
 TINY = dict(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
             intermediate_size=32, max_position_embeddings=16, hidden_dropout_prob=0.0,
@@ -80,44 +78,23 @@ def test_signal_outside_a_loop_raises_at_once():
     assert signal.getsignal(signal.SIGINT) is before
 
 
-def _start(args, tmp_path):
-    return subprocess.Popen([sys.executable, os.path.join(REPO, "run_classifier.py"), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"), cwd=str(tmp_path))
-
-
-def _interrupt_when_training(proc, signum):
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if re.search(r"step \d+/100000 loss", line):   # after the first loop's log line: within a loop
-            proc.send_signal(signum)
-            break
-    out = "".join(lines) + proc.communicate(timeout=120)[0]
-    return proc.returncode, out
-
-
 @pytest.mark.e2e
 def test_run_classifier_ctrl_c_and_sigterm(glue_root, model_files, tmp_path):  # noqa: F811
     """Issue row: Ctrl-C during `run_classifier.py --do_train` gives one line and exit 130, not a traceback;
     SIGTERM (a preemption) exit 143; each leaves a checkpoint at its step and the same command resumes."""
     out_dir = tmp_path / "out"
-    args = ["--task_name=SST-2", f"--data_dir={glue_root}", f"--output_dir={out_dir}",
-            f"--albert_config_file={model_files['config_file']}", f"--spm_model_file={model_files['spm']}",
-            "--max_seq_length=32", "--train_batch_size=4", "--train_step=100000", "--warmup_step=1",
-            "--save_checkpoints_steps=50000", "--iterations_per_loop=20", "--learning_rate=1e-4", "--do_train"]
-    code, out = _interrupt_when_training(_start(args, tmp_path), signal.SIGINT)
+    args = endless_classifier_args(glue_root, model_files, out_dir)
+    code, out = interrupt_when_training(start("run_classifier.py", args, tmp_path), signal.SIGINT)
     assert code == 130, out[-3000:]
     assert "Traceback" not in out and "KeyboardInterrupt" not in out
-    last = out.strip().splitlines()[-1]
-    step = int(last.split("interrupted at step ")[1].split(";")[0])
-    assert last == f"interrupted at step {step}; the same command resumes" and step >= 20
+    step = interrupted_step(out)
+    assert step >= 20
     assert [s for s, _ in loop.list_checkpoints(str(out_dir))] == [step]
     assert not [name for name in os.listdir(out_dir) if "tmp" in name]
 
-    code, out = _interrupt_when_training(_start(args, tmp_path), signal.SIGTERM)
+    code, out = interrupt_when_training(start("run_classifier.py", args, tmp_path), signal.SIGTERM)
     assert code == 143, out[-3000:]
     assert "Resuming from" in out
     assert "restarts the input pipeline" not in out   # one device: the iterator is in the checkpoint, no seed needed
-    later = int(out.strip().splitlines()[-1].split("interrupted at step ")[1].split(";")[0])
+    later = interrupted_step(out)
     assert later > step and [s for s, _ in loop.list_checkpoints(str(out_dir))] == [step, later]

@@ -2,8 +2,9 @@
 the TPU stand-in), from a tiny release in the original's layout (TF1 names, LAMB slots, `global_step`) with dropout
 off, 6 LAMB steps, checkpoints at 3 and 6:
 
-* it ends with the weights of the same run under the TensorFlow backend (one device, a fresh process), in a
-  checkpoint that the TensorFlow tools (`restore_checkpoint`) read;
+* it ends with the weights of the same run under the TensorFlow backend (one device, a fresh process, its clip
+  norm the original's on TPU: `dense_gradient_norm=True`, what JAX computes), in a checkpoint that the TensorFlow
+  tools (`restore_checkpoint`) read;
 * stopped after step 3 (its step-6 checkpoint cut short, as a preemption while writing leaves it) and started
   again, it goes on past the damaged checkpoint and ends with the uninterrupted run's weights;
 * two processes of 4 devices each (loopback, `keras.distribution.initialize()`) end with one process's weights;
@@ -33,7 +34,7 @@ def runs(tmp_path_factory):
     fixtures.write_pretraining_data(str(data))
     release = str(root / "release" / "model.ckpt")
     dirs = {name: str(root / name) for name in ("tf", "jax", "jax_resumed", "jax_two_processes")}
-    tf_result = run_measurement("jax_training_fixtures", "tf_release_and_run", str(data), release, dirs["tf"],
+    tf_result = run_measurement("jax_training_fixtures", "tf_release_and_run", str(data), release, dirs["tf"], True,
                                 env={"KERAS_BACKEND": "tensorflow"})
     jax_results = run_measurement("jax_training_fixtures", "jax_run_and_resume", str(data), release, dirs["jax"],
                                   dirs["jax_resumed"], env=EIGHT_DEVICES)
@@ -61,10 +62,10 @@ def test_jax_ends_with_the_tensorflow_weights_in_a_checkpoint_tensorflow_reads(r
     assert sorted(tf_read) == sorted(tf_own)
     for path in tf_own:
         expected, got = np.asarray(tf_own[path]), np.asarray(tf_read[path])
-        # The kernels and embeddings (LAMB's trust ratio) agree to float rounding; the biases and LayerNorm
-        # parameters (Adam's m / sqrt(v) without the ratio, sensitive to the rounding of their small gradients)
-        # to 3e-4 after 6 steps of 5e-3.
-        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5 if got.ndim > 1 else 3e-4, err_msg=path)
+        # The issue asks 2e-4; with the same clip norm as TensorFlow's reference the runs agree to float rounding
+        # (the original's CPU/GPU norm, counting repeated embedding ids, moves the Adam-only biases and
+        # LayerNorm parameters by 2.6e-4 over these 6 steps: docs/tpu.md).
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5, err_msg=path)
     assert abs(jax_results[0]["loss"] - tf_result["loss"]) < 1e-4
 
 

@@ -153,3 +153,24 @@ def test_checkpoint_restores_slots_and_iterations(tmp_path):
 def test_bad_optimizer_name():
     with pytest.raises(ValueError, match="optimizer"):
         optimization.create_optimizer(1e-3, 10, 1, optimizer="sgd")
+
+
+@pytest.mark.parametrize("dense", [False, True])
+def test_the_clip_norm_of_an_embedding_lookup_is_the_originals_of_each_device(dense):
+    """The clip's global norm of a `tf.gather` gradient with repeated ids: each occurrence counted (the original on
+    CPU/GPU, the default here) or the repeats summed first (`dense_gradient_norm=True`: its one-hot lookups on TPU,
+    and the JAX backend), each against the NumPy norm of that form."""
+    table = tf.Variable(np.arange(12, dtype=np.float32).reshape(4, 3) / 10.0)
+    ids = tf.constant([1, 1, 1, 3])
+    upstream = np.array([[1.0, 2.0, 0.5], [0.5, 1.0, 2.0], [1.5, 0.5, 0.5], [2.0, 1.0, 1.0]], np.float32)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(tf.gather(table, ids) * upstream)
+    grad = tape.gradient(loss, table)
+    assert isinstance(grad, tf.IndexedSlices)
+    opt = optimization.AdamWeightDecay(learning_rate=0.1, clip_norm=1.0, dense_gradient_norm=dense or None)
+    opt.apply([grad], [table])
+    summed = np.zeros((4, 3), np.float32)
+    np.add.at(summed, ids.numpy(), upstream)
+    want = np.linalg.norm(summed) if dense else np.linalg.norm(upstream)
+    np.testing.assert_allclose(float(opt.gradient_norm.numpy()), want, rtol=1e-6)
+    assert abs(np.linalg.norm(summed) - np.linalg.norm(upstream)) > 0.5      # the two norms differ here
