@@ -1,7 +1,6 @@
 """`albert-reproduce`: the recipes are the original release's values, `results.md` puts each dev score beside the
 published one, and a run over every task on tiny fixtures (two steps each) writes every row and resumes."""
 
-import os
 
 import pytest
 
