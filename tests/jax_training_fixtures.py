@@ -258,3 +258,43 @@ def jax_classifier(glue_root, spm_model_file, config_file, output_dir):
             "second": {k: float(v) for k, v in second.items() if np.isscalar(v)},
             "specs": specs, "lora_alpha_saved": "lora/alpha/.ATTRIBUTES/VARIABLE_VALUE" in keys,
             "frozen_kept": frozen_kept, "adapters_moved": adapters_moved}
+
+
+def jax_task_runners(root, output_dir):
+    """Under JAX on 8 devices: `run_squad` (SQuAD 1.1 and 2.0), `run_race` and `run_ner` on the tiny fixtures of
+    `task_fixtures`, each training two steps at batch 8 and then evaluating (SQuAD: predicting on a dev file with
+    answers). Returns `{runner: {"global_step", "compilations", "scores"}}`, `scores` the names of the metrics."""
+    import task_fixtures
+    from albert_tf import options as options_lib
+    from albert_tf.tasks.ner.task import NerOptions, NerTask
+    from albert_tf.tasks.race.task import RaceOptions, RaceTask
+    from albert_tf.tasks.squad.task import SquadOptions, SquadTask
+    from albert_tf.training import driver
+
+    paths = task_fixtures.write_all(root)
+    common = dict(albert_config_file=paths["config_file"], spm_model_file=paths["spm"], train_batch_size=8,
+                  predict_batch_size=8, learning_rate=1e-3, save_checkpoints_steps=2, random_seed=3, do_train=True)
+    steps = dict(train_step=2, warmup_step=1, eval_batch_size=8)
+    squad = dict(max_seq_length=task_fixtures.SQUAD_SEQ, doc_stride=8, max_query_length=8, n_best_size=3,
+                 do_predict=True)
+    runs = {
+        # Training steps from epochs: int(10 examples / 8 * 1.6) = 2 (v1), int(15 / 8 * 1.1) = 2 (v2).
+        "squad_v1": (SquadTask, SquadOptions, dict(squad, train_file=paths["squad1.1_train"],
+                                                   predict_file=paths["squad1.1_dev"], num_train_epochs=1.6)),
+        "squad_v2": (SquadTask, SquadOptions, dict(squad, train_file=paths["squad2.0_train"],
+                                                   predict_file=paths["squad2.0_dev"], num_train_epochs=1.1,
+                                                   version_2_with_negative=True, start_n_top=2, end_n_top=2)),
+        "race": (RaceTask, RaceOptions, dict(steps, data_dir=paths["race"], max_seq_length=task_fixtures.SEQ,
+                                             max_qa_length=6, do_eval=True)),
+        "ner": (NerTask, NerOptions, dict(steps, data_dir=paths["conll"], max_seq_length=task_fixtures.SEQ,
+                                          do_eval=True)),
+    }
+    results = {}
+    for name, (task_class, options_class, kwargs) in runs.items():
+        kwargs = dict(common, output_dir=os.path.join(output_dir, name), **kwargs)
+        result = driver.run(task_class, *options_lib.call_options(options_class, (), kwargs, None, None))
+        scores = result.get("eval") or result.get("predict") or {}
+        results[name] = {"global_step": int(result["train"]["global_step"]),
+                         "compilations": int(result["train"]["compilations"]),
+                         "scores": sorted(scores) if isinstance(scores, dict) else []}
+    return results
