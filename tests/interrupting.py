@@ -3,9 +3,11 @@ both backends: tests/training/test_interrupts.py, tests/training/test_jax_interr
 
 import os
 import re
+import signal
 import subprocess
 import sys
 
+from albert_tf.training import loop
 from glue_fixtures import REPO
 
 # The classifier's command line for a run that never ends by itself (100000 steps, no checkpoint before a signal).
@@ -40,3 +42,25 @@ def interrupted_step(out):
     last = out.strip().splitlines()[-1]
     assert last.startswith("interrupted at step ") and last.endswith("; the same command resumes"), out[-3000:]
     return int(last.split("interrupted at step ")[1].split(";")[0])
+
+
+def ctrl_c_then_sigterm(glue_root, model_files, tmp_path, **env):
+    """`run_classifier.py --do_train` (an endless run) stopped by Ctrl-C, then the same command stopped by SIGTERM:
+    each gives one line and exit 130 / 143, no traceback, a checkpoint at its step and nothing temporary left; the
+    second resumes from the first. Returns the second run's output."""
+    out_dir = tmp_path / "out"
+    args = endless_classifier_args(glue_root, model_files, out_dir)
+    code, out = interrupt_when_training(start("run_classifier.py", args, tmp_path, **env), signal.SIGINT)
+    assert code == 130, out[-3000:]
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out
+    step = interrupted_step(out)
+    assert step >= 20
+    assert [s for s, _ in loop.list_checkpoints(str(out_dir))] == [step]
+    assert not [name for name in os.listdir(out_dir) if "tmp" in name]
+
+    code, out = interrupt_when_training(start("run_classifier.py", args, tmp_path, **env), signal.SIGTERM)
+    assert code == 143, out[-3000:]
+    assert "Resuming from" in out and "Traceback" not in out
+    later = interrupted_step(out)
+    assert later > step and [s for s, _ in loop.list_checkpoints(str(out_dir))] == [step, later]
+    return out

@@ -12,7 +12,7 @@ import albert_tf
 from albert_tf.tasks.glue.model import classifier_loss
 from albert_tf.training import interrupt, loop, optimization
 from glue_fixtures import glue_root, model_files  # noqa: F401  (fixtures)
-from interrupting import endless_classifier_args, interrupt_when_training, interrupted_step, start
+from interrupting import ctrl_c_then_sigterm
 
 TINY = dict(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
             intermediate_size=32, max_position_embeddings=16, hidden_dropout_prob=0.0,
@@ -82,19 +82,5 @@ def test_signal_outside_a_loop_raises_at_once():
 def test_run_classifier_ctrl_c_and_sigterm(glue_root, model_files, tmp_path):  # noqa: F811
     """Issue row: Ctrl-C during `run_classifier.py --do_train` gives one line and exit 130, not a traceback;
     SIGTERM (a preemption) exit 143; each leaves a checkpoint at its step and the same command resumes."""
-    out_dir = tmp_path / "out"
-    args = endless_classifier_args(glue_root, model_files, out_dir)
-    code, out = interrupt_when_training(start("run_classifier.py", args, tmp_path), signal.SIGINT)
-    assert code == 130, out[-3000:]
-    assert "Traceback" not in out and "KeyboardInterrupt" not in out
-    step = interrupted_step(out)
-    assert step >= 20
-    assert [s for s, _ in loop.list_checkpoints(str(out_dir))] == [step]
-    assert not [name for name in os.listdir(out_dir) if "tmp" in name]
-
-    code, out = interrupt_when_training(start("run_classifier.py", args, tmp_path), signal.SIGTERM)
-    assert code == 143, out[-3000:]
-    assert "Resuming from" in out
+    out = ctrl_c_then_sigterm(glue_root, model_files, tmp_path)
     assert "restarts the input pipeline" not in out   # one device: the iterator is in the checkpoint, no seed needed
-    later = interrupted_step(out)
-    assert later > step and [s for s, _ in loop.list_checkpoints(str(out_dir))] == [step, later]
