@@ -1,4 +1,4 @@
-"""The training step under KERAS_BACKEND=jax (`training/jax_loop.py`) against the TensorFlow loop
+"""The training step under KERAS_BACKEND=jax (`training/jax_trainer.py` in `training/loop.py`) against the TensorFlow loop
 (`training/loop.py`, with and without XLA), interleaved: each round runs every configuration once, each in a fresh
 process, so that a drift of the shared machine's speed reaches all of them alike.
 
@@ -61,14 +61,14 @@ def _child(config):
         kwargs = dict(num_train_steps=FLAGS.steps, iterations_per_loop=2, save_checkpoints_steps=FLAGS.steps,
                       loop_callback=lambda stats: times.append(stats["step_time"]))
         if config == "jax":
-            from albert_tf.training import jax_distribution, jax_loop
+            from albert_tf.training import jax_distribution, loop
 
             devices = jax_distribution.jax_devices()
             with devices.scope():
                 model = albert_tf.AlbertPretrainer(albert_tf.AlbertConfig.from_dict(BASE))
                 optimizer = optimization.create_optimizer(1e-4, 1000, 10, optimizer="lamb")
-            jax_loop.run_training(model, optimizer, pretraining_loss_fn, lambda context, start: dataset, devices,
-                                  model_dir, **kwargs)
+            loop.run_training(model, optimizer, pretraining_loss_fn, lambda context: dataset, devices, model_dir,
+                              **kwargs)
         else:
             import tensorflow as tf
             from albert_tf.training import loop

@@ -15,7 +15,7 @@ policy (`mixed_bfloat16` by default):
 * each row's peak device memory (`tf.config.experimental.get_memory_info`; "n/a" where the allocator keeps
   no statistics, as TensorFlow's default CPU allocator);
 * the JAX path (`--backends` has `jax`, the default): the same pretraining and fine-tuning rows through
-  `training/jax_loop.py` (one `jax.jit` step over `stateless_apply`) and the encoder's inference as `jax.jit`
+  `training/jax_trainer.py` (one `jax.jit` step over `stateless_apply`) and the encoder's inference as `jax.jit`
   over `model.stateless_call`, each row in a process of its own under `KERAS_BACKEND=jax` on the same one
   device (its peak memory: JAX's `peak_bytes_in_use`), run before this process's TensorFlow touches the device
   so that the two runtimes never hold its memory at once; TensorFlow in those processes sees no GPU (it only
@@ -412,15 +412,15 @@ def jax_peak_memory(jax):
 
 
 def jax_timed_loop(model, optimizer, loss_fn, features, devices, steps):
-    """`jax_loop.run_training` on a repeated in-memory batch: a first call of `steps` steps (tracing, XLA), then
+    """`loop.run_training` under JAX on a repeated in-memory batch: a first call of `steps` steps (tracing, XLA), then
     `steps` timed steps in one call; returns the second call's steps/s."""
     import tensorflow as tf
 
-    from albert_tf.training import jax_loop
+    from albert_tf.training import loop
 
     loops = []
     with tempfile.TemporaryDirectory() as model_dir:
-        jax_loop.run_training(model, optimizer, loss_fn, lambda context, start: tf.data.Dataset.from_tensors(
+        loop.run_training(model, optimizer, loss_fn, lambda context: tf.data.Dataset.from_tensors(
             features).repeat(), devices, model_dir, 2 * steps, iterations_per_loop=steps, save_checkpoints_steps=0,
             checkpoint_iterator=False, loop_callback=loops.append)
     return steps / loops[-1]["seconds"]

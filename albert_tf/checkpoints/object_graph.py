@@ -209,6 +209,19 @@ def _saved_key(children, keys, path):
     return keys[node]
 
 
+def mismatched_shape(prefix, root):
+    """`(key, shape in the checkpoint, the variable's shape)` of the first variable of `root` whose value in
+    checkpoint `prefix` has another shape, or None."""
+    reader = tf.train.load_checkpoint(prefix)
+    shapes = reader.get_variable_to_shape_map()
+    children, saved_keys = _saved_graph(reader)
+    for key, variable in variable_keys(root):
+        name = _saved_key(children, saved_keys, key)
+        if name in shapes and tuple(shapes[name]) != tuple(variable.shape):
+            return key, tuple(shapes[name]), tuple(variable.shape)
+    return None
+
+
 def restore(prefix, root, expect_partial=True):
     """Assigns each variable of `root` the value saved at its path in checkpoint `prefix` (matched through the
     checkpoint's object graph, as `tf.train.Checkpoint.restore` does); returns the paths of `root` the checkpoint

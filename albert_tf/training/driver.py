@@ -43,7 +43,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError, check_export_backend, tf_error_text
 from albert_tf.fileio import output_lock, write_text_atomic
 from albert_tf.text import tokenization
-from albert_tf.training import distribution, export_process, jax_distribution, jax_loop, loop, optimization
+from albert_tf.training import distribution, export_process, jax_distribution, loop, optimization
 
 EVAL_RESULTS_FILE = loop.EVAL_RESULTS_FILE
 BEST_TRIAL_FILE = "best_trial.txt"
@@ -241,10 +241,10 @@ def prepare_runtime(runtime=None, **fields):
     if runtime.mixed_precision:
         distribution.set_mixed_precision(runtime.mixed_precision)
     if keras.backend.backend() == "jax":
-        if runtime.strategy != "one_device" or runtime.use_tpu:
-            logging.warning("KERAS_BACKEND=jax: `strategy=%s`%s name tf.distribute strategies; JAX uses every "
-                            "device it finds (`model_parallel_devices` for a model axis).", runtime.strategy,
-                            " and `use_tpu`" if runtime.use_tpu else "")
+        jax_distribution.check_tpu(runtime.use_tpu, runtime.strategy)
+        if runtime.strategy not in ("one_device", "tpu"):
+            logging.warning("KERAS_BACKEND=jax: `strategy=%s` names a tf.distribute strategy; JAX uses every "
+                            "device it finds (`model_parallel_devices` for a model axis).", runtime.strategy)
         return jax_distribution.jax_devices(runtime.model_parallel_devices)
     strategy = "tpu" if runtime.use_tpu and runtime.strategy == "one_device" else runtime.strategy
     return distribution.get_strategy(strategy=strategy, use_tpu=runtime.use_tpu, tpu_name=runtime.tpu_name,
@@ -356,13 +356,6 @@ def train(task, model, runtime, output_dir):
         return data.dataset(input_context, per_replica, start_batch)
 
     try:
-        if isinstance(strategy, jax_distribution.JaxDevices):
-            result = jax_loop.run_training(
-                model, opt, task.loss, dataset_fn, strategy, output_dir, data.num_train_steps,
-                iterations_per_loop=int(min(per_loop, save_every or per_loop)), save_checkpoints_steps=save_every,
-                keep_checkpoint_max=keep, gradient_accumulation_steps=accumulation,
-                positional_input=data.positional and runtime.options.random_seed is not None)
-            return dict(result, num_train_steps=data.num_train_steps)
         result = loop.run_training(
             model, opt, task.loss, dataset_fn, strategy, output_dir, data.num_train_steps,
             iterations_per_loop=int(min(per_loop, save_every or per_loop)), save_checkpoints_steps=save_every,
@@ -521,6 +514,9 @@ def run(task_class, options, runtime_options=None):
         # process of its own (`export_process`), on the checkpoint this run wrote.
         export_elsewhere = "export" in stages and keras.backend.backend() != "tensorflow"
         stages = tuple(stage for stage in stages if not (export_elsewhere and stage == "export"))
+        if keras.backend.backend() == "jax":
+            jax_distribution.check_model_parallel(runtime.config, runtime_options.model_parallel_devices,
+                                                  runtime.config_file)
         # The strategy after the checks: a missing TPU stops the run before `output_dir` is made.
         runtime.strategy = prepare_runtime(runtime_options)
         # One run per output directory: a second one would write its checkpoints over this one's. The chief holds it.

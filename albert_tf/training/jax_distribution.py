@@ -9,17 +9,28 @@
 * many hosts: `keras.distribution.initialize()` when `KERAS_DISTRIBUTION_NUM_PROCESSES` > 1 (its
   `KERAS_DISTRIBUTION_JOB_ADDRESSES` and `KERAS_DISTRIBUTION_PROCESS_ID`; on a TPU pod slice JAX finds the hosts
   itself), with gloo collectives between the processes of a CPU stand-in. Process 0 is the chief: it holds the
-  output directory's lock and writes checkpoints, summaries and results.
+  output directory's lock and writes checkpoints, summaries and results. The hosts wait for each other at most
+  `ALBERT_HOSTS_TIMEOUT` seconds (default 300): a host that never starts, or two given the same process id, end
+  the run in one line within that time, and SIGINT / SIGTERM end the wait at once. The same time bounds XLA's
+  CPU collectives (`--xla_cpu_collective_call_terminate_timeout_seconds`, 40 s by default), which otherwise abort
+  an overloaded host's step.
 
 `JaxDevices` answers what the driver asks of a strategy (`scope()`, `num_replicas_in_sync`, the chief).
 """
 
 import os
+import sys
+import threading
 
 import keras
 from absl import logging
 
 from albert_tf.errors import InputError
+from albert_tf.training import interrupt
+
+HOSTS_TIMEOUT_VARIABLE = "ALBERT_HOSTS_TIMEOUT"
+DEFAULT_HOSTS_TIMEOUT = 300
+_COLLECTIVE_TIMEOUT_FLAG = "--xla_cpu_collective_call_terminate_timeout_seconds"
 
 # The kernels a `model` mesh axis shards: (path regex, the kernel's axis that is split). Column-parallel
 # projections split their output axis, row-parallel ones (after them) their input axis.
@@ -51,19 +62,94 @@ class JaxDevices:
 _initialized = {}
 
 
+def hosts_timeout():
+    """The seconds the hosts of a run wait for each other (`ALBERT_HOSTS_TIMEOUT`, default 300)."""
+    text = os.environ.get(HOSTS_TIMEOUT_VARIABLE, "") or str(DEFAULT_HOSTS_TIMEOUT)
+    try:
+        seconds = int(text)
+    except ValueError:
+        seconds = 0
+    if seconds < 1:
+        raise InputError(f"{HOSTS_TIMEOUT_VARIABLE}={text!r} must be a whole number of seconds, at least 1.")
+    return seconds
+
+
+def _give_up(line, code):
+    """Ends the process with one line: the wait runs inside XLA, which no Python exception interrupts."""
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+    os._exit(code)   # pylint: disable=protected-access
+
+
+def _bounded_initialize(count, timeout):
+    """`keras.distribution.initialize()`, ended after `timeout` seconds (one line, exit 1) or by a signal (one
+    line, 128 + the signal): JAX's own wait would end in an XLA fatal error after minutes, deaf to SIGTERM."""
+    done = threading.Event()
+    process = os.environ.get("KERAS_DISTRIBUTION_PROCESS_ID", "?")
+    address = os.environ.get("KERAS_DISTRIBUTION_JOB_ADDRESSES", "(found by JAX)")
+
+    def watch():
+        if not done.wait(timeout):
+            _give_up(f"The {count} processes of KERAS_DISTRIBUTION_NUM_PROCESSES={count} did not all meet at "
+                     f"{address} within {timeout} s (this is process {process}): a host did not start, or two "
+                     f"were given the same KERAS_DISTRIBUTION_PROCESS_ID. Start every process with its own id "
+                     f"0..{count - 1}; {HOSTS_TIMEOUT_VARIABLE} sets the wait.", 1)
+
+    def on_signal(signum):
+        if not done.is_set():
+            _give_up(f"interrupted while waiting for the other processes (process {process} of {count}); "
+                     "nothing was written", 128 + int(signum))
+
+    threading.Thread(target=watch, name="albert_tf-hosts", daemon=True).start()
+    with interrupt.listening(on_signal):
+        keras.distribution.initialize()
+        done.set()
+
+
 def initialize_processes():
     """`keras.distribution.initialize()` once per process when `KERAS_DISTRIBUTION_NUM_PROCESSES` asks for several
-    (gloo collectives on the CPU); returns `(process_index, process_count)`."""
+    (gloo collectives on the CPU), the wait bounded by `hosts_timeout()`; returns `(process_index,
+    process_count)`."""
     import jax
 
     count = int(os.environ.get("KERAS_DISTRIBUTION_NUM_PROCESSES", "1") or 1)
     if count > 1 and not _initialized:
+        timeout = hosts_timeout()
+        flags = os.environ.get("XLA_FLAGS", "")
+        if _COLLECTIVE_TIMEOUT_FLAG not in flags:     # read by XLA when its CPU client starts
+            os.environ["XLA_FLAGS"] = f"{flags} {_COLLECTIVE_TIMEOUT_FLAG}={timeout}".strip()
         # The CPU's cross-process collectives go through gloo (set before any computation; TPUs and GPUs have
         # their own).
         jax.config.update("jax_cpu_collectives_implementation", "gloo")
-        keras.distribution.initialize()
+        _bounded_initialize(count, timeout)
         _initialized["done"] = True
     return jax.process_index(), jax.process_count()
+
+
+def check_tpu(use_tpu, strategy):
+    """Raises `InputError` when `use_tpu` (or `strategy=tpu`) asks for a TPU and JAX finds none, as the
+    TensorFlow backend refuses (`distribution.tpu_strategy`)."""
+    import jax
+
+    if not (use_tpu or strategy == "tpu"):
+        return
+    platform = jax.devices()[0].platform
+    if platform != "tpu":
+        raise InputError(f"`strategy=tpu` (or `use_tpu`) needs a TPU, and none was found (JAX finds {platform} "
+                         "devices only). On a TPU VM install jax[tpu]; on a GPU or the CPU leave `use_tpu` out.")
+
+
+def check_model_parallel(config, model_parallel_devices, config_file):
+    """Raises `InputError` naming every dimension of `config` that the `model` mesh axis shards (the attention's
+    `hidden_size`, the FFN's `intermediate_size`) and `model_parallel_devices` does not divide."""
+    model = int(model_parallel_devices or 1)
+    if model <= 1:
+        return
+    dims = {"hidden_size": config.hidden_size, "intermediate_size": config.intermediate_size}
+    bad = [f"{name} {value}" for name, value in dims.items() if value % model]
+    if bad:
+        raise InputError(f"`model_parallel_devices={model}` must divide every dimension it shards: {', '.join(bad)} "
+                         f"({config_file}) does not divide by {model}.")
 
 
 def jax_devices(model_parallel_devices=1):

@@ -1,4 +1,4 @@
-"""`albert_tf.training.jax_loop` in this process (KERAS_BACKEND=jax, the devices it has) on a tiny classifier with
+"""`albert_tf.training.loop` in this process (KERAS_BACKEND=jax, the devices it has) on a tiny classifier with
 dropout off: gradient accumulation of 2 micro-batches equals one batch of both; SIGTERM during training saves the
 step reached and raises `Interrupted`, and the same call resumes (the input position from the checkpoint) to the
 uninterrupted run's weights; the `mixed_bfloat16` and `mixed_float16` (loss scaling) policies train; the step compiles once per run.
@@ -39,7 +39,7 @@ def _loss(model, features, training):
 
 def _train(model_dir, accumulation=1, callback=None):
     import albert_tf
-    from albert_tf.training import jax_distribution, jax_loop, optimization
+    from albert_tf.training import jax_distribution, loop, optimization
 
     keras.utils.set_random_seed(1)
     devices = jax_distribution.jax_devices()
@@ -53,7 +53,7 @@ def _train(model_dir, accumulation=1, callback=None):
         dataset = tf.data.Dataset.from_tensor_slices(features).repeat().batch(BATCH // accumulation)
         return dataset.skip(start_batch)
 
-    result = jax_loop.run_training(model, optimizer, _loss, dataset_fn, devices, str(model_dir), STEPS,
+    result = loop.run_training(model, optimizer, _loss, dataset_fn, devices, str(model_dir), STEPS,
                                    iterations_per_loop=2, save_checkpoints_steps=4, keep_checkpoint_max=3,
                                    gradient_accumulation_steps=accumulation, positional_input=True,
                                    loop_callback=callback)

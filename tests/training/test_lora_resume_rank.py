@@ -8,7 +8,7 @@ import tensorflow as tf
 
 import albert_tf
 from albert_tf.errors import InputError
-from albert_tf.training import loop
+from albert_tf.training import checkpoint_dir, loop
 from training_fixtures import TINY_CLASSIFIER
 
 
@@ -25,7 +25,7 @@ def test_resuming_with_another_rank_names_both(tmp_path):
     model_dir = str(tmp_path / "run")
     tf.train.Checkpoint(**loop.checkpoint_objects(_classifier(4))).write(os.path.join(model_dir, "model.ckpt-2"))
     with pytest.raises(InputError) as e:
-        loop._restore_newest_intact(loop.checkpoint_objects(_classifier(8)), model_dir, True)   # pylint: disable=protected-access
+        checkpoint_dir.restore_newest_intact(lambda prefix: None, _classifier(8), model_dir, True)
     message = str(e.value)
     assert "\n" not in message and "rank 4" in message and "rank 8" in message and "--lora_rank=4" in message, message
     assert os.path.exists(os.path.join(model_dir, "model.ckpt-2.index"))   # not moved aside as damaged

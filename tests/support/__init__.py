@@ -1,0 +1,1 @@
+"""Helpers of the tests (no tests here): runs and fixtures shared by the test files of several tiers."""
