@@ -102,6 +102,7 @@ def _bounded_initialize(count, timeout):
 
     threading.Thread(target=watch, name="albert_tf-hosts", daemon=True).start()
     with interrupt.listening(on_signal):
+        logging.info("Waiting up to %d s for the %d processes (%s sets it).", timeout, count, HOSTS_TIMEOUT_VARIABLE)
         keras.distribution.initialize()
         done.set()
 

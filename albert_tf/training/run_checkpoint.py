@@ -150,7 +150,9 @@ class RunCheckpoint:
 
     def shape_mismatch(self, prefix):
         """The line for the first variable whose shape in `prefix` is not the run's, or None."""
-        root = self._legacy_root() if is_legacy(prefix) else self.root
+        # The former layout's model weights are found through the model's paths (the optimizer's lists of it
+        # are matched by position, which a shape check need not walk).
+        root = object_graph.checkpoint_root(self.model) if is_legacy(prefix) else self.root
         found = object_graph.mismatched_shape(prefix, root)
         return None if found is None else shape_mismatch_line(prefix, *found)
 

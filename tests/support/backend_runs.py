@@ -60,21 +60,21 @@ def classifier(config=None, lora_rank=0):
 
 
 def train_classifier(model_dir, steps=6, every=2, per_loop=2, keep=5, config=None, lora_rank=0, optimizer=None,
-                     callback=None):
+                     callback=None, accumulation=1, schedule=None):
     """`run_training` of a tiny classifier (dropout off, seed 1, AdamW) for `steps` steps in `model_dir`, a
-    checkpoint every `every`; `optimizer(inner)` may wrap the optimizer (a loss scaler). Returns `(result, model,
-    optimizer)`."""
+    checkpoint every `every`, the learning rate's schedule over `schedule` steps (default `steps`);
+    `optimizer(inner)` may wrap the optimizer (a loss scaler). Returns `(result, model, optimizer)`."""
     from albert_tf.training import loop, optimization
 
     keras.utils.set_random_seed(1)
     where = devices()
     with where.scope():
         model = classifier(config, lora_rank)
-        opt = optimization.create_optimizer(1e-2, steps, 1, optimizer="adamw")
+        opt = optimization.create_optimizer(1e-2, schedule or steps, 1, optimizer="adamw")
         if optimizer is not None:
             opt = optimizer(opt)
     rows = features()
-    per_replica = BATCH if backend() == "jax" else BATCH // where.num_replicas_in_sync
+    per_replica = (BATCH if backend() == "jax" else BATCH // where.num_replicas_in_sync) // accumulation
 
     def dataset_fn(input_context, start_batch):
         del input_context
@@ -82,7 +82,8 @@ def train_classifier(model_dir, steps=6, every=2, per_loop=2, keep=5, config=Non
 
     result = loop.run_training(model, opt, classifier_loss, dataset_fn, where, str(model_dir), steps,
                                iterations_per_loop=per_loop, save_checkpoints_steps=every, keep_checkpoint_max=keep,
-                               positional_input=True, loop_callback=callback)
+                               gradient_accumulation_steps=accumulation, positional_input=True,
+                               loop_callback=callback)
     return result, model, opt
 
 

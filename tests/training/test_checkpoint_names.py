@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 
 from albert_tf.checkpoints import object_graph
+from albert_tf.training import loop
 from support import backend_runs
 
 pytestmark = pytest.mark.e2e
@@ -39,13 +40,16 @@ def test_every_weight_is_listed_under_its_model_path(tmp_path):
 def test_a_run_in_the_former_layout_resumes(tmp_path):
     _, whole, _ = backend_runs.train_classifier(tmp_path / "whole", steps=6)
     cut_dir = tmp_path / "cut"
-    _, model, optimizer = backend_runs.train_classifier(cut_dir, steps=2)
+    _, model, optimizer = backend_runs.train_classifier(cut_dir, steps=2, schedule=6)
     prefix = str(cut_dir / "model.ckpt-2")
     for name in os.listdir(cut_dir):
         if name.startswith("model.ckpt-2."):
             os.remove(cut_dir / name)
     # The former layout: `tf.train.Checkpoint(model=, optimizer=)` as the runners wrote it.
-    object_graph.write(prefix, object_graph.checkpoint_root(model, optimizer))
+    if backend_runs.backend() == "tensorflow":
+        tf.train.Checkpoint(**loop.checkpoint_objects(model), optimizer=optimizer).write(prefix)
+    else:
+        object_graph.write(prefix, object_graph.checkpoint_root(model, optimizer))
     assert any(key.startswith("optimizer/_trainable_variables/") for key in _keys(prefix))
     result, resumed, _ = backend_runs.train_classifier(cut_dir, steps=6)
     assert result["global_step"] == 6

@@ -18,7 +18,8 @@ import pytest
 pytestmark = [pytest.mark.e2e,
               pytest.mark.skipif(keras.backend.backend() != "jax", reason="JAX's processes")]
 
-CODE = "from albert_tf.training import jax_distribution; print(jax_distribution.initialize_processes())"
+CODE = ("from absl import logging; logging.set_verbosity('info'); from albert_tf.training import jax_distribution; "
+        "print(jax_distribution.initialize_processes())")
 
 
 def _free_port():
@@ -62,8 +63,14 @@ def test_two_processes_with_one_id_end_in_one_line():
 
 def test_sigterm_ends_the_wait():
     proc = _start(_free_port(), 0, timeout=300)
-    time.sleep(8)                       # JAX imported and waiting for process 1
+    seen = []
+    for line in proc.stderr:            # until the process waits for process 1, its signal handlers installed
+        seen.append(line)
+        if "Waiting up to 300 s" in line:
+            break
+    time.sleep(1)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
+    err = "".join(seen) + err
     assert proc.returncode == 143, err[-3000:]
     assert "interrupted while waiting for the other processes" in _last_line(err), err[-3000:]
