@@ -18,7 +18,9 @@
 `JaxDevices` answers what the driver asks of a strategy (`scope()`, `num_replicas_in_sync`, the chief).
 """
 
+import ctypes
 import os
+import signal
 import sys
 import threading
 
@@ -101,10 +103,19 @@ def _bounded_initialize(count, timeout):
                      "nothing was written", 128 + int(signum))
 
     threading.Thread(target=watch, name="albert_tf-hosts", daemon=True).start()
-    with interrupt.listening(on_signal):
-        logging.info("Waiting up to %d s for the %d processes (%s sets it).", timeout, count, HOSTS_TIMEOUT_VARIABLE)
-        keras.distribution.initialize()
-        done.set()
+    abort_line = AbortLine(f"The {count} processes of KERAS_DISTRIBUTION_NUM_PROCESSES={count} could not meet at "
+                           f"{address} (XLA's message above; this is process {process}): two processes were given "
+                           "the same KERAS_DISTRIBUTION_PROCESS_ID, or one started again while the others waited. "
+                           f"Start every process once, each with its own id 0..{count - 1}.")
+    abort_line.install()
+    try:
+        with interrupt.listening(on_signal):
+            logging.info("Waiting up to %d s for the %d processes (%s sets it).", timeout, count,
+                         HOSTS_TIMEOUT_VARIABLE)
+            keras.distribution.initialize()
+            done.set()
+    finally:
+        abort_line.remove()
 
 
 def initialize_processes():
@@ -125,6 +136,47 @@ def initialize_processes():
         _bounded_initialize(count, timeout)
         _initialized["done"] = True
     return jax.process_index(), jax.process_count()
+
+
+class AbortLine:
+    """While installed, an abort of this process by XLA (a fatal error of its own, which no Python code outlives)
+    prints one line first: `say(text)` sets it. Used while the processes meet (a second process of the same id
+    makes XLA abort the first) and while a run of several processes steps (XLA's CPU collectives abort a step that
+    a process did not reach in time: "Termination timeout for all reduce", an overloaded or stopped host)."""
+
+    _HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_int)
+
+    def __init__(self, text=""):
+        self.line = b""
+        self.say(text)
+        self._libc = ctypes.CDLL(None)
+        self._libc.signal.restype = ctypes.c_void_p
+        self._libc.signal.argtypes = (ctypes.c_int, ctypes.c_void_p)
+        self._handler = self._HANDLER(self._write)        # kept: the C library calls it
+        self._previous = None
+
+    def _write(self, signum):
+        del signum
+        os.write(2, self.line)
+
+    def say(self, text):
+        self.line = f"\n{text}\n".encode()
+
+    def say_step(self, process_index, step, saved):
+        """The line of a run stepping: the step reached and the newest checkpoint, which the abort leaves intact."""
+        newest = f"the newest, step {saved}" if saved else "none written yet"
+        self.say(f"XLA aborted process {process_index} after step {step}: a collective between the processes timed "
+                 f"out (XLA's message above: an overloaded or stopped host). The checkpoints are intact ({newest}): "
+                 "the same command resumes.")
+
+    def install(self):
+        if self._previous is None:
+            self._previous = self._libc.signal(signal.SIGABRT, ctypes.cast(self._handler, ctypes.c_void_p))
+
+    def remove(self):
+        if self._previous is not None:
+            self._libc.signal(signal.SIGABRT, self._previous)
+            self._previous = None
 
 
 def check_tpu(use_tpu, strategy):

@@ -21,7 +21,7 @@ import tensorflow as tf
 
 from albert_tf.errors import InputError
 from albert_tf.training import interrupt, run_checkpoint
-from albert_tf.training.jax_distribution import data_sharding
+from albert_tf.training.jax_distribution import AbortLine, data_sharding
 from albert_tf.training.optimization import inner_optimizer
 
 
@@ -43,6 +43,9 @@ class JaxTrainer:
         self.global_batch = None
         self.state = None
         self._step_now = None
+        self._saved = None
+        # Several processes: an abort by XLA's collectives says in one line what happened (`AbortLine`).
+        self.abort_line = AbortLine() if devices.process_count > 1 else None
         albert = inner_optimizer(optimizer)
         norm = getattr(albert, "gradient_norm", None)
         self.norm_index = next((i for i, v in enumerate(optimizer.variables) if v is norm), None)
@@ -80,6 +83,7 @@ class JaxTrainer:
         if self.accumulation > 1:
             dataset = dataset.batch(self.accumulation, drop_remainder=True)
         self.global_batch = None if batch is None else batch * self.accumulation
+        self._saved = self.global_step() or None           # the checkpoint resumed from
         self._build()
         return iter(dataset.prefetch(tf.data.AUTOTUNE))
 
@@ -156,6 +160,9 @@ class JaxTrainer:
         learning_rate}`, `steps` ending at the first non-finite one."""
         import jax
 
+        if self.abort_line is not None:
+            self.abort_line.say_step(self.devices.process_index, self.global_step(), self._saved)
+            self.abort_line.install()
         outputs = []
         for _ in range(num_steps):
             if interrupt.requested() is not None:
@@ -193,11 +200,15 @@ class JaxTrainer:
 
     def finish(self):
         """Leaves the trained values in the model's variables."""
+        if self.abort_line is not None:
+            self.abort_line.remove()
         self._sync()
 
     def save(self, step):
         self._sync()
-        return self._saver.save(step)       # every process: gathering sharded values is collective
+        path = self._saver.save(step)       # every process: gathering sharded values is collective
+        self._saved = step
+        return path
 
     def extras(self):
         return {"compilations": self.compilations}

@@ -101,3 +101,13 @@ def host(variable):
     from albert_tf.checkpoints import object_graph
 
     return object_graph.host_value(variable)
+
+
+def listing(model_dir, steps=2):
+    """`train_classifier` for `steps` steps in `model_dir` (under this process's backend); returns `{key: [shape,
+    dtype]}` of `model.ckpt-<steps>`, the object graph left out."""
+    train_classifier(model_dir, steps=steps)
+    prefix = os.path.join(str(model_dir), f"model.ckpt-{steps}")
+    dtypes = tf.train.load_checkpoint(prefix).get_variable_to_dtype_map()
+    return {key: [list(shape), dtypes[key].name] for key, shape in tf.train.list_variables(prefix)
+            if key != "_CHECKPOINTABLE_OBJECT_GRAPH"}

@@ -29,7 +29,10 @@ def test_accumulation_equals_one_batch(tmp_path):
     assert one["global_step"] == two["global_step"] == STEPS
     if backend_runs.backend() == "jax":
         assert one["compilations"] == two["compilations"] == 1
-    _assert_close(backend_runs.weights(model_two), backend_runs.weights(model_one), 1e-5)
+    # TensorFlow on the CPU clips by a norm that counts a repeated embedding id once per occurrence in one batch
+    # and sums the micro-batches' dense gradients first (docs/tpu.md): the embeddings move by up to 4e-5 more.
+    _assert_close(backend_runs.weights(model_two), backend_runs.weights(model_one),
+                  1e-5 if backend_runs.backend() == "jax" else 1e-4)
     assert [name for name in backend_runs.files(tmp_path / "one") if name.endswith(".index")] == [
         "model.ckpt-4.index", "model.ckpt-6.index"]
 

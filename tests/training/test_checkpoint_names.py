@@ -56,3 +56,12 @@ def test_a_run_in_the_former_layout_resumes(tmp_path):
     for a, b in zip(backend_runs.weights(resumed), backend_runs.weights(whole)):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-5)
     assert not any(key.startswith("optimizer/_") for key in _keys(str(cut_dir / "model.ckpt-6")))
+
+
+@pytest.mark.skipif(backend_runs.backend() == "tensorflow", reason="compares another backend with TensorFlow")
+def test_every_backend_writes_the_keys_tensorflow_writes(tmp_path):
+    from fresh_process import run_measurement
+
+    theirs = run_measurement("support.backend_runs", "listing", str(tmp_path / "tf"),
+                             env={"KERAS_BACKEND": "tensorflow"})
+    assert backend_runs.listing(tmp_path / "mine") == theirs

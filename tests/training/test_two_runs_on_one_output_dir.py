@@ -108,7 +108,7 @@ def test_a_second_run_on_one_output_dir_is_refused_and_the_first_keeps_its_own(t
     assert [line for line in results.splitlines() if line.startswith("global_step")] == \
         ["global_step = 2", "global_step = 4", "global_step = 6"]
     reader = tf.train.load_checkpoint(os.path.join(out_dir, "model.ckpt-best"))
-    assert reader.get_tensor("optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE") == int(best_step)
+    assert reader.get_tensor("optimizer/iteration/.ATTRIBUTES/VARIABLE_VALUE") == int(best_step)
     # The best and the latest kept; the state file names them, and nothing that is not on disk.
     kept = sorted({int(best_step), 6})
     assert [s for s, _ in loop.list_checkpoints(out_dir)] == kept
