@@ -30,6 +30,8 @@ _EXPORTS = {
     "AlbertModel": "albert_tf.models.albert_model",
     "AlbertPreprocessor": "albert_tf.text.preprocessor",
     "pipeline": "albert_tf.pipelines",
+    # Loads no TensorFlow: a Python program calls it before its first TensorFlow import, as the commands do.
+    "pick_cpu_backend": "albert_tf.commands.app",
 }
 # The heads: the Keras classes that each task package names (`KERAS_CLASSES`, read without importing TensorFlow),
 # found through the registry on first use (`registry.by_class_name`).

@@ -52,6 +52,7 @@ from albert_tf.data import lengths as length_buckets
 from albert_tf.errors import InputError, MissingPackageError
 from albert_tf.export import lite
 from albert_tf.export import metadata as export_metadata
+from albert_tf.layers.tf_fast_path import default_jit_compile
 from albert_tf.models.albert_model import AlbertModel, as_config, compile_forward
 from albert_tf.text import ops as text_ops
 from albert_tf.text import modes as text_modes
@@ -76,7 +77,9 @@ class KerasRunner:
     def __init__(self, model):
         self.model = model
         self.config = model.config
-        self._forward = compile_forward(model)
+        # XLA (where a GPU or TPU is visible) compiles once per length; a graph on CPU runs any length as it is.
+        self.compiles_per_shape = default_jit_compile()
+        self._forward = compile_forward(model, jit_compile=self.compiles_per_shape)
         self._traced = set()
 
     def __call__(self, features, output_names):
@@ -101,6 +104,7 @@ class ExportRunner:
     """
 
     _RENAMED_INPUTS = {"masked_lm_positions": "mlm_positions"}
+    compiles_per_shape = False   # The signature's graph runs any length as it is.
 
     def __init__(self, directory):
         self.directory = directory
@@ -342,15 +346,17 @@ class Pipeline:
     def _batches(self, rows):
         """`(row indices, length)` per batch. On a runner that takes any length, rows are grouped by their real
         length (`input_mask`) and each batch is cut to its longest member rounded up by
-        `albert_tf.data.lengths.padded_length`, so few distinct shapes reach the compiled function; the
-        attention mask hides the padding, so the outputs at the real positions do not change. A runner of
-        fixed shapes (LiteRT) gets the rows in order at their full length (`length` None)."""
+        `albert_tf.data.lengths.padded_length` to the runner's multiple (`length_multiple`: 8 for a graph
+        that runs any length as it is, 32 where each new length compiles again); the attention mask hides the
+        padding, so the outputs at the real positions do not change. A runner of fixed shapes (LiteRT) gets
+        the rows in order at their full length (`length` None)."""
         if not rows or not getattr(self.runner, "dynamic_lengths", False):
             return [(list(range(start, min(start + self.batch_size, len(rows)))), None)
                     for start in range(0, len(rows), self.batch_size)]
         full = np.shape(rows[0]["input_ids"])[-1]
         real = [real_length(row["input_mask"]) for row in rows]
-        return [(indices, length_buckets.padded_length(max(real[i] for i in indices), full))
+        multiple = length_buckets.length_multiple(getattr(self.runner, "compiles_per_shape", False))
+        return [(indices, length_buckets.padded_length(max(real[i] for i in indices), full, multiple))
                 for indices in length_buckets.batches_by_length(real, self.batch_size)]
 
     def _progress_bar(self, total):

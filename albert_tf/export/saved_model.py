@@ -15,7 +15,7 @@ for any model of this package: `AlbertModel` (encoder), `AlbertPretrainer`, `Alb
   `question`, `options [batch, 4]`) normalised, SentencePiece-tokenised (tensorflow-text ops, through
   `albert_tf.text.ops`), truncated and packed in the graph exactly like the Python pipeline (the original
   `tokenization.py`, `classifier_utils.py`, `squad_utils.py`, `race_utils.py`), then cut to the batch's longest
-  text rounded up to a multiple of 32 (`albert_tf.data.lengths.cut_to_longest`): the outputs with a sequence
+  text rounded up to a multiple of 8 (`albert_tf.data.lengths.cut_to_longest`): the outputs with a sequence
   axis have that length, not `max_seq_length`. It needs the tensorflow-text
   ops in the process that loads the model (`import tensorflow_text`).
 
@@ -189,7 +189,7 @@ class _ServingModule(tf.Module):
 
         if text_pipeline is not None:
             def serve_text(**texts):
-                # Cut to the batch's longest text (rounded up to a few lengths): short text runs short.
+                # Cut to the batch's longest text (rounded up to a multiple of 8): short text runs short.
                 features = lengths_lib.cut_to_longest(spec.text_features(self.text_pipeline, texts),
                                                       SEQUENCE_FEATURES, max_seq_length)
                 return spec.text_outputs(_run_model(model, spec, features, threshold), features)

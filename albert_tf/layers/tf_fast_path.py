@@ -199,13 +199,19 @@ def compile_forward(model, jit_compile=None, training=False):
         training: bool, passed to the model (dropout on when True).
     """
     if jit_compile is None:
-        jit_compile = bool(tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
+        jit_compile = default_jit_compile()
 
     @tf.function(jit_compile=jit_compile, reduce_retracing=True)
     def forward(inputs):
         return model(inputs, training=training)
 
     return forward
+
+
+def default_jit_compile():
+    """`compile_forward`'s default: XLA only where a GPU or TPU is visible (XLA then compiles once per input
+    shape, so its callers round lengths coarser: `albert_tf.data.lengths.length_multiple`)."""
+    return bool(tf.config.list_logical_devices("GPU") or tf.config.list_logical_devices("TPU"))
 
 
 # --- The layer stack's backward ------------------------------------------------------------------------------

@@ -290,7 +290,13 @@ class PretrainedMixin(LoraMixin):
         features = self.preprocess(texts)
         if not cut:
             return features
-        return length_buckets.cut_to_longest(features, _SEQUENCE_FEATURES, self.preprocessor.max_seq_length)
+        return length_buckets.cut_to_longest(features, _SEQUENCE_FEATURES, self.preprocessor.max_seq_length,
+                                             length_buckets.length_multiple(self._compiles_per_length()))
+
+    def _compiles_per_length(self):
+        """Whether `predict` compiles once per input length: with Keras' `jit_compile` (XLA on TensorFlow, JAX's
+        jit, its default there); a TensorFlow graph without XLA and eager PyTorch run any length as it is."""
+        return bool(self.jit_compile)
 
     def check_labels(self, y, name="y"):
         """Raises `InputError` naming the first entry of `y` outside `[0, num_labels)` (a model with
@@ -352,10 +358,11 @@ class PretrainedMixin(LoraMixin):
     def predict(self, x, batch_size=None, **kwargs):
         """`keras.Model.predict`; with a preprocessor, `x` may be raw text (see the class docstring).
 
-        Each batch of text runs at its longest text rounded up to a multiple of 32 (not at the preprocessor's
-        `max_seq_length`): the outputs are the same (the attention mask hides padding), and the outputs with a
-        sequence axis come back at `max_seq_length` as before, positions past the batch's cut holding 0
-        (`p_mask` 1). On JAX, each of those lengths compiles once."""
+        Each batch of text runs at its longest text (not at the preprocessor's `max_seq_length`), rounded up to
+        a multiple of 8, or of 32 where each new length compiles once (`jit_compile`: JAX's default, XLA;
+        `albert_tf.data.lengths.length_multiple`): the outputs are the same (the attention mask
+        hides padding), and the outputs with a sequence axis come back at `max_seq_length` as before,
+        positions past the batch's cut holding 0 (`p_mask` 1)."""
         dataset = self._text_dataset(x, batch_size=batch_size, cut=True)
         if dataset is None:
             return super().predict(x, batch_size=batch_size, **kwargs)

@@ -10,7 +10,8 @@ A task writes its step once, as `fn(features) -> {name: tensor}` over `model(...
   once per input shape; under a `keras.distribution` the batch is laid out as it says.
 
 Length-aware batches (`token_keys`): real text is short, so each batch runs at its longest real length (the
-last attended position of `input_mask`), rounded up by `albert_tf.data.lengths.padded_length`, instead of the
+last attended position of `input_mask`), rounded up by `albert_tf.data.lengths.padded_length` (to a multiple of
+32 where each new length compiles again: JAX, XLA; of 8 in a TensorFlow graph), instead of the
 full `max_seq_length`; the attention mask hides padding, so the outputs at the real positions do not depend on
 it. Per-token outputs (`token_outputs`) are padded back with zeros to the full length, so the callers see the
 shapes of a full-length run.
@@ -23,7 +24,7 @@ import numpy as np
 import tensorflow as tf
 from absl import logging
 
-from albert_tf.data.lengths import padded_length
+from albert_tf.data.lengths import length_multiple, padded_length
 
 # The features whose last axis is the sequence (sliced to the batch's length): the encoder's inputs and SQuAD's
 # answer-position mask.
@@ -52,6 +53,8 @@ class InferenceStep:
         self.token_keys = tuple(token_keys)
         self.token_outputs = tuple(token_outputs)
         self.backend = keras.backend.backend()
+        # Whether each new input length compiles again (JAX's jit, XLA), which rounds lengths coarser.
+        self.compiles_per_shape = self.backend == "jax" or (self.backend == "tensorflow" and bool(jit_compile))
         if self.backend == "tensorflow":
             self._call = tf.function(self._traced, jit_compile=bool(jit_compile), reduce_retracing=True)
         elif self.backend == "jax":
@@ -107,14 +110,14 @@ def _data_axis_size(distribution):
     return int(mesh.shape[mesh.axis_names.index(name)])
 
 
-def length_sliced(dataset, token_keys, max_length):
-    """`dataset` with each batch's `token_keys` cut to `padded_length(its longest real length, max_length)`
-    along the last axis (the batch's length, read from `input_mask`); the same dataset when `token_keys` is
-    empty."""
+def length_sliced(dataset, token_keys, max_length, multiple):
+    """`dataset` with each batch's `token_keys` cut to `padded_length(its longest real length, max_length,
+    multiple)` along the last axis (the batch's length, read from `input_mask`); the same dataset when
+    `token_keys` is empty."""
     if not token_keys:
         return dataset
     # padded_length of every real length 0..max_length, looked up in the graph.
-    table = tf.constant([padded_length(n, max_length) for n in range(max_length + 1)], tf.int32)
+    table = tf.constant([padded_length(n, max_length, multiple) for n in range(max_length + 1)], tf.int32)
 
     def cut(features):
         mask = tf.reshape(tf.cast(features["input_mask"], tf.int32), [-1, tf.shape(features["input_mask"])[-1]])
@@ -170,7 +173,8 @@ def inference_batches(step, dataset, strategy, what, total=None, unit="examples"
     start = last_log = time.time()
     # A `TPUStrategy`'s distributed input keeps static shapes: every batch at the full length there.
     if max_length and step.token_keys and not isinstance(strategy, tf.distribute.TPUStrategy):
-        dataset = length_sliced(dataset, step.token_keys, int(max_length))
+        dataset = length_sliced(dataset, step.token_keys, int(max_length),
+                                length_multiple(step.compiles_per_shape))
     for arrays in _host_batches(step, dataset, strategy):
         if max_length:
             arrays = _pad_back(arrays, step.token_outputs, int(max_length))

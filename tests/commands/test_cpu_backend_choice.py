@@ -168,3 +168,13 @@ def test_a_console_script_says_what_it_chose_at_verbosity_1(tmp_path, users, exp
     # At the default verbosity the terminal stays quiet about it.
     quiet = _console_script("albert-convert", *args[1:])
     assert quiet.returncode == 2 and "CPU backend" not in quiet.stderr, quiet.stderr[-3000:]
+
+
+def test_a_program_picks_through_the_package_before_tensorflow_loads():
+    # `albert_tf.pick_cpu_backend()` loads no TensorFlow; TensorFlow imported afterwards runs the choice.
+    code = ("import os, sys, albert_tf; choice = albert_tf.pick_cpu_backend(); loaded = 'tensorflow' in sys.modules; "
+            "import tensorflow; from tensorflow.python.util import _pywrap_util_port as port; "
+            "print(repr(os.environ.get('TF_ENABLE_ONEDNN_OPTS')), repr(choice.setting), loaded, port.IsMklEnabled())")
+    proc = _python(code, TF_CPP_MIN_LOG_LEVEL="2")
+    expected = [repr(EXPECTED), repr(EXPECTED), "False"] + ([str(True)] if EXPECTED == "1" else [])
+    assert proc.stdout.split()[:len(expected)] == expected, proc.stdout

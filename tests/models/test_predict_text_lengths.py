@@ -1,4 +1,4 @@
-"""`Model.predict` on raw text runs each batch at its longest text (rounded up to a multiple of 32), not at the
+"""`Model.predict` on raw text runs each batch at its longest text (rounded up to a multiple of 8), not at the
 preprocessor's `max_seq_length`: the outputs equal the same model's on the ids packed to `max_seq_length` (1e-5)
 at every real position, and come back at `max_seq_length` (positions past a batch's cut hold 0, `p_mask` 1)."""
 
@@ -11,11 +11,11 @@ from albert_tf.tasks.ner.model import AlbertTokenClassifier
 from albert_tf.text.preprocessor import AlbertPreprocessor
 from glue_fixtures import model_files  # noqa: F401  (a fixture)
 
-MAX = 64    # the fixture config's max_position_embeddings: batches of short texts run at 32
+MAX = 64    # the fixture config's max_position_embeddings: batches of short texts run short
 
 SHORT = ["a good film .", "the plot was sad", "nice ."]
 LONG = ["the movie was good and the plot was nice , " * 4 + "the end ."]
-TEXTS = SHORT[:2] + LONG + SHORT[2:]     # batch 2: [short, short] at 32, [long, short] at 64
+TEXTS = SHORT[:2] + LONG + SHORT[2:]     # batch 2: [short, short] short, [long, short] at 64
 ARTICLE = ["the movie was good .", "the plot was sad and long and the actors were not very good at all " * 2]
 
 CASES = {
