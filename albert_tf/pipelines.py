@@ -176,8 +176,8 @@ class LiteRunner:
     def __call__(self, features, output_names):
         inputs = {self._RENAMED_INPUTS.get(name, name): value for name, value in features.items()}
         inputs = {name: value for name, value in inputs.items() if name in self.model.input_specs}
-        if "mlm_positions" in inputs:
-            width = int(self.model.input_specs["mlm_positions"].shape[-1])
+        width = self.model.input_specs["mlm_positions"].shape[-1] if "mlm_positions" in inputs else None
+        if width is not None:   # A fixed-shape export's mask slots; a resizable one takes any number.
             positions = np.asarray(inputs["mlm_positions"], np.int32)
             if positions.shape[-1] > width:
                 raise InputError(f"The LiteRT export `{self.directory}` predicts at most {width} masks per input; "

@@ -462,7 +462,8 @@ def test_fill_mask_and_features_on_a_tflite_export(pretrainer_sources, tmp_path)
     with pytest.raises(InputError, match="needs an export of classifier"):
         albert_tf.pipeline("text-classification", path)
     with pytest.raises(InputError, match="at most 4 masks"):
-        albert_tf.pipeline("fill-mask", path)(" ".join(["[MASK]"] * 5))
+        albert_tf.pipeline("fill-mask", fixed)(" ".join(["[MASK]"] * 5))
+    assert len(albert_tf.pipeline("fill-mask", path)(" ".join(["[MASK]"] * 5))) == 5   # resizable: any number
 
 
 @pytest.mark.parametrize("v2", [False, True], ids=["v1.1", "v2.0"])

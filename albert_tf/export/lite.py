@@ -1,12 +1,15 @@
-"""LiteRT (TFLite) export: every model of the package as a fixed-shape `.tflite` file, in float32, float16,
-dynamic-range int8 or integer int8, with its tokenizer, config and a metadata file beside it.
+"""LiteRT (TFLite) export: every model of the package as a `.tflite` file with resizable or fixed inputs, in
+float32, float16, dynamic-range int8 or integer int8, with its tokenizer, config and a metadata file beside it.
 
 `export_tflite(model, output_dir, ...)` writes into `output_dir`:
 
 * `model.tflite`: one `serving_default` signature with the SavedModel's input and output names
-  (`export.serving_spec`), fixed int32 inputs `[batch_size, max_seq_length]` (`ServingSpec.fixed_input_shapes`:
-  `[batch_size, 4, max_seq_length]` for RACE, plus `mlm_positions [batch_size, max_predictions_per_seq]` for the
-  pretrainer). ALBERT's shared
+  (`export.serving_spec`) and int32 inputs. By default (`dynamic_shapes=True`) their batch and sequence
+  dimensions are resizable (`dynamic_input_shapes`: `[None, None]`, `[None, 4, None]` for RACE, the pretrainer's
+  `mlm_positions [None, None]`), so that each batch runs at its own size and length (`Interpreter.
+  resize_tensor_input`, which `LiteModel` does per call; no recompilation: real text runs at its own length);
+  with `dynamic_shapes=False` (MediaPipe's export) they are fixed, `[batch_size, max_seq_length]`
+  (`ServingSpec.fixed_input_shapes`). ALBERT's shared
   block is one set of variables applied `num_hidden_layers` times, so its weights appear once in the file,
   whatever the number of layers.
 * `albert_lite.json` (`METADATA_FILE`): the model kind (its `albert_tf.registry` name), the signature's inputs and
@@ -32,7 +35,9 @@ Quantizations (`QUANTIZATIONS`):
   export that keeps the accuracy.
 
 `LiteModel(path)` runs an export on `ai_edge_litert.interpreter.Interpreter` (the `[lite]` extra; TensorFlow's
-own `tf.lite.Interpreter` when it is not installed) on NumPy batches of any size, padded to the fixed batch.
+own `tf.lite.Interpreter` when it is not installed) on NumPy batches of any size: at their own shape on a
+resizable export, padded to the fixed batch on a fixed one; on every core of the process by default
+(`num_threads`).
 """
 
 import inspect
