@@ -59,7 +59,7 @@ from albert_tf.text import modes as text_modes
 from albert_tf.text import packing, tokenization
 
 _EXPORT_CONFIG = os.path.join("assets", "albert_config.json")
-_COMMON_OPTIONS = ("batch_size", "progress", "config", "spm_model_file", "vocab_file")
+_COMMON_OPTIONS = ("batch_size", "progress", "config", "spm_model_file", "vocab_file", "num_threads")
 # The features with a sequence axis (last), cut to a batch's padded length; the others (`masked_lm_positions`)
 # are kept whole.
 SEQUENCE_FEATURES = TOKEN_INPUTS + ("p_mask",)
@@ -150,16 +150,22 @@ class ExportRunner:
 class LiteRunner:
     """Runs a LiteRT export of `albert_tf.export.lite` (`albert-export --format=tflite`) on batches of NumPy features.
 
-    The kind, lengths, labels and tokenizer come from its metadata file; the fixed batch is filled by
-    `lite.LiteModel`, and the pretrainer's `mlm_positions` are padded with position 0 to the export's width.
+    The kind, lengths, labels and tokenizer come from its metadata file. An export with resizable inputs (the
+    default of `albert-export --format=tflite`) runs each batch at its own size and length, cut to its longest
+    member exactly (`length_multiple` 1: resizing the interpreter costs no compilation); a fixed-shape export
+    (`--format=mediapipe`, or `dynamic_shapes=False`) gets every batch at its full length, the fixed batch filled
+    by `lite.LiteModel`. The pretrainer's `mlm_positions` are padded with position 0 to the export's width.
+    `num_threads`: the interpreter's CPU threads (default: every core this process may run on).
     """
 
     _RENAMED_INPUTS = {"masked_lm_positions": "mlm_positions"}
-    dynamic_lengths = False   # On-device runtimes take the export's fixed shapes.
+    length_multiple = 1
 
-    def __init__(self, model_path, metadata):
+    def __init__(self, model_path, metadata, num_threads=None):
         self.directory = os.path.dirname(model_path)
-        self.model = lite.LiteModel(model_path)
+        self.model = lite.LiteModel(model_path, num_threads=num_threads)
+        # On-device runtimes of a fixed-shape export take its shapes as they are.
+        self.dynamic_lengths = self.model.dynamic_shapes
         self.metadata = metadata
         self.kind = metadata["model_kind"]
         self.config = lite.load_config(model_path, metadata)
@@ -174,8 +180,8 @@ class LiteRunner:
     def __call__(self, features, output_names):
         inputs = {self._RENAMED_INPUTS.get(name, name): value for name, value in features.items()}
         inputs = {name: value for name, value in inputs.items() if name in self.model.input_specs}
-        if "mlm_positions" in inputs:
-            width = int(self.model.input_specs["mlm_positions"].shape[-1])
+        width = self.model.input_specs["mlm_positions"].shape[-1] if "mlm_positions" in inputs else None
+        if width is not None:   # A fixed-shape export's mask slots; a resizable one takes any number.
             positions = np.asarray(inputs["mlm_positions"], np.int32)
             if positions.shape[-1] > width:
                 raise InputError(f"The LiteRT export `{self.directory}` predicts at most {width} masks per input; "
@@ -355,7 +361,8 @@ class Pipeline:
                     for start in range(0, len(rows), self.batch_size)]
         full = np.shape(rows[0]["input_ids"])[-1]
         real = [real_length(row["input_mask"]) for row in rows]
-        multiple = length_buckets.length_multiple(getattr(self.runner, "compiles_per_shape", False))
+        multiple = getattr(self.runner, "length_multiple", None) or length_buckets.length_multiple(
+            getattr(self.runner, "compiles_per_shape", False))
         return [(indices, length_buckets.padded_length(max(real[i] for i in indices), full, multiple))
                 for indices in length_buckets.batches_by_length(real, self.batch_size)]
 
@@ -436,9 +443,14 @@ class Pipeline:
         """The pipeline of `cls.task` on `source` (a LiteRT export, an `albert-export` or a checkpoint source);
         see `pipeline`."""
         options, config, spm_model_file, vocab_file, do_lower_case = split_options(options)
+        num_threads = options.pop("num_threads", None)
         found = lite.find_export(source)
         if found is not None:
-            return cls._from_lite(found, options, spm_model_file, vocab_file)
+            return cls._from_lite(found, options, spm_model_file, vocab_file, num_threads)
+        if num_threads is not None:
+            raise InputError(f"`num_threads` applies to a LiteRT export (`albert-export --format=tflite`); `{source}` "
+                             "runs on TensorFlow, whose CPU threads `tf.config.threading."
+                             "set_intra_op_parallelism_threads` sets before the first model call.")
         export_dir = export_directory(source)
         if export_dir is not None:
             runner = ExportRunner(export_dir)
@@ -467,13 +479,16 @@ class Pipeline:
         return cls(KerasRunner(model), tokenizer, use_spm, **options)
 
     @classmethod
-    def _from_lite(cls, found, options, spm_model_file, vocab_file):
-        """The pipeline on a LiteRT export (`found`: its `.tflite` path and metadata)."""
-        runner = LiteRunner(*found)
+    def _from_lite(cls, found, options, spm_model_file, vocab_file, num_threads=None):
+        """The pipeline on a LiteRT export (`found`: its `.tflite` path and metadata); `batch_size` defaults to a
+        resizable export's `batch_size`."""
+        runner = LiteRunner(*found, num_threads=num_threads)
         cls._check_kind(runner, found[0], "LiteRT export ")
+        if runner.dynamic_lengths:
+            options.setdefault("batch_size", int(runner.metadata.get("batch_size") or 32))
         options.setdefault("do_lower_case", runner.do_lower_case)
         max_seq_length = options.setdefault("max_seq_length", runner.max_seq_length)
-        if max_seq_length != runner.max_seq_length:
+        if max_seq_length != runner.max_seq_length and not runner.dynamic_lengths:
             raise InputError(f"The LiteRT export `{found[0]}` has fixed inputs of length {runner.max_seq_length}. "
                              f"Received: `max_seq_length={max_seq_length}`.")
         cls.runner_options(runner, options)
@@ -524,9 +539,10 @@ def pipeline(task, source, **options):
             `token-classification`).
         source: str or path, anything `from_pretrained` reads (or a release name), an `albert-export`
             directory, or a LiteRT export.
-        **options: `batch_size` (32), `progress` (None: a bar for more than one batch), `config` /
-            `spm_model_file` / `vocab_file` (for sources without them), and the task's options with the
-            runners' names and defaults (see the module docstring).
+        **options: `batch_size` (32; a resizable LiteRT export's own `batch_size`), `progress` (None: a bar
+            for more than one batch), `config` / `spm_model_file` / `vocab_file` (for sources without them),
+            `num_threads` (a LiteRT export's interpreter threads; default: every core this process may run on),
+            and the task's options with the runners' names and defaults (see the module docstring).
 
     Returns:
         a `Pipeline` (call it on one input or a list).

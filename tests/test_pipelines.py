@@ -454,12 +454,16 @@ def test_fill_mask_and_features_on_a_tflite_export(pretrainer_sources, tmp_path)
         _close(albert_tf.pipeline("fill-mask", source)(FILL_MASK_TEXTS, top_k=3), expected, 1e-4)
     expected = albert_tf.pipeline("feature-extraction", pretrainer_sources["release"], max_seq_length=SEQ)(texts)
     _close(albert_tf.pipeline("feature-extraction", path)(texts), expected, 1e-4)
+    fixed = lite.export_tflite(model, str(tmp_path / "fixed"), spm_model_file=pretrainer_sources["spm"],
+                               max_seq_length=SEQ, batch_size=2, max_predictions_per_seq=4, dynamic_shapes=False)
+    _close(albert_tf.pipeline("feature-extraction", fixed)(texts), expected, 1e-4)
     with pytest.raises(InputError, match="fixed inputs of length 48"):
-        albert_tf.pipeline("fill-mask", path, max_seq_length=32)
+        albert_tf.pipeline("fill-mask", fixed, max_seq_length=32)
     with pytest.raises(InputError, match="needs an export of classifier"):
         albert_tf.pipeline("text-classification", path)
     with pytest.raises(InputError, match="at most 4 masks"):
-        albert_tf.pipeline("fill-mask", path)(" ".join(["[MASK]"] * 5))
+        albert_tf.pipeline("fill-mask", fixed)(" ".join(["[MASK]"] * 5))
+    assert len(albert_tf.pipeline("fill-mask", path)(" ".join(["[MASK]"] * 5))) == 5   # resizable: any number
 
 
 @pytest.mark.parametrize("v2", [False, True], ids=["v1.1", "v2.0"])

@@ -21,8 +21,9 @@ CLI_HELP = (
     "serve_text (raw text, tokenized in the graph; needs tensorflow-text, --noserve_text leaves it out) and "
     "tokenization_info, the SentencePiece model and albert_config.json as assets, and TF Serving's warm-up "
     "requests in assets.extra/ (with tensorflow-serving-api installed). --noserve_text writes a token-ids-only "
-    "export (core TensorFlow ops only: it loads without tensorflow-text). Prints the written directory. With --format=tflite it writes a LiteRT model instead: <export_dir>/model.tflite with fixed "
-    "[--batch_size, --max_seq_length] int32 inputs and the serving_default names, quantized by --quantize "
+    "export (core TensorFlow ops only: it loads without tensorflow-text). Prints the written directory. With --format=tflite it writes a LiteRT model instead: <export_dir>/model.tflite with "
+    "int32 inputs of any batch size and length up to --max_seq_length (--nodynamic_shapes: fixed [--batch_size, "
+    "--max_seq_length]) and the serving_default names, quantized by --quantize "
     "(none|float16|dynamic|int8; int8 calibrates on --calibration_file: raw text, one example per line, or the "
     "task's TFRecords), with albert_lite.json (model kind, labels, lengths), albert_config.json and the "
     "SentencePiece model beside it, so that albert_tf.pipeline(task, '<export_dir>/model.tflite') runs it on "
@@ -64,7 +65,13 @@ class ExportOptions(options_lib.ModelOptions, options_lib.TokenizerOptions, opti
                          enum_values=("saved_model", "tflite", "mediapipe"))
     quantize: str = option("none", "tflite and mediapipe only: float16 weights, dynamic-range int8, or int8 calibrated on "
                            "--calibration_file.", enum_values=("none", "float16", "dynamic", "int8"))
-    batch_size: int = option(1, "tflite only: the fixed batch size of the inputs (mediapipe: 1).")
+    batch_size: Optional[int] = option(None, "tflite: the rows per run that albert_tf.pipeline defaults to (with "
+                                       "--nodynamic_shapes the fixed batch of the inputs); default 32 (mediapipe: "
+                                       "1, the only batch it takes).")
+    dynamic_shapes: bool = option(True, "tflite only: resizable inputs, so that each batch runs at its own size "
+                                  "and length up to --max_seq_length (the fastest on real text); "
+                                  "--nodynamic_shapes writes fixed [--batch_size, --max_seq_length] inputs (runtimes "
+                                  "or delegates that need static shapes).")
     calibration_file: Optional[str] = option(None, "tflite/mediapipe --quantize=int8: raw text (one example per line; a tab "
                                              "separates text_a and text_b, SQuAD question and context) or the "
                                              "task's TFRecords.")
@@ -85,6 +92,9 @@ def _lengths_class(lengths):
     return options_lib.length_options(lengths, name="ExportLengths")
 
 
+# `--format=tflite`'s rows per run: the pipelines' batch (`albert_tf.pipeline`'s `batch_size`).
+DEFAULT_LITE_BATCH_SIZE = 32
+
 # The checkpoint is `input`, the SentencePiece model `spm_model_file` (no WordPiece vocabulary for serve_text).
 NO_FLAG = ("init_checkpoint", "vocab_file")
 
@@ -99,7 +109,8 @@ def export(run, lengths):
         return mediapipe.export_mediapipe_from_checkpoint(
             run.input, run.export_dir, model=run.model, num_labels=run.num_labels,
             albert_config_file=run.albert_config_file, spm_model_file=run.spm_model_file,
-            max_seq_length=run.max_seq_length, do_lower_case=run.do_lower_case, batch_size=run.batch_size,
+            max_seq_length=run.max_seq_length, do_lower_case=run.do_lower_case,
+            batch_size=1 if run.batch_size is None else run.batch_size,
             quantize=run.quantize, calibration_file=run.calibration_file, labels=run.labels, **lengths)
     if run.format == "tflite":
         from albert_tf.export import lite  # The LiteRT converter only when asked for.
@@ -107,9 +118,10 @@ def export(run, lengths):
         return lite.export_tflite_from_checkpoint(
             run.input, run.export_dir, model=run.model, num_labels=run.num_labels,
             albert_config_file=run.albert_config_file, spm_model_file=run.spm_model_file,
-            max_seq_length=run.max_seq_length, do_lower_case=run.do_lower_case, batch_size=run.batch_size,
-            quantize=run.quantize, calibration_file=run.calibration_file, threshold=run.threshold,
-            labels=run.labels, max_predictions_per_seq=run.max_predictions_per_seq, **lengths)
+            max_seq_length=run.max_seq_length, do_lower_case=run.do_lower_case,
+            batch_size=DEFAULT_LITE_BATCH_SIZE if run.batch_size is None else run.batch_size,
+            dynamic_shapes=run.dynamic_shapes, quantize=run.quantize, calibration_file=run.calibration_file,
+            threshold=run.threshold, labels=run.labels, max_predictions_per_seq=run.max_predictions_per_seq, **lengths)
     return export_lib.export_from_checkpoint(
         run.input, run.export_dir, model=run.model, num_labels=run.num_labels,
         albert_config_file=run.albert_config_file, spm_model_file=run.spm_model_file,
@@ -125,8 +137,10 @@ def _resolve(values, given):
             raise InputError("--warmup applies to --format=saved_model only.")
         if values["format"] == "mediapipe" and "threshold" in given:
             raise InputError("--threshold applies to --format=saved_model or tflite only (MediaPipe reads one output).")
+        if values["format"] == "mediapipe" and "dynamic_shapes" in given:
+            raise InputError("--dynamic_shapes applies to --format=tflite only (MediaPipe runs fixed shapes).")
         return {}
-    for name in ("quantize", "batch_size", "calibration_file", "labels"):
+    for name in ("quantize", "batch_size", "calibration_file", "labels", "dynamic_shapes"):
         if name in given:
             raise InputError(f"--{name} applies to --format=tflite or mediapipe only.")
     return {}

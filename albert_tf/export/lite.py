@@ -1,12 +1,15 @@
-"""LiteRT (TFLite) export: every model of the package as a fixed-shape `.tflite` file, in float32, float16,
-dynamic-range int8 or integer int8, with its tokenizer, config and a metadata file beside it.
+"""LiteRT (TFLite) export: every model of the package as a `.tflite` file with resizable or fixed inputs, in
+float32, float16, dynamic-range int8 or integer int8, with its tokenizer, config and a metadata file beside it.
 
 `export_tflite(model, output_dir, ...)` writes into `output_dir`:
 
 * `model.tflite`: one `serving_default` signature with the SavedModel's input and output names
-  (`export.serving_spec`), fixed int32 inputs `[batch_size, max_seq_length]` (`ServingSpec.fixed_input_shapes`:
-  `[batch_size, 4, max_seq_length]` for RACE, plus `mlm_positions [batch_size, max_predictions_per_seq]` for the
-  pretrainer). ALBERT's shared
+  (`export.serving_spec`) and int32 inputs. By default (`dynamic_shapes=True`) their batch and sequence
+  dimensions are resizable (`dynamic_input_shapes`: `[None, None]`, `[None, 4, None]` for RACE, the pretrainer's
+  `mlm_positions [None, None]`), so that each batch runs at its own size and length (`Interpreter.
+  resize_tensor_input`, which `LiteModel` does per call; no recompilation: real text runs at its own length);
+  with `dynamic_shapes=False` (MediaPipe's export) they are fixed, `[batch_size, max_seq_length]`
+  (`ServingSpec.fixed_input_shapes`). ALBERT's shared
   block is one set of variables applied `num_hidden_layers` times, so its weights appear once in the file,
   whatever the number of layers.
 * `albert_lite.json` (`METADATA_FILE`): the model kind (its `albert_tf.registry` name), the signature's inputs and
@@ -32,7 +35,9 @@ Quantizations (`QUANTIZATIONS`):
   export that keeps the accuracy.
 
 `LiteModel(path)` runs an export on `ai_edge_litert.interpreter.Interpreter` (the `[lite]` extra; TensorFlow's
-own `tf.lite.Interpreter` when it is not installed) on NumPy batches of any size, padded to the fixed batch.
+own `tf.lite.Interpreter` when it is not installed) on NumPy batches of any size: at their own shape on a
+resizable export, padded to the fixed batch on a fixed one; on every core of the process by default
+(`num_threads`).
 """
 
 import inspect
@@ -74,6 +79,20 @@ def input_shapes(model, batch_size, max_seq_length, **lengths):
     return export_lib.serving_spec(model).fixed_input_shapes(batch_size, max_seq_length, lengths)
 
 
+def dynamic_input_shapes(model, shapes):
+    """`shapes` (`input_shapes`) with the batch dimension and every token input's sequence dimensions None: the
+    signature of an export whose batches run at their own size and length (`Interpreter.resize_tensor_input`).
+    Other inputs keep their width (the pretrainer's `mlm_positions`)."""
+    token_specs = export_lib.serving_spec(model).token_specs()
+    dynamic = {}
+    for name, shape in shapes.items():
+        spec = token_specs.get(name)
+        inner = shape[1:] if spec is None else [None if dim is None else size
+                                                for dim, size in zip(spec.shape.as_list()[1:], shape[1:])]
+        dynamic[name] = [None] + list(inner)
+    return dynamic
+
+
 def _serving_function(model, shapes, threshold, outputs=None):
     """A `tf.function` with keyword inputs `shapes` (int32) returning the model's named serving outputs (those
     named in `outputs`, when given)."""
@@ -107,8 +126,9 @@ def _check_quantize(quantize, calibration):
 
 
 def convert(model, max_seq_length, batch_size=1, quantize="none", calibration=None, threshold=None, outputs=None,
-            **lengths):
-    """The LiteRT flatbuffer (bytes) of `model` with one fixed-shape `serving_default` signature.
+            dynamic_shapes=False, **lengths):
+    """The LiteRT flatbuffer (bytes) of `model` with one `serving_default` signature: fixed-shape, or with
+    `dynamic_shapes` a batch dimension and token lengths of any size (`dynamic_input_shapes`).
 
     Args:
         model: a built model of the package (`AlbertModel`, `AlbertPretrainer`, `AlbertClassifier`,
@@ -120,6 +140,9 @@ def convert(model, max_seq_length, batch_size=1, quantize="none", calibration=No
             the batch dimension}`), e.g. from `calibration_features`.
         threshold: optional float, the classifier's constant `threshold` output.
         outputs: optional names of the serving outputs to keep (default: all of the kind's).
+        dynamic_shapes: bool, whether the batch size and the sequence length are resizable at run time
+            (`LiteModel` runs each batch at its own shape); `batch_size` and `max_seq_length` then shape the
+            calibration batches only.
         **lengths: the text modes' lengths that shape inputs (`max_predictions_per_seq`: the pretrainer's
             `mlm_positions` width).
     """
@@ -129,7 +152,8 @@ def convert(model, max_seq_length, batch_size=1, quantize="none", calibration=No
             raise InputError(f"`{name}` must be a positive int. Received: `{name}={value!r}`.")
     check_max_seq_length(max_seq_length, model.config.max_position_embeddings)
     shapes = input_shapes(model, int(batch_size), int(max_seq_length), **lengths)
-    serve = _serving_function(model, shapes, threshold, outputs)
+    serve = _serving_function(model, dynamic_input_shapes(model, shapes) if dynamic_shapes else shapes, threshold,
+                              outputs)
     serve.get_concrete_function()  # Builds an unbuilt model, so that its variables exist below.
     module = tf.Module()
     # The backing tf.Variables: a SavedModel that tracks only the Keras 3 wrappers converts without weights.
@@ -247,14 +271,17 @@ def _labels(model, labels):
 
 def export_tflite(model, output_dir, spm_model_file=None, do_lower_case=True, max_seq_length=128, batch_size=1,
                   quantize="none", calibration_file=None, calibration=None, config=None, threshold=None,
-                  labels=None, file_name=MODEL_FILE, outputs=None, package=None, extra_files=None, **lengths):
+                  labels=None, file_name=MODEL_FILE, outputs=None, package=None, extra_files=None, dynamic_shapes=True,
+                  **lengths):
     """Writes `<output_dir>/<file_name>` (LiteRT), `albert_lite.json`, `albert_config.json` and the SentencePiece
     model (see the module docstring); returns the `.tflite` path.
 
     `calibration_file` (raw text or TFRecords, for `quantize="int8"`) is read with `calibration_features`; or
     pass `calibration`, a list of feature dicts. `labels` names the classifier's outputs in the metadata.
     `lengths` are the text modes' lengths (`convert`); those of the model's kind are recorded in the metadata.
-    `outputs` keeps only the named serving outputs (`convert`); `package` (bytes -> bytes) rewrites the flatbuffer
+    `outputs` keeps only the named serving outputs (`convert`); `dynamic_shapes` (default) makes the batch size
+    and the token lengths resizable, so that each batch runs at its own size and length up to `max_seq_length`
+    (`batch_size` is then the rows per run that `albert_tf.pipeline` defaults to); `package` (bytes -> bytes) rewrites the flatbuffer
     before it is written and `extra_files` (`{name: bytes}`) are written beside it (the MediaPipe export's
     metadata and tokenizer, `albert_tf.export.mediapipe`).
     """
@@ -277,13 +304,15 @@ def export_tflite(model, output_dir, spm_model_file=None, do_lower_case=True, ma
             raise InputError(f"`calibration_file` applies to `quantize='int8'` only. Received `quantize={quantize!r}`.")
         calibration = calibration_features(calibration_file, model, max_seq_length, spm_model_file, do_lower_case,
                                            batch_size, **lengths)
-    flatbuffer = convert(model, max_seq_length, batch_size, quantize, calibration, threshold, outputs, **lengths)
+    flatbuffer = convert(model, max_seq_length, batch_size, quantize, calibration, threshold, outputs,
+                         dynamic_shapes=dynamic_shapes, **lengths)
     lite = LiteModel(flatbuffer)
     metadata = {
         "format": METADATA_FORMAT, "model_kind": kind, "model_file": file_name, "signature": SIGNATURE,
         "inputs": {name: list(spec.shape) for name, spec in lite.input_specs.items()},
         "outputs": {name: list(spec.shape) for name, spec in lite.output_specs.items()},
         "batch_size": int(batch_size), "max_seq_length": int(max_seq_length),
+        "dynamic_shapes": bool(lite.dynamic_shapes),
         "num_labels": num_labels, "labels": labels, "do_lower_case": bool(do_lower_case), "quantization": quantize,
         "config_file": CONFIG_FILE, "spm_model_file": os.path.basename(spm_model_file) if proto else None,
     }
@@ -354,33 +383,66 @@ def _interpreter_class():
     return Interpreter
 
 
+def default_num_threads():
+    """The CPU cores this process may run on (`os.sched_getaffinity`; `os.cpu_count` where it is missing): the
+    interpreter's threads when none are asked for."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+def check_num_threads(num_threads):
+    """`num_threads` as a positive int, or `default_num_threads()` for None; InputError otherwise."""
+    if num_threads is None:
+        return default_num_threads()
+    if isinstance(num_threads, bool) or not isinstance(num_threads, (int, np.integer)) or num_threads < 1:
+        raise InputError(f"`num_threads` must be a positive int. Received: `num_threads={num_threads!r}`.")
+    return int(num_threads)
+
+
+def _spec(name, details):
+    """The `tf.TensorSpec` of a signature tensor: its `shape_signature` (None where the export resizes)."""
+    shape = details.get("shape_signature", details["shape"])
+    return tf.TensorSpec([None if dim < 0 else int(dim) for dim in np.asarray(shape).tolist()],
+                         tf.as_dtype(details["dtype"]), name=name)
+
+
 class LiteModel:
     """Runs the `serving_default` signature of a LiteRT export on NumPy features of any batch size.
 
+    A fixed-shape export runs in chunks of its batch, the last one padded with zero rows. An export with
+    resizable inputs (`convert(..., dynamic_shapes=True)`) runs each call at the features' own shape (the
+    interpreter resizes its inputs), in chunks of `batch_size` rows when given.
+
     Args:
         model: the path of a `.tflite` file, or its bytes.
-        num_threads: optional int, the interpreter's CPU threads (XNNPACK).
+        num_threads: optional int, the interpreter's CPU threads (XNNPACK); default: every core this process may
+            run on (`default_num_threads`).
+        batch_size: optional int, the most rows per run of a resizable export (default: all those given).
     """
 
-    def __init__(self, model, num_threads=None):
+    def __init__(self, model, num_threads=None, batch_size=None):
         interpreter_class = _interpreter_class()
+        self.num_threads = check_num_threads(num_threads)
         if isinstance(model, (bytes, bytearray)):
-            self.interpreter = interpreter_class(model_content=bytes(model), num_threads=num_threads)
+            self.interpreter = interpreter_class(model_content=bytes(model), num_threads=self.num_threads)
         else:
-            self.interpreter = interpreter_class(model_path=os.fspath(model), num_threads=num_threads)
+            self.interpreter = interpreter_class(model_path=os.fspath(model), num_threads=self.num_threads)
         signatures = self.interpreter.get_signature_list()
         if SIGNATURE not in signatures:
             raise InputError(f"The LiteRT model has no `{SIGNATURE}` signature. Signatures: {sorted(signatures)}.")
         self.runner = self.interpreter.get_signature_runner(SIGNATURE)
-        self.input_specs = {name: tf.TensorSpec(d["shape"].tolist(), tf.as_dtype(d["dtype"]), name=name)
-                            for name, d in self.runner.get_input_details().items()}
-        self.output_specs = {name: tf.TensorSpec(d["shape"].tolist(), tf.as_dtype(d["dtype"]), name=name)
-                             for name, d in self.runner.get_output_details().items()}
-        self.batch_size = int(next(iter(self.input_specs.values())).shape[0])
+        self.input_specs = {name: _spec(name, d) for name, d in self.runner.get_input_details().items()}
+        self.output_specs = {name: _spec(name, d) for name, d in self.runner.get_output_details().items()}
+        first = next(iter(self.input_specs.values()))
+        # Resizable: the batch dimension (and the token lengths) are None in the signature.
+        self.dynamic_shapes = first.shape[0] is None
+        self.batch_size = batch_size if self.dynamic_shapes else int(first.shape[0])
 
     def __call__(self, features, output_names=None):
-        """`{name: array [n, ...]}` -> `{output name: array [n, ...]}`; run in chunks of the fixed batch size,
-        the last one padded with zero rows."""
+        """`{name: array [n, ...]}` -> `{output name: array [n, ...]}`; run in chunks of the batch size (a
+        fixed-shape export's last chunk padded with zero rows)."""
         unknown = set(features) - set(self.input_specs)
         missing = set(self.input_specs) - set(features)
         if unknown or missing:
@@ -389,21 +451,24 @@ class LiteModel:
         arrays = {name: np.asarray(value, np.int32) for name, value in features.items()}
         for name, value in arrays.items():
             expected = tuple(self.input_specs[name].shape[1:])
-            if value.shape[1:] != expected:
+            if len(value.shape) != len(expected) + 1 or any(
+                    dim is not None and dim != got for dim, got in zip(expected, value.shape[1:])):
+                what = "fixed shape" if not self.dynamic_shapes else "shape; None: any size"
                 raise InputError(f"`{name}` must have shape [n, {', '.join(map(str, expected))}] (the export's "
-                                 f"fixed shape). Received: {list(value.shape)}.")
+                                 f"{what}). Received: {list(value.shape)}.")
         count = next(iter(arrays.values())).shape[0]
         names = list(output_names or self.output_specs)
+        chunk = self.batch_size or max(count, 1)
         chunks = {name: [] for name in names}
-        for start in range(0, count, self.batch_size):
+        for start in range(0, count, chunk):
             batch = {}
             for name, value in arrays.items():
-                part = value[start:start + self.batch_size]
-                pad = self.batch_size - part.shape[0]
+                part = value[start:start + chunk]
+                pad = chunk - part.shape[0] if not self.dynamic_shapes else 0
                 batch[name] = np.concatenate([part, np.zeros((pad,) + part.shape[1:], np.int32)]) if pad else part
             outputs = self.runner(**batch)
             for name in names:
-                chunks[name].append(outputs[name][:min(self.batch_size, count - start)])
+                chunks[name].append(outputs[name][:min(chunk, count - start)])
         return {name: np.concatenate(parts) for name, parts in chunks.items()}
 
 

@@ -213,7 +213,7 @@ def export_mediapipe(model, output_dir, spm_model_file=None, do_lower_case=True,
                               max_seq_length=max_seq_length, batch_size=1, quantize=quantize,
                               calibration_file=calibration_file, config=config, labels=labels, file_name=file_name,
                               outputs=(output_name,), package=package, extra_files={SPM_FILE: packed_spm},
-                              **lengths)
+                              dynamic_shapes=False, **lengths)
     return path
 
 

@@ -60,7 +60,9 @@ def prepare_dense(weights, name, layer, dtype, scale=None):
 
 def attention_bias(input_mask, dtype):
     """`[batch, seq]` 1/0 mask -> additive `[batch, 1, 1, seq]` bias: 0 where attended, -10000 elsewhere."""
-    mask = keras.ops.cast(input_mask, dtype)[:, None, None, :]          # [batch, 1, 1, keys]
+    # expand_dims, not `[:, None, None, :]`: LiteRT has no kernel for a strided slice that adds axes, which a
+    # signature of unknown batch and length keeps (`albert_tf.export.lite`, resizable inputs).
+    mask = keras.ops.expand_dims(keras.ops.expand_dims(keras.ops.cast(input_mask, dtype), 1), 1)  # [batch, 1, 1, keys]
     return (1.0 - mask) * -10000.0
 
 

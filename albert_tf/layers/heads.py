@@ -16,7 +16,8 @@ def argmax(x):
 
 def gather_positions(sequence, positions):
     """`sequence [batch, seq, width]`, `positions [batch, P]` -> `[batch, P, width]` (`gather_indexes`)."""
-    positions = keras.ops.cast(positions, "int32")[:, :, None]              # [batch, P, 1]
+    # expand_dims, not `[:, :, None]`: LiteRT converts no axis-adding slice of unknown shape (resizable exports).
+    positions = keras.ops.expand_dims(keras.ops.cast(positions, "int32"), -1)   # [batch, P, 1]
     return keras.ops.take_along_axis(sequence, positions, axis=1)
 
 

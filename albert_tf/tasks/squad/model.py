@@ -98,7 +98,8 @@ def default_p_mask(input_mask, segment_ids):
     """
     input_mask = ops.cast(input_mask, "int32")
     segment_ids = ops.cast(segment_ids, "int32")
-    positions = ops.arange(ops.shape(input_mask)[1], dtype="int32")[None, :]  # [1, seq]
+    # expand_dims here and below, not `[None, :]`: LiteRT converts no axis-adding slice of unknown shape.
+    positions = ops.expand_dims(ops.arange(ops.shape(input_mask)[1], dtype="int32"), 0)  # [1, seq]
     last_real = ops.sum(input_mask, axis=1, keepdims=True) - 1               # [batch, 1]
     is_doc = ops.logical_and(ops.logical_and(ops.equal(segment_ids, 1), ops.equal(input_mask, 1)),
                              ops.less(positions, last_real))
@@ -224,9 +225,9 @@ class AlbertSquadV2(PretrainedMixin, keras.Model):
             start_top_index = ops.cast(start_top_index, "int32")
             start_features = gather_positions(sequence_output, start_top_index)              # [batch, k, H]
             end_input = ops.concatenate([
-                ops.tile(sequence_output[:, None, :, :], [1, k, 1, 1]),
-                ops.tile(start_features[:, :, None, :], [1, 1, seq_length, 1])], axis=-1)  # [batch, k, seq, 2H]
-            end_log_probs = self._end_log_probs(end_input, p_mask[:, None, :])             # [batch, k, seq]
+                ops.tile(ops.expand_dims(sequence_output, 1), [1, k, 1, 1]),
+                ops.tile(ops.expand_dims(start_features, 2), [1, 1, seq_length, 1])], axis=-1)  # [batch, k, seq, 2H]
+            end_log_probs = self._end_log_probs(end_input, ops.expand_dims(p_mask, 1))     # [batch, k, seq]
             end_top_log_probs, end_top_index = ops.top_k(end_log_probs, k=self.end_n_top)  # [batch, k, k']
             end_top_index = ops.cast(end_top_index, "int32")
             outputs["start_log_probs"] = start_log_probs
