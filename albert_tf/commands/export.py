@@ -7,7 +7,8 @@ import functools
 from typing import Optional
 
 from albert_tf import options as options_lib
-from albert_tf.errors import InputError
+from albert_tf.errors import InputError, check_export_backend
+from albert_tf.fileio import check_directory
 from albert_tf.export import saved_model as export_lib
 from albert_tf.options import option
 from albert_tf.text import modes as text_modes
@@ -70,7 +71,9 @@ class ExportOptions(options_lib.ModelOptions, options_lib.TokenizerOptions, opti
                                              "task's TFRecords.")
     # The names of a tflite classifier's outputs (NER's `labels` are its tag set).
     labels: Optional[list] = option(None, "tflite/mediapipe classifier: label names written to albert_lite.json "
-                                    "(and MediaPipe's label file).")
+                                    "(and MediaPipe's label file), each once.")
+    overwrite: bool = option(False, "tflite/mediapipe: replace the LiteRT export already in --export_dir (without "
+                             "it, such a directory is refused; a SavedModel goes to a new version directory).")
 
 
 def _lengths_options():
@@ -92,7 +95,16 @@ NO_FLAG = ("init_checkpoint", "vocab_file")
 def export(run, lengths):
     """The export of `run` (`ExportOptions`) with the text modes' `lengths` (a dict): a SavedModel or, with
     `format="tflite"`, a LiteRT model, with `format="mediapipe"` one for MediaPipe Tasks; returns the written
-    path."""
+    path. Refused before the checkpoint is read: an `export_dir` that is a file, a LiteRT export into a directory
+    that holds one (without `overwrite`), `labels` that name an output twice, and a LiteRT export under another
+    Keras backend than TensorFlow's."""
+    check_directory(run.export_dir, "export_dir")
+    if run.format in ("tflite", "mediapipe"):
+        check_export_backend(run.format)
+        from albert_tf.export import lite  # The LiteRT converter only when asked for.
+
+        lite.check_labels(run.labels)
+        lite.check_output_dir(run.export_dir, run.overwrite, name="export_dir")
     if run.format == "mediapipe":
         from albert_tf.export import mediapipe  # The LiteRT converter only when asked for.
 
@@ -100,7 +112,8 @@ def export(run, lengths):
             run.input, run.export_dir, model=run.model, num_labels=run.num_labels,
             albert_config_file=run.albert_config_file, spm_model_file=run.spm_model_file,
             max_seq_length=run.max_seq_length, do_lower_case=run.do_lower_case, batch_size=run.batch_size,
-            quantize=run.quantize, calibration_file=run.calibration_file, labels=run.labels, **lengths)
+            quantize=run.quantize, calibration_file=run.calibration_file, labels=run.labels,
+            overwrite=run.overwrite, **lengths)
     if run.format == "tflite":
         from albert_tf.export import lite  # The LiteRT converter only when asked for.
 
@@ -109,7 +122,8 @@ def export(run, lengths):
             albert_config_file=run.albert_config_file, spm_model_file=run.spm_model_file,
             max_seq_length=run.max_seq_length, do_lower_case=run.do_lower_case, batch_size=run.batch_size,
             quantize=run.quantize, calibration_file=run.calibration_file, threshold=run.threshold,
-            labels=run.labels, max_predictions_per_seq=run.max_predictions_per_seq, **lengths)
+            labels=run.labels, max_predictions_per_seq=run.max_predictions_per_seq, overwrite=run.overwrite,
+            **lengths)
     return export_lib.export_from_checkpoint(
         run.input, run.export_dir, model=run.model, num_labels=run.num_labels,
         albert_config_file=run.albert_config_file, spm_model_file=run.spm_model_file,
@@ -126,7 +140,7 @@ def _resolve(values, given):
         if values["format"] == "mediapipe" and "threshold" in given:
             raise InputError("--threshold applies to --format=saved_model or tflite only (MediaPipe reads one output).")
         return {}
-    for name in ("quantize", "batch_size", "calibration_file", "labels"):
+    for name in ("quantize", "batch_size", "calibration_file", "labels", "overwrite"):
         if name in given:
             raise InputError(f"--{name} applies to --format=tflite or mediapipe only.")
     return {}

@@ -61,6 +61,7 @@ from albert_tf.checkpoints import load_pretrained, resolve_source
 from albert_tf.config import TOKEN_INPUTS, check_max_seq_length
 from albert_tf.data import lengths as lengths_lib
 from albert_tf.errors import InputError, check_export_backend
+from albert_tf.fileio import check_directory
 from albert_tf.models.albert_model import as_config
 from albert_tf.serving_spec import string_specs
 
@@ -323,6 +324,7 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
 def _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_length, version, threshold, lengths):
     """Raises on arguments `export_saved_model` cannot use; returns `(version directory, version, lengths)`
     (every text mode's length: `lengths` and the defaults)."""
+    check_directory(export_dir, "export_dir")
     if not isinstance(max_seq_length, (int, np.integer)) or max_seq_length < 3:
         raise InputError(f"`max_seq_length` must be an int >= 3. Received: `max_seq_length={max_seq_length!r}`.")
     check_max_seq_length(max_seq_length, model.config.max_position_embeddings)
