@@ -190,6 +190,7 @@ class _ServingModule(tf.Module):
 
         if text_pipeline is not None:
             def serve_text(**texts):
+                texts = _same_rows(texts)
                 # Cut to the batch's longest text (rounded up to a few lengths): short text runs short.
                 features = lengths_lib.cut_to_longest(spec.text_features(self.text_pipeline, texts),
                                                       SEQUENCE_FEATURES, max_seq_length)
@@ -319,6 +320,19 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
         shutil.rmtree(staging, ignore_errors=True)
     logging.info("Exported signatures %s to %s", sorted(module.signatures()), final_dir)
     return final_dir
+
+
+def _same_rows(texts):
+    """`texts` (`serve_text`'s string inputs) behind a check, in the graph, that they have one row per example:
+    a request whose inputs differ in length fails with a message naming the two inputs (TF Serving returns it
+    to the client), not inside the tokenizer's ragged ops."""
+    names = sorted(texts)
+    checks = [tf.debugging.assert_equal(
+        tf.shape(texts[name])[0], tf.shape(texts[names[0]])[0],
+        message=f"serve_text: `{name}` and `{names[0]}` must have one row per example; they differ in length")
+        for name in names[1:]]
+    with tf.control_dependencies(checks):
+        return {name: tf.identity(value) for name, value in texts.items()}
 
 
 def _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_length, version, threshold, lengths):
