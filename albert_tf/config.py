@@ -8,6 +8,7 @@ ALBERT-xxlarge's, `from_dict` keeps every key of the JSON (released files carry 
 
 import copy
 import json
+import numbers
 import os
 
 from absl import logging
@@ -65,7 +66,11 @@ del _size, _dims, _version, _dropout, _preset
 
 def check_max_seq_length(max_seq_length, max_position_embeddings, albert_config_file=None):
     """Raises `InputError` unless `max_seq_length <= max_position_embeddings` (the model's position table): the
-    one check of every runner, the preprocessor and the pipelines."""
+    one check of every runner, the preprocessor and the pipelines; and that it is an int of at least 3 (`[CLS]`,
+    one piece, `[SEP]`)."""
+    if isinstance(max_seq_length, bool) or not isinstance(max_seq_length, numbers.Integral) or max_seq_length < 3:
+        raise InputError(f"`max_seq_length` must be an int >= 3 (`[CLS]`, a piece, `[SEP]`). Received: "
+                         f"`max_seq_length={max_seq_length!r}`.")
     if int(max_seq_length) > int(max_position_embeddings):
         where = f" of {albert_config_file}" if albert_config_file else ""
         raise InputError(f"Cannot use sequence length {max_seq_length} because the ALBERT model was only "

@@ -43,11 +43,19 @@ EXPORT_NEEDS_TENSORFLOW = (
     "runners under JAX do this themselves for `export_dir`).")
 
 
-def check_export_backend():
+LITE_NEEDS_TENSORFLOW = (
+    "--format={format} converts a TensorFlow graph with TensorFlow's LiteRT converter, and KERAS_BACKEND is "
+    "{backend!r}: run `KERAS_BACKEND=tensorflow albert-export --format={format}` (it reads a JAX run's checkpoints).")
+
+
+def check_export_backend(format="saved_model"):
     """Raises `InputError` (one line, before anything is written) unless Keras runs on TensorFlow: a SavedModel
-    is a TensorFlow graph, traced from the model's TensorFlow variables."""
+    is a TensorFlow graph, traced from the model's TensorFlow variables, and a LiteRT export (`format` tflite or
+    mediapipe) is converted from one."""
     import keras   # only when an export is asked for
 
     backend = keras.backend.backend()
     if backend != "tensorflow":
+        if format in ("tflite", "mediapipe"):
+            raise InputError(LITE_NEEDS_TENSORFLOW.format(backend=backend, format=format))
         raise InputError(EXPORT_NEEDS_TENSORFLOW.format(backend=backend))

@@ -20,6 +20,23 @@ from absl import logging
 from albert_tf.errors import InputError
 
 
+def check_directory(path, name):
+    """Raises `InputError` when `path`, given as the argument `name` for a directory to write in, is an existing
+    file (or a file stands where one of its parent directories would be)."""
+    if not path:
+        return
+    parent = os.fspath(path)
+    while parent and not tf.io.gfile.exists(parent):
+        up = os.path.dirname(parent.rstrip("/"))
+        if up == parent:
+            return
+        parent = up
+    if parent and tf.io.gfile.exists(parent) and not tf.io.gfile.isdir(parent):
+        where = "is a file" if parent == os.fspath(path) else f"is below the file `{parent}`"
+        raise InputError(f"`{name}={path}` {where}; expected a directory to write in (an existing one or a new "
+                         "path).")
+
+
 def _temporary_name(path):
     return f"{path}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 

@@ -41,6 +41,7 @@ head, a question without a context) raise `albert_tf.errors.InputError`.
 
 import os
 
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -57,6 +58,7 @@ from albert_tf.models.albert_model import AlbertModel, as_config, compile_forwar
 from albert_tf.text import ops as text_ops
 from albert_tf.text import modes as text_modes
 from albert_tf.text import packing, tokenization
+from albert_tf.training import inference
 
 _EXPORT_CONFIG = os.path.join("assets", "albert_config.json")
 _COMMON_OPTIONS = ("batch_size", "progress", "config", "spm_model_file", "vocab_file", "num_threads")
@@ -69,7 +71,9 @@ SEQUENCE_FEATURES = TOKEN_INPUTS + ("p_mask",)
 
 
 class KerasRunner:
-    """Runs a Keras model of the package on batches of NumPy features through one `tf.function`."""
+    """Runs a Keras model of the package on batches of NumPy features through one `tf.function` (on Keras'
+    TensorFlow backend), or the runners' inference step (`albert_tf.training.inference`: one `jax.jit` per input
+    shape) on the others."""
 
     input_names = ()
     dynamic_lengths = True   # Any sequence length up to the model's positions.
@@ -77,12 +81,21 @@ class KerasRunner:
     def __init__(self, model):
         self.model = model
         self.config = model.config
+        self._step = None
+        if keras.backend.backend() != "tensorflow":
+            # The inference step compiles one program per input shape.
+            self.compiles_per_shape = True
+            self._step = inference.make_step(model, lambda inputs: model(inputs, training=False))
+            return
         # XLA (where a GPU or TPU is visible) compiles once per length; a graph on CPU runs any length as it is.
         self.compiles_per_shape = default_jit_compile()
         self._forward = compile_forward(model, jit_compile=self.compiles_per_shape)
         self._traced = set()
 
     def __call__(self, features, output_names):
+        if self._step is not None:
+            outputs = self._step({name: np.asarray(value) for name, value in features.items()})
+            return {name: np.asarray(keras.ops.convert_to_numpy(outputs[name])) for name in output_names}
         inputs = {name: tf.constant(value) for name, value in features.items()}
         # One trace of any length and batch size, made on the first call: the length-aware batches of a call
         # then reuse it instead of tracing their first few shapes one by one.

@@ -242,7 +242,8 @@ def check_same_run(task_dir, identity):
 
 def _task_result(task, task_dir, init_checkpoint, dirs, identity, runtime):
     """The task's saved result when it has one (a finished task is not run again: `check_same_run` made sure it
-    was given the same), else runs it (its `identity` written first, `run_identity`) and saves it."""
+    was given the same), else runs it (its `identity` written first, `run_identity`, and taken back when the
+    runner refuses its arguments before it trained) and saves it."""
     arguments = identity["arguments"]
     path = os.path.join(task_dir, TASK_RESULT_FILE)
     if tf.io.gfile.exists(path):
@@ -250,11 +251,23 @@ def _task_result(task, task_dir, init_checkpoint, dirs, identity, runtime):
             saved = json.load(f)
         logging.info("%s: results found in %s, not run again.", task, path)
         return dict(saved, rows=[tuple(row) for row in saved["rows"]])
+    created = not tf.io.gfile.exists(task_dir)
+    run_file = os.path.join(task_dir, TASK_RUN_FILE)
+    recorded = tf.io.gfile.exists(run_file)
     tf.io.gfile.makedirs(task_dir)
-    write_text_atomic(os.path.join(task_dir, TASK_RUN_FILE), json.dumps(identity, indent=1, sort_keys=True) + "\n")
+    write_text_atomic(run_file, json.dumps(identity, indent=1, sort_keys=True) + "\n")
     logging.info("***** albert-reproduce: %s with %s *****", task, arguments)
     entry = recipes()[task]
-    rows, best_step = entry.run(task_dir, init_checkpoint, dirs[entry.data.name], arguments, runtime)
+    try:
+        rows, best_step = entry.run(task_dir, init_checkpoint, dirs[entry.data.name], arguments, runtime)
+    except InputError:
+        # A run refused before it trained (no checkpoint) holds nothing of those arguments: its record goes, so
+        # the corrected command is not refused as "a run with other arguments".
+        if not recorded and not tf.io.gfile.glob(os.path.join(task_dir, "model.ckpt-*")):
+            tf.io.gfile.remove(run_file)
+            if created and not tf.io.gfile.listdir(task_dir):
+                tf.io.gfile.rmtree(task_dir)
+        raise
     result = {"rows": rows, "best_step": best_step, "arguments": arguments}
     write_text_atomic(path, json.dumps(result, indent=1, sort_keys=True) + "\n")
     return result

@@ -77,8 +77,8 @@ CASES = {
     "multiple-choice": (MultipleChoicePipeline, AlbertRace, {"max_qa_length": 16},
                         [{"article": s, "question": "what ?", "options": ["a", "b c", "d", s[:20]]}
                          for s in SENTENCES[:4]]),
-    # SQuAD 1.1's n-best lists are the top logits of all positions, padding included (as the original): a batch
-    # cut short has fewer padding candidates, so the answers equal the padded run's when every position is one.
+    # SQuAD 1.1's n-best lists rank each window's own positions, so any `n_best_size` gives the padded run's
+    # answers; every position a candidate also checks the logits beyond the short batches' length.
     "question-answering v1": (QuestionAnsweringPipeline, AlbertSquadV1,
                               {"doc_stride": 16, "max_query_length": 12, "n_best_size": MAX},
                               [{"question": "who built it ?", "context": c} for c in CONTEXTS[:3]]

@@ -1,12 +1,18 @@
 """`albert-reproduce`: the recipes are the original release's values, `results.md` puts each dev score beside the
 published one, and a run over every task on tiny fixtures (two steps each) writes every row and resumes."""
 
+import os
+import subprocess
+import sys
 
 import pytest
+import sentencepiece as spm
 
 from albert_tf import reproduce
+from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError
-from reproduce_runs import reproduce_every_task
+from reproduce_runs import ROOT, _release_dir, reproduce_every_task
+import task_fixtures as tfx
 
 
 # Transcribed from the original run_glue.sh (run_task TASK WARMUP LR STEPS SAVE_STEPS BSZ) and README commands.
@@ -85,3 +91,25 @@ def test_bad_arguments_are_one_line_errors(tmp_path):
 @pytest.mark.e2e
 def test_every_task_on_tiny_fixtures_writes_results_md_and_resumes(tmp_path):
     reproduce_every_task(tmp_path)
+
+
+@pytest.mark.e2e
+def test_a_refused_attempt_records_nothing_and_the_corrected_command_is_not_refused_for_it(tmp_path):
+    """The recipe's length 512 on a model of 32 positions is refused before training: no `reproduce_run.json`
+    stays, so the next command with other weights is judged on its own (here refused for the same length)."""
+    glue = tfx.write_glue(str(tmp_path / "glue"))
+    spm_file = tfx.train_spm(str(tmp_path))
+    config = AlbertConfig(vocab_size=spm.SentencePieceProcessor(model_file=spm_file).get_piece_size(), **tfx.TINY)
+    release = _release_dir(str(tmp_path), config, spm_file)
+    other = str(tmp_path / "other")
+    os.rename(release, other)
+    release = _release_dir(str(tmp_path), config, spm_file)
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = tmp_path / "out"
+    for weights in (release, other):
+        proc = subprocess.run([sys.executable, "-m", "albert_tf.commands", "albert-reproduce", f"--output_dir={out}",
+                               f"--init_checkpoint={weights}", f"--glue_dir={glue}", "--tasks=rte"],
+                              capture_output=True, text=True, env=env, timeout=600)
+        line = proc.stderr.strip().splitlines()[-1]
+        assert proc.returncode == 2 and "Cannot use sequence length 512" in line, proc.stderr[-3000:]
+        assert not (out / "rte" / reproduce.TASK_RUN_FILE).exists()

@@ -7,7 +7,8 @@ import functools
 from typing import Optional
 
 from albert_tf import options as options_lib
-from albert_tf.errors import InputError
+from albert_tf.errors import InputError, check_export_backend
+from albert_tf.fileio import check_directory
 from albert_tf.export import saved_model as export_lib
 from albert_tf.options import option
 from albert_tf.text import modes as text_modes
@@ -77,7 +78,9 @@ class ExportOptions(options_lib.ModelOptions, options_lib.TokenizerOptions, opti
                                              "task's TFRecords.")
     # The names of a tflite classifier's outputs (NER's `labels` are its tag set).
     labels: Optional[list] = option(None, "tflite/mediapipe classifier: label names written to albert_lite.json "
-                                    "(and MediaPipe's label file).")
+                                    "(and MediaPipe's label file), each once.")
+    overwrite: bool = option(False, "tflite/mediapipe: replace the LiteRT export already in --export_dir (without "
+                             "it, such a directory is refused; a SavedModel goes to a new version directory).")
 
 
 def _lengths_options():
@@ -102,7 +105,16 @@ NO_FLAG = ("init_checkpoint", "vocab_file")
 def export(run, lengths):
     """The export of `run` (`ExportOptions`) with the text modes' `lengths` (a dict): a SavedModel or, with
     `format="tflite"`, a LiteRT model, with `format="mediapipe"` one for MediaPipe Tasks; returns the written
-    path."""
+    path. Refused before the checkpoint is read: an `export_dir` that is a file, a LiteRT export into a directory
+    that holds one (without `overwrite`), `labels` that name an output twice, and a LiteRT export under another
+    Keras backend than TensorFlow's."""
+    check_directory(run.export_dir, "export_dir")
+    if run.format in ("tflite", "mediapipe"):
+        check_export_backend(run.format)
+        from albert_tf.export import lite  # The LiteRT converter only when asked for.
+
+        lite.check_labels(run.labels)
+        lite.check_output_dir(run.export_dir, run.overwrite, name="export_dir")
     if run.format == "mediapipe":
         from albert_tf.export import mediapipe  # The LiteRT converter only when asked for.
 
@@ -111,7 +123,8 @@ def export(run, lengths):
             albert_config_file=run.albert_config_file, spm_model_file=run.spm_model_file,
             max_seq_length=run.max_seq_length, do_lower_case=run.do_lower_case,
             batch_size=1 if run.batch_size is None else run.batch_size,
-            quantize=run.quantize, calibration_file=run.calibration_file, labels=run.labels, **lengths)
+            quantize=run.quantize, calibration_file=run.calibration_file, labels=run.labels,
+            overwrite=run.overwrite, **lengths)
     if run.format == "tflite":
         from albert_tf.export import lite  # The LiteRT converter only when asked for.
 
@@ -121,7 +134,8 @@ def export(run, lengths):
             max_seq_length=run.max_seq_length, do_lower_case=run.do_lower_case,
             batch_size=DEFAULT_LITE_BATCH_SIZE if run.batch_size is None else run.batch_size,
             dynamic_shapes=run.dynamic_shapes, quantize=run.quantize, calibration_file=run.calibration_file,
-            threshold=run.threshold, labels=run.labels, max_predictions_per_seq=run.max_predictions_per_seq, **lengths)
+            threshold=run.threshold, labels=run.labels, max_predictions_per_seq=run.max_predictions_per_seq,
+            overwrite=run.overwrite, **lengths)
     return export_lib.export_from_checkpoint(
         run.input, run.export_dir, model=run.model, num_labels=run.num_labels,
         albert_config_file=run.albert_config_file, spm_model_file=run.spm_model_file,
@@ -140,7 +154,7 @@ def _resolve(values, given):
         if values["format"] == "mediapipe" and "dynamic_shapes" in given:
             raise InputError("--dynamic_shapes applies to --format=tflite only (MediaPipe runs fixed shapes).")
         return {}
-    for name in ("quantize", "batch_size", "calibration_file", "labels", "dynamic_shapes"):
+    for name in ("quantize", "batch_size", "calibration_file", "labels", "dynamic_shapes", "overwrite"):
         if name in given:
             raise InputError(f"--{name} applies to --format=tflite or mediapipe only.")
     return {}

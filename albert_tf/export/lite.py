@@ -55,8 +55,8 @@ from albert_tf.export import saved_model as export_lib
 from albert_tf.text import modes as text_modes
 from albert_tf.text import tokenization
 from albert_tf.config import AlbertConfig, check_max_seq_length
-from albert_tf.errors import InputError
-from albert_tf.fileio import copy_atomic, write_bytes_atomic, write_text_atomic
+from albert_tf.errors import InputError, check_export_backend
+from albert_tf.fileio import check_directory, copy_atomic, write_bytes_atomic, write_text_atomic
 from albert_tf.models.albert_model import as_config
 
 QUANTIZATIONS = ("none", "float16", "dynamic", "int8")
@@ -259,10 +259,32 @@ def calibration_features(path, model, max_seq_length, spm_model_file=None, do_lo
 # --- The export directory ----------------------------------------------------------------------------------
 
 
+def check_labels(labels):
+    """`labels` as strings; `InputError` for a name given twice (a label file maps each name to one output)."""
+    if labels is None:
+        return None
+    labels = [str(label) for label in labels]
+    twice = sorted({label for label in labels if labels.count(label) > 1})
+    if twice:
+        raise InputError(f"`labels` names {', '.join(repr(label) for label in twice)} more than once; each output "
+                         f"needs its own name. Received: {','.join(labels)}.")
+    return labels
+
+
+def check_output_dir(output_dir, overwrite=False, file_name=MODEL_FILE, name="output_dir"):
+    """Raises `InputError` when `output_dir` (the argument `name`) is a file, or already holds a LiteRT export
+    (`file_name` or the metadata file) and `overwrite` is False: an export never replaces another silently."""
+    check_directory(output_dir, name)
+    existing = [f for f in (file_name, METADATA_FILE) if tf.io.gfile.exists(os.path.join(output_dir, f))]
+    if existing and not overwrite:
+        raise InputError(f"`{output_dir}` already holds a LiteRT export (`{existing[0]}`): pass another `{name}`, "
+                         "or --overwrite (`overwrite=True`) to replace it.")
+
+
 def _labels(model, labels):
     num_labels = getattr(model, "num_labels", None)
     if labels is not None:
-        labels = [str(label) for label in labels]
+        labels = check_labels(labels)
         if num_labels is None or len(labels) != num_labels:
             raise InputError(f"`labels` has {len(labels)} names; the model ({type(model).__name__}) has "
                              f"{num_labels} outputs.")
@@ -272,6 +294,7 @@ def _labels(model, labels):
 def export_tflite(model, output_dir, spm_model_file=None, do_lower_case=True, max_seq_length=128, batch_size=1,
                   quantize="none", calibration_file=None, calibration=None, config=None, threshold=None,
                   labels=None, file_name=MODEL_FILE, outputs=None, package=None, extra_files=None, dynamic_shapes=True,
+                  overwrite=False,
                   **lengths):
     """Writes `<output_dir>/<file_name>` (LiteRT), `albert_lite.json`, `albert_config.json` and the SentencePiece
     model (see the module docstring); returns the `.tflite` path.
@@ -283,8 +306,11 @@ def export_tflite(model, output_dir, spm_model_file=None, do_lower_case=True, ma
     and the token lengths resizable, so that each batch runs at its own size and length up to `max_seq_length`
     (`batch_size` is then the rows per run that `albert_tf.pipeline` defaults to); `package` (bytes -> bytes) rewrites the flatbuffer
     before it is written and `extra_files` (`{name: bytes}`) are written beside it (the MediaPipe export's
-    metadata and tokenizer, `albert_tf.export.mediapipe`).
+    metadata and tokenizer, `albert_tf.export.mediapipe`). An `output_dir` that already holds a LiteRT export is
+    refused unless `overwrite` (`check_output_dir`).
     """
+    check_export_backend("tflite")
+    check_output_dir(output_dir, overwrite, file_name)
     model = merged_copy(model)   # LoRA adapters merged into the kernels (`albert_tf.models.lora`)
     spec = export_lib.serving_spec(model)
     kind = spec.kind

@@ -32,7 +32,7 @@ from absl import logging
 from tensorflow.lite.python import schema_py_generated as tflite_schema
 
 from albert_tf import registry
-from albert_tf.errors import InputError
+from albert_tf.errors import InputError, check_export_backend
 from albert_tf.export import lite
 from albert_tf.export import saved_model as export_lib
 from albert_tf.text import normalization
@@ -169,18 +169,20 @@ def _label_names(model, labels):
     if model.num_labels < 2:
         raise InputError("MediaPipe's TextClassifier reads label probabilities: a regression classifier "
                          f"(`num_labels={model.num_labels}`) has none; export it with --format=tflite.")
-    return [str(label) for label in labels] if labels is not None else [str(i) for i in range(model.num_labels)]
+    return lite.check_labels(labels) if labels is not None else [str(i) for i in range(model.num_labels)]
 
 
 def export_mediapipe(model, output_dir, spm_model_file=None, do_lower_case=True, max_seq_length=128,
                      quantize="none", calibration_file=None, labels=None, config=None, batch_size=1,
-                     file_name=lite.MODEL_FILE, **lengths):
+                     file_name=lite.MODEL_FILE, overwrite=False, **lengths):
     """Writes `<output_dir>/<file_name>` for MediaPipe Tasks (see the module docstring) and the LiteRT export's
     files beside it; returns the `.tflite` path.
 
     Args as `lite.export_tflite`'s; `model` is an `AlbertClassifier` (`TextClassifier`) or an `AlbertModel`
     (`TextEmbedder`), `spm_model_file` is required, and the batch is 1.
     """
+    check_export_backend("mediapipe")
+    lite.check_output_dir(output_dir, overwrite, file_name)
     spec = export_lib.serving_spec(model)
     if spec.mediapipe_task is None:
         raise InputError(f"MediaPipe's text tasks run a classifier or an encoder (TextClassifier, TextEmbedder). "
@@ -213,7 +215,7 @@ def export_mediapipe(model, output_dir, spm_model_file=None, do_lower_case=True,
                               max_seq_length=max_seq_length, batch_size=1, quantize=quantize,
                               calibration_file=calibration_file, config=config, labels=labels, file_name=file_name,
                               outputs=(output_name,), package=package, extra_files={SPM_FILE: packed_spm},
-                              dynamic_shapes=False, **lengths)
+                              dynamic_shapes=False, overwrite=overwrite, **lengths)
     return path
 
 

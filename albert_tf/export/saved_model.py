@@ -61,6 +61,7 @@ from albert_tf.checkpoints import load_pretrained, resolve_source
 from albert_tf.config import TOKEN_INPUTS, check_max_seq_length
 from albert_tf.data import lengths as lengths_lib
 from albert_tf.errors import InputError, check_export_backend
+from albert_tf.fileio import check_directory
 from albert_tf.models.albert_model import as_config
 from albert_tf.serving_spec import string_specs
 
@@ -189,6 +190,7 @@ class _ServingModule(tf.Module):
 
         if text_pipeline is not None:
             def serve_text(**texts):
+                texts = _same_rows(texts)
                 # Cut to the batch's longest text (rounded up to a multiple of 8): short text runs short.
                 features = lengths_lib.cut_to_longest(spec.text_features(self.text_pipeline, texts),
                                                       SEQUENCE_FEATURES, max_seq_length)
@@ -320,9 +322,23 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
     return final_dir
 
 
+def _same_rows(texts):
+    """`texts` (`serve_text`'s string inputs) behind a check, in the graph, that they have one row per example:
+    a request whose inputs differ in length fails with a message naming the two inputs (TF Serving returns it
+    to the client), not inside the tokenizer's ragged ops."""
+    names = sorted(texts)
+    checks = [tf.debugging.assert_equal(
+        tf.shape(texts[name])[0], tf.shape(texts[names[0]])[0],
+        message=f"serve_text: `{name}` and `{names[0]}` must have one row per example; they differ in length")
+        for name in names[1:]]
+    with tf.control_dependencies(checks):
+        return {name: tf.identity(value) for name, value in texts.items()}
+
+
 def _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_length, version, threshold, lengths):
     """Raises on arguments `export_saved_model` cannot use; returns `(version directory, version, lengths)`
     (every text mode's length: `lengths` and the defaults)."""
+    check_directory(export_dir, "export_dir")
     if not isinstance(max_seq_length, (int, np.integer)) or max_seq_length < 3:
         raise InputError(f"`max_seq_length` must be an int >= 3. Received: `max_seq_length={max_seq_length!r}`.")
     check_max_seq_length(max_seq_length, model.config.max_position_embeddings)

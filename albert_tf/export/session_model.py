@@ -61,8 +61,8 @@ class SessionModel:
             {output key: numpy array}.
 
         Raises:
-            InputError: an input of another kind than its tensor's (float or string ids for an integer input: a
-            session would cast 1.7 to 1), of another rank, or inputs of different batch sizes; each names the
+            InputError: an input without rows, of another kind than its tensor's (float or string ids for an
+            integer input: a session would cast 1.7 to 1), of another rank, or inputs of different batch sizes; each names the
             signature and the input. `serve_text` strings that are not UTF-8 are not refused: the graph drops the
             bytes that are not UTF-8, as the original's `convert_to_unicode` (`bytes.decode("utf-8", "ignore")`).
         """
@@ -72,6 +72,9 @@ class SessionModel:
             raise InputError(f"Signature `{signature}` of {self.export_path} takes the inputs "
                              f"{sorted(expected)}. Received: {sorted(inputs)}.")
         arrays = {name: _as_array(value) for name, value in inputs.items()}
+        for name, array in sorted(arrays.items()):
+            if array.ndim and array.shape[0] == 0:
+                raise InputError(f"Input `{name}` of signature `{signature}` holds no rows: pass at least one.")
         _check_inputs(signature, signature_def, arrays)
         feeds = {signature_def.inputs[name].name: arrays[name] for name in arrays}
         fetches = {name: info.name for name, info in signature_def.outputs.items()}

@@ -261,6 +261,8 @@ class PretrainedMixin(LoraMixin):
             raise InputError("Sentence pairs are a tuple of two lists `(texts_a, texts_b)`, not a list of pairs: "
                              "pass `tuple(zip(*pairs))`.")
         x = _as_slices(x)
+        if isinstance(x, (list, tuple, dict, np.ndarray)) and _num_examples("x", x) == 0:
+            raise InputError("`x` holds no examples: pass at least one text.")
         self.preprocessor.validate(x, self._PREPROCESS_MODE)
         n = _num_examples("x", x)
         arrays = [x]
@@ -363,17 +365,30 @@ class PretrainedMixin(LoraMixin):
         `albert_tf.data.lengths.length_multiple`): the outputs are the same (the attention mask
         hides padding), and the outputs with a sequence axis come back at `max_seq_length` as before,
         positions past the batch's cut holding 0 (`p_mask` 1)."""
+        if is_dataset(x) and int(x.cardinality()) == 0:
+            raise InputError("`x` is a dataset without elements: nothing to predict.")
         dataset = self._text_dataset(x, batch_size=batch_size, cut=True)
         if dataset is None:
-            return super().predict(x, batch_size=batch_size, **kwargs)
+            return self._predict_batches(x, batch_size=batch_size, **kwargs)
         # The outputs to pad back (`_uncut`), read when Keras traces its predict function: a new one for text.
         self._cut_outputs = self._sequence_outputs(dataset.element_spec[0])
         self.predict_function = None
         try:
-            return super().predict(dataset, batch_size=None, **kwargs)
+            return self._predict_batches(dataset, batch_size=None, **kwargs)
         finally:
             self._cut_outputs = None
             self.predict_function = None
+
+    def _predict_batches(self, x, **kwargs):
+        """`keras.Model.predict`; a dataset that turns out to yield no batch (its size unknown beforehand, a
+        `filter` that keeps nothing) is an `InputError`, and the model stays usable."""
+        try:
+            return super().predict(x, **kwargs)
+        except UnboundLocalError as e:   # Keras' predict reads its last batch's outputs after an empty loop.
+            if not is_dataset(x):
+                raise
+            self.predict_function = None
+            raise InputError("`x` yielded no batch: nothing to predict.") from e
 
     def _sequence_outputs(self, feature_specs):
         """The names of the outputs (and passthrough features) with a sequence axis: those whose length along

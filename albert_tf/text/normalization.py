@@ -27,6 +27,7 @@ docs/deploying_small.md):
 
 import dataclasses
 import functools
+import os
 import unicodedata
 
 import sentencepiece as spm
@@ -113,13 +114,26 @@ def normalized_model(proto, do_lower_case=True, source="the SentencePiece model"
 
 def write_normalized_model(spm_model_file, output, do_lower_case=True):
     """Writes `normalized_model` of the SentencePiece model file `spm_model_file` to `output` (a temporary name,
-    then renamed); returns `output`."""
+    then renamed); returns `output`. An `output` that is `spm_model_file` itself or a directory is refused."""
     if not tf.io.gfile.exists(spm_model_file):
         raise InputError(f"`spm_model_file` not found: `{spm_model_file}`.")
+    if tf.io.gfile.isdir(output):
+        raise InputError(f"`output={output}` is a directory; expected the path of the model file to write "
+                         f"(such as `{os.path.join(output, 'raw-text.model')}`).")
+    if _same_file(spm_model_file, output):
+        raise InputError(f"`output={output}` is `spm_model_file` itself: writing there would replace the release's "
+                         "model; pass another path.")
     with tf.io.gfile.GFile(spm_model_file, "rb") as f:
         proto = normalized_model(f.read(), do_lower_case, spm_model_file)
     write_bytes_atomic(output, proto)
     return output
+
+
+def _same_file(a, b):
+    """Whether paths `a` and `b` name one file (a link to it included)."""
+    if os.path.exists(a) and os.path.exists(b):
+        return os.path.samefile(a, b)
+    return os.path.normpath(os.path.abspath(a)) == os.path.normpath(os.path.abspath(b))
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -41,7 +41,7 @@ from albert_tf.checkpoints.restore import check_readable, restore_checkpoint
 from albert_tf.checkpoints.sources import FOREIGN_KINDS
 from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError, check_export_backend, tf_error_text
-from albert_tf.fileio import output_lock, write_text_atomic
+from albert_tf.fileio import check_directory, output_lock, write_text_atomic
 from albert_tf.text import tokenization
 from albert_tf.training import distribution, export_process, jax_distribution, loop, optimization
 
@@ -129,6 +129,7 @@ class Task(abc.ABC):
         self.options.check_optimizer()
         if hasattr(self.options, "check_lora"):
             self.options.check_lora()
+        check_directory(getattr(self.options, "export_dir", None), "export_dir")
         check_checkpoints(self.options)
 
     @abc.abstractmethod

@@ -103,3 +103,18 @@ def test_albert_normalize_spm_writes_the_model(spm_models, tmp_path):
     proc = subprocess.run(command[:-2] + [f"--spm_model_file={tmp_path / 'missing.model'}", f"--output={output}"],
                           capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode != 0 and "`spm_model_file` not found" in proc.stderr, proc.stderr[-2000:]
+
+
+@pytest.mark.e2e
+def test_albert_normalize_spm_never_writes_over_its_source_or_into_a_directory(spm_models, tmp_path):
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    source = tmp_path / "30k-clean.model"
+    source.write_bytes(open(spm_models[True], "rb").read())
+    before = source.read_bytes()
+    for output, expected in ((source, "is `spm_model_file` itself"), (tmp_path, "is a directory")):
+        proc = subprocess.run([sys.executable, "-m", "albert_tf.commands", "albert-normalize-spm",
+                               f"--spm_model_file={source}", f"--output={output}"],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+        assert expected in proc.stderr.strip().splitlines()[-1], proc.stderr[-2000:]
+    assert source.read_bytes() == before and sorted(p.name for p in tmp_path.iterdir()) == ["30k-clean.model"]

@@ -249,6 +249,11 @@ class RaceTask(driver.Task):
 
     def train_data(self):
         o = self.options
+        try:
+            race_data.split_dir(o.data_dir, "train")
+        except InputError as e:
+            raise InputError(f"{e} `do_train` is true by default, as in the original: pass `do_train=False` "
+                             "(--nodo_train) to evaluate or predict without training.") from e
         examples = race_data.read_race_examples(o.data_dir, "train", **self.read)
         train_file = o.feature_path("train_file")
         prepare_tfrecord(examples, self.tokenizer, train_file, o.max_seq_length, o.max_qa_length, check_count=False)

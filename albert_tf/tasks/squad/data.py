@@ -289,13 +289,18 @@ def _lcs_match(raw_chars, tok_cat_text, max_dist):
     return prev[m - 1], g
 
 
-def align_pieces(paragraph_text, para_tokens, do_lower_case):
+def align_pieces(paragraph_text, para_tokens, do_lower_case, expand_characters=False):
     """Aligns SentencePiece pieces to the raw paragraph characters (the original's LCS alignment).
 
     Args:
         paragraph_text: the raw context string.
         para_tokens: pieces of `preprocess_text(paragraph_text, lower=do_lower_case)` (`encode_pieces`).
         do_lower_case: bool, as used for the pieces.
+        expand_characters: bool. False (the original): each raw character is compared whole with one character
+            of the pieces, so a character that normalises to several ("ﬁ" -> "fi", "㎏" -> "kg") never matches
+            and a context of many such characters is a mismatch. True (the pipelines): each raw character is
+            expanded to its normalised characters, each of which aligns to the raw character it came from, so
+            the offsets stay in the raw text.
 
     Returns:
         None on mismatch (fewer than 80% of raw characters aligned), else a dict with
@@ -315,10 +320,15 @@ def align_pieces(paragraph_text, para_tokens, do_lower_case):
         tok_end_to_chartok_index.append(char_cnt - 1)
 
     tok_cat_text = "".join(para_tokens).replace(SPIECE_UNDERLINE, " ")
-    n, m = len(paragraph_text), len(tok_cat_text)
+    raw_chars = [preprocess_text(c, lower=do_lower_case, remove_space=False) for c in paragraph_text]
+    owner = None   # With `expand_characters`: the raw character of each compared character.
+    num_raw = len(paragraph_text)
+    if expand_characters:
+        owner = [i for i, chars in enumerate(raw_chars) for _ in chars]
+        raw_chars = [c for chars in raw_chars for c in chars]
+    n, m = len(raw_chars), len(tok_cat_text)
     if n == 0 or m == 0:
         return None
-    raw_chars = [preprocess_text(c, lower=do_lower_case, remove_space=False) for c in paragraph_text]
 
     max_dist = abs(n - m) + 5
     for _ in range(2):
@@ -335,7 +345,7 @@ def align_pieces(paragraph_text, para_tokens, do_lower_case):
             break
         if g[(i, j)] == 2:
             orig_to_chartok_index[i] = j
-            chartok_to_orig_index[j] = i
+            chartok_to_orig_index[j] = i if owner is None else owner[i]
             i, j = i - 1, j - 1
         elif g[(i, j)] == 1:
             j = j - 1
@@ -344,6 +354,13 @@ def align_pieces(paragraph_text, para_tokens, do_lower_case):
 
     if all(v is None for v in orig_to_chartok_index) or f_last < 0.8 * n:
         return None
+    if owner is not None:
+        # Per raw character: the first aligned character of its expansion.
+        expanded, orig_to_chartok_index = orig_to_chartok_index, [None] * num_raw
+        for i in reversed(range(n)):
+            if expanded[i] is not None:
+                orig_to_chartok_index[owner[i]] = expanded[i]
+        n = num_raw
 
     tok_start_to_orig_index = []
     tok_end_to_orig_index = []
@@ -396,7 +413,7 @@ def check_lengths(max_seq_length, max_query_length):
 
 
 def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride, max_query_length,
-                                 is_training, output_fn, do_lower_case):
+                                 is_training, output_fn, do_lower_case, expand_characters=False):
     """Turns examples into doc-span features (`squad_utils.convert_examples_to_features`).
 
     Args:
@@ -408,6 +425,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
         is_training: bool, whether to compute `start_position`/`end_position`/`is_impossible`.
         output_fn: called with each `InputFeatures`.
         do_lower_case: bool, passed to `preprocess_text`.
+        expand_characters: bool, `align_pieces`' option (False: the original's alignment).
 
     Returns:
         `ConversionStats`; examples whose pieces cannot be aligned to the text ("MISMATCH DETECTED!") are
@@ -429,7 +447,7 @@ def convert_examples_to_features(examples, tokenizer, max_seq_length, doc_stride
         query_tokens = query_tokens[:max_query_length]
         para_tokens = tokenization.encode_pieces(
             sp_model, tokenization.preprocess_text(example.paragraph_text, lower=do_lower_case))
-        alignment = align_pieces(example.paragraph_text, para_tokens, do_lower_case)
+        alignment = align_pieces(example.paragraph_text, para_tokens, do_lower_case, expand_characters)
         if alignment is None:
             logging.info("MISMATCH DETECTED! (question id %s)", example.qas_id)
             stats.num_mismatch += 1

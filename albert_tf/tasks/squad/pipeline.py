@@ -5,6 +5,12 @@
 and n-best decoding (`albert_tf.tasks.squad.postprocess`): the v1 span head, or the v2 beam head, which answers
 "" when `null_score_diff_threshold` is given and the example's null score difference reaches it. `score` is the
 answer's n-best probability (for "" the sigmoid of the null score difference).
+
+An answer depends on its own input only: the v1 n-best lists rank the window's document positions (the runner's
+files keep the original's lists over every position, padding included), an example whose best starts and ends
+make no valid span is searched over all its positions, and the pieces align to the context character by
+character of their normalised form, so `context[start:end] == answer` holds for ligatures, compatibility
+characters ("ﬁ", "Ⅻ", "㎏") and combining marks too.
 """
 
 import math
@@ -96,8 +102,10 @@ class QuestionAnsweringPipeline(Pipeline):
                                 "`max_query_length=%d` are used (as the original).", example.qas_id, pieces,
                                 self.max_query_length)
         features = []
+        # Characters that normalise to several ("ﬁ", "㎏") align to the raw text (`expand_characters`).
         squad.convert_examples_to_features(examples, self.tokenizer, self.max_seq_length, self.doc_stride,
-                                           self.max_query_length, False, features.append, self.do_lower_case)
+                                           self.max_query_length, False, features.append, self.do_lower_case,
+                                           expand_characters=True)
         names = TOKEN_INPUTS + (("p_mask",) if self.v2 else ())
         return [{name: getattr(f, name) for name in names} for f in features], features
 
@@ -114,8 +122,8 @@ class QuestionAnsweringPipeline(Pipeline):
                     cls_logits=float(output["cls_logits"])))
             else:
                 results.append(post.RawResult(unique_id=feature.unique_id,
-                                              start_log_prob=[float(x) for x in output["start_logits"]],
-                                              end_log_prob=[float(x) for x in output["end_logits"]]))
+                                              start_log_prob=_own_positions(feature, output["start_logits"]),
+                                              end_log_prob=_own_positions(feature, output["end_logits"])))
         result_dict = {}
         if self.v2:
             cls_dict = {}
@@ -127,6 +135,7 @@ class QuestionAnsweringPipeline(Pipeline):
         else:
             post.accumulate_predictions_v1(result_dict, examples, features, results, self.n_best_size,
                                            self.max_answer_length)
+            self._every_span(result_dict, examples, features, results)
             predictions, nbest = post.write_predictions_v1(result_dict, examples, features, results,
                                                            self.n_best_size)
             score_diffs = None
@@ -146,6 +155,19 @@ class QuestionAnsweringPipeline(Pipeline):
                             "start": start, "end": end})
         return answers
 
+    def _every_span(self, result_dict, examples, features, results):
+        """For an example whose `n_best_size` best starts and ends make no valid span (every best end before
+        every best start), the candidates of all its positions: a context that holds a span answers one."""
+        empty = {index for index, spans in result_dict.items() if not any(spans.values())}
+        if not empty:
+            return
+        chosen = [(f, r) for f, r in zip(features, results) if f.example_index in empty]
+        every = {}
+        post.accumulate_predictions_v1(every, examples, [f for f, _ in chosen], [r for _, r in chosen],
+                                       max(len(r.start_log_prob) for _, r in chosen), self.max_answer_length)
+        for index in empty:
+            result_dict[index] = every[index]
+
     @staticmethod
     def _offsets(result_dict, example_index, example, features, answer):
         """Character offsets `[start, end)` in the context of the best span whose text is `answer`: the n-best
@@ -161,3 +183,12 @@ class QuestionAnsweringPipeline(Pipeline):
                 start += len(raw) - len(raw.lstrip())
                 return start, start + len(answer)
         return 0, 0   # The decoding's placeholder ("empty" / "") for an example without a valid span.
+
+
+def _own_positions(feature, logits):
+    """A window's logits with every position outside its document pieces at -inf: the n-best lists then rank
+    the input's own positions only, whatever padding its batch adds (the runner keeps the original's lists
+    over all `max_seq_length` positions)."""
+    doc_offset = feature.tokens.index("[SEP]") + 1
+    doc_end = doc_offset + len(feature.tok_start_to_orig_index)
+    return [float(x) if doc_offset <= i < doc_end else -math.inf for i, x in enumerate(logits)]

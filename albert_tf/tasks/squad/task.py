@@ -29,7 +29,8 @@ from absl import logging
 from albert_tf import options as options_lib
 from albert_tf.export import saved_model as export_lib
 from albert_tf.export import lite
-from albert_tf.checkpoints import init_from_checkpoint
+from albert_tf.checkpoints import init_from_checkpoint, resolve_source
+from albert_tf.checkpoints.convert import describe_heads
 from albert_tf.tasks.squad import data as squad
 from albert_tf.tasks.squad import postprocess as post
 from albert_tf.errors import InputError
@@ -204,7 +205,16 @@ class SquadTask(driver.Task):
             model = AlbertSquadV1(self.runtime.config, **kwargs)
         if init_path:
             logging.info("Initialising from %s", init_path)
-            init_from_checkpoint(model, init_path, allow_missing_heads=True)
+            loaded = init_from_checkpoint(model, init_path, allow_missing_heads=True)
+            head = "squad_v2" if self.v2 else "squad_v1"
+            if not o.do_train and head in loaded.missing_heads:
+                # Evaluating or predicting without training reads the answers off the head: a random one is
+                # refused rather than scored.
+                with resolve_source(init_path) as source:
+                    held = describe_heads(source)
+                raise InputError(f"`init_checkpoint={init_path}` has no {head} head, which predicting without "
+                                 f"training needs; it holds {held}. Train first (--do_train) or pass a SQuAD "
+                                 f"checkpoint of {'run_squad_v2' if self.v2 else 'run_squad_v1'}.")
         return model
 
     def train_data(self):
