@@ -286,6 +286,30 @@ def _frozen_task_model(run, shared):
     return model
 
 
+def _serve_all(shared, all_tasks):
+    """`serve_all`'s function: `all_tasks` `[(name, spec, forward, pipeline, input names, threshold)]`, the
+    frozen-encoder tasks first; each packing of the text is made once, and the shared encoder runs once per
+    packing (`_Reuse`)."""
+
+    def serve_all(**texts):
+        outputs, packed = {}, {}
+        with shared.reuse.active():
+            for name, spec, forward, pipeline, names, threshold in all_tasks:
+                inputs = {input_name: texts["text"] if input_name in ("text", "text_a") else texts["text_b"]
+                          for input_name in names}
+                packing = (id(pipeline), type(spec).text_features, names)
+                if packing not in packed:
+                    packed[packing] = lengths_lib.cut_to_longest(spec.text_features(pipeline, inputs),
+                                                             single.SEQUENCE_FEATURES, pipeline.max_seq_length)
+                features = packed[packing]
+                task_outputs = spec.text_outputs(
+                    single._run_model(forward, spec, features, threshold), features)  # pylint: disable=protected-access
+                outputs.update((f"{name}/{key}", value) for key, value in task_outputs.items())
+        return outputs
+
+    return serve_all
+
+
 class _MultiTaskModule(tf.Module):
     """What is saved: the shared encoder's variables, each task's serving module (`saved_model._ServingModule`:
     its signatures and own variables), the assets and `serve_all`."""
@@ -297,7 +321,6 @@ class _MultiTaskModule(tf.Module):
         self.config_file = config_asset
         self.vocab_file = spm_asset
         self.label_files = label_assets
-        self.all_tasks = all_tasks            # [(name, spec, forward, pipeline, input names, threshold)]
         lower = tf.constant(bool(do_lower_case))
 
         def tokenization_info():
@@ -308,28 +331,7 @@ class _MultiTaskModule(tf.Module):
         if all_tasks:
             pairs = any("text_b" in names for _, _, _, _, names, _ in all_tasks)
             specs = string_specs(("text", "text_b") if pairs else ("text",))
-            self.serve_all = single._signature_fn(self._serve_all(shared), specs)   # pylint: disable=protected-access
-
-    def _serve_all(self, shared):
-        all_tasks = self.all_tasks
-
-        def serve_all(**texts):
-            outputs, packed = {}, {}
-            with shared.reuse.active():
-                for name, spec, forward, pipeline, names, threshold in all_tasks:
-                    inputs = {input_name: texts["text"] if input_name in ("text", "text_a") else texts["text_b"]
-                              for input_name in names}
-                    key = (id(pipeline), type(spec).text_features, names)
-                    if key not in packed:
-                        packed[key] = lengths_lib.cut_to_longest(spec.text_features(pipeline, inputs),
-                                                                 single.SEQUENCE_FEATURES, pipeline.max_seq_length)
-                    features = packed[key]
-                    task_outputs = spec.text_outputs(single._run_model(forward, spec, features, threshold),  # pylint: disable=protected-access
-                                                     features)
-                    outputs.update((f"{name}/{key}", value) for key, value in task_outputs.items())
-            return outputs
-
-        return serve_all
+            self.serve_all = single._signature_fn(_serve_all(shared, all_tasks), specs)  # pylint: disable=protected-access
 
     def signatures(self):
         signatures = {single.TOKENIZATION_INFO: self.tokenization_info}
