@@ -12,6 +12,8 @@ The module is marked `cpu_kernels`: `.ci/run` runs it again with oneDNN flipped.
 """
 
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the exports' text ops)
 
 import multitask_fixtures
+from fresh_process import same_cpu_backend
 from albert_tf.errors import InputError
 from albert_tf.export import metadata, multitask, warmup
 from albert_tf.export.session_model import SessionModel
@@ -174,3 +177,29 @@ def test_a_run_without_a_head_is_refused(runs, tmp_path):
 ])
 def test_bad_task_lists_are_refused_in_one_line(tmp_path, tasks, message):
     _refused(tasks, tmp_path, message)
+
+
+def _albert_export(*args):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", **same_cpu_backend())
+    return subprocess.run([sys.executable, "-m", "albert_tf.commands", "albert-export", *args], capture_output=True,
+                          text=True, env=env, timeout=600)
+
+
+@pytest.mark.e2e
+def test_albert_export_tasks_writes_the_export_and_refuses_single_export_flags(runs, served, tmp_path):
+    tasks = ",".join(f"{name}={run_dir}" for name, run_dir in runs["runs"].items())
+    proc = _albert_export(f"--tasks={tasks}", f"--export_dir={tmp_path / 'cli'}", "--warmup")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    path = proc.stdout.strip().splitlines()[-1]
+    assert path == str(tmp_path / "cli" / "1")
+    text = np.array(TEXTS, dtype=object)
+    with SessionModel(path) as model:
+        _assert_same(model.run(multitask.SERVE_ALL, text=text, text_b=np.array([""] * len(TEXTS), dtype=object)),
+                     served.run(multitask.SERVE_ALL, text=text, text_b=np.array([""] * len(TEXTS), dtype=object)), "albert-export --tasks")
+    proc = _albert_export(f"--tasks={tasks}", f"--export_dir={tmp_path / 'wrong'}", "--model=classifier")
+    assert proc.returncode != 0
+    assert "--model does not apply to --tasks" in proc.stderr
+    proc = _albert_export(f"--export_dir={tmp_path / 'wrong'}")
+    assert proc.returncode != 0
+    assert "`input` is required (a checkpoint source), or `tasks`" in proc.stderr
+    assert not (tmp_path / "wrong").exists()
