@@ -390,13 +390,19 @@ class FineTuningOptions(TaskOptions, TokenizerOptions):
     lora_targets: Optional[list] = option(None, "With --lora_rank: the encoder's dense layers that get adapters, among "
                                           "query, key, value, output_dense, ffn, ffn_output, "
                                           "embedding_hidden_mapping_in, pooler (default: query,value, as keras-hub).")
+    freeze_encoder: bool = option(False, "Train the task's head only, every encoder weight frozen (the encoder's "
+                                  "outputs are the initial weights'): runs of several tasks from the same initial "
+                                  "weights then share one encoder in a multi-task export (albert-export --tasks).")
 
     def check_lora(self):
-        """Raises `InputError` for a negative `lora_rank`, `lora_targets` without a rank, or a target that is not
-        one of the encoder's dense layers (`LORA_TARGET_NAMES`)."""
+        """Raises `InputError` for a negative `lora_rank`, `lora_targets` without a rank, a target that is not
+        one of the encoder's dense layers (`LORA_TARGET_NAMES`), or `freeze_encoder` with a rank."""
         if isinstance(self.lora_rank, bool) or not isinstance(self.lora_rank, int) or self.lora_rank < 0:
             raise InputError(f"`lora_rank` must be an int >= 0 (0: full fine-tuning). Received: "
                              f"`lora_rank={self.lora_rank!r}`.")
+        if self.freeze_encoder and self.lora_rank:
+            raise InputError(f"`freeze_encoder` and `lora_rank={self.lora_rank}` exclude each other: LoRA already "
+                             "freezes the encoder (and trains its adapters); pass one of them.")
         if self.lora_targets and not self.lora_rank:
             raise InputError(f"`lora_targets={','.join(self.lora_targets)}` needs `lora_rank` > 0.")
         unknown = sorted(set(self.lora_targets or ()) - set(LORA_TARGET_NAMES))

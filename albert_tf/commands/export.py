@@ -32,7 +32,10 @@ CLI_HELP = (
     "carries MediaPipe Tasks' metadata and a SentencePiece model with ALBERT's text preprocessing in its "
     "normalization rules (written beside it as mediapipe_spm.model), so that MediaPipe's TextClassifier (the "
     "classifier's probabilities, labels from --labels) or TextEmbedder (the encoder's pooled output) runs it "
-    "on raw text on Android, iOS, the web or in Python.")
+    "on raw text on Android, iOS, the web or in Python. With --tasks=NAME=RUN_DIR,... (runs fine-tuned with "
+    "--lora_rank or --freeze_encoder from the same initial weights) it writes one SavedModel for all of them: the "
+    "encoder once, each task's signatures NAME, NAME_examples and NAME_text, and serve_all (raw text once, every "
+    "task's outputs).")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -42,7 +45,7 @@ class ExportOptions(options_lib.ModelOptions, options_lib.TokenizerOptions, opti
     `max_predictions_per_seq`) are the shared groups' fields; the other text modes' lengths are `LENGTHS`."""
 
     # A weights source, as albert-convert's `input` (which also reads TF2 and Hugging Face forms).
-    input: str = option(help_text="Checkpoint source: Google TF1 checkpoint prefix, release directory or .tar.gz, "
+    input: Optional[str] = option(None, "Checkpoint source (required unless --tasks): Google TF1 checkpoint prefix, release directory or .tar.gz, "
                         "TF-Hub TF1 module directory, or an albert_tf checkpoint prefix; or a name, fetched once into "
                         "the cache: a release name (albert_base_v2, albert_large_zh, ...), hf:<org>/<repo>, "
                         "kaggle:<handle> or an https:// URL.")
@@ -76,6 +79,13 @@ class ExportOptions(options_lib.ModelOptions, options_lib.TokenizerOptions, opti
     calibration_file: Optional[str] = option(None, "tflite/mediapipe --quantize=int8: raw text (one example per line; a tab "
                                              "separates text_a and text_b, SQuAD question and context) or the "
                                              "task's TFRecords.")
+    # Runs' output directories (albert_tf.training.run_record), not checkpoint sources as `input`.
+    tasks: Optional[list] = option(None, "NAME=RUN_DIR,...: one SavedModel for several runs fine-tuned with "
+                                   "--lora_rank or --freeze_encoder from the same initial weights: the encoder, "
+                                   "the SentencePiece model and albert_config.json once, each task's adapters, head "
+                                   "and labels, the signatures NAME, NAME_examples, NAME_text of each run's own "
+                                   "export and serve_all (raw text once -> every task's outputs, NAME/output). "
+                                   "Replaces --input and --model: each run's record gives its model and lengths.")
     # The names of a tflite classifier's outputs (NER's `labels` are its tag set).
     labels: Optional[list] = option(None, "tflite/mediapipe classifier: label names written to albert_lite.json "
                                     "(and MediaPipe's label file), each once.")
@@ -107,8 +117,16 @@ def export(run, lengths):
     `format="tflite"`, a LiteRT model, with `format="mediapipe"` one for MediaPipe Tasks; returns the written
     path. Refused before the checkpoint is read: an `export_dir` that is a file, a LiteRT export into a directory
     that holds one (without `overwrite`), `labels` that name an output twice, and a LiteRT export under another
-    Keras backend than TensorFlow's."""
+    Keras backend than TensorFlow's. With `tasks`, one multi-task SavedModel of the runs
+    (`albert_tf.export.multitask`)."""
     check_directory(run.export_dir, "export_dir")
+    if run.tasks:
+        from albert_tf.export import multitask  # Reads the runs' records (albert_tf.training) only when asked for.
+
+        return multitask.export_multitask(run.tasks, run.export_dir, version=run.version, warmup=run.warmup,
+                                          spm_model_file=run.spm_model_file)
+    if not run.input:
+        raise InputError("`input` is required (a checkpoint source), or `tasks` (NAME=RUN_DIR,...).")
     if run.format in ("tflite", "mediapipe"):
         check_export_backend(run.format)
         from albert_tf.export import lite  # The LiteRT converter only when asked for.
@@ -145,7 +163,13 @@ def export(run, lengths):
 
 
 def _resolve(values, given):
-    """Refuses the flags of one format given with the other."""
+    """Refuses the flags of one format given with the other, and those of a single export with --tasks."""
+    if values.get("tasks"):
+        wrong = sorted(set(given) - {"tasks", "export_dir", "version", "warmup", "spm_model_file"})
+        if wrong:
+            raise InputError(f"--{wrong[0]} does not apply to --tasks (each run's own model, lengths and casing "
+                             "are used); --tasks takes --export_dir, --version, --warmup and --spm_model_file.")
+        return {}
     if values["format"] in ("tflite", "mediapipe"):
         if "warmup" in given:
             raise InputError("--warmup applies to --format=saved_model only.")

@@ -43,7 +43,7 @@ from albert_tf.config import AlbertConfig
 from albert_tf.errors import InputError, check_export_backend, tf_error_text
 from albert_tf.fileio import check_directory, output_lock, write_text_atomic
 from albert_tf.text import tokenization
-from albert_tf.training import distribution, export_process, jax_distribution, loop, optimization
+from albert_tf.training import distribution, export_process, jax_distribution, loop, optimization, run_record
 
 EVAL_RESULTS_FILE = loop.EVAL_RESULTS_FILE
 BEST_TRIAL_FILE = "best_trial.txt"
@@ -131,6 +131,10 @@ class Task(abc.ABC):
             self.options.check_lora()
         check_directory(getattr(self.options, "export_dir", None), "export_dir")
         check_checkpoints(self.options)
+
+    def label_names(self):
+        """The names of the model's labels (index order), recorded with a run (`run_record`); None: none."""
+        return None
 
     @abc.abstractmethod
     def build_model(self, init_path=None):
@@ -256,9 +260,14 @@ def prepare_runtime(runtime=None, **fields):
 
 def apply_lora(model, options):
     """`model.enable_lora(options.lora_rank, options.lora_targets)` when the options ask for LoRA (a rank > 0):
-    the encoder frozen but the adapters and their layers' biases, the head trainable; logs the trainable
-    fraction. Returns `model`."""
+    the encoder frozen but the adapters and their layers' biases, the head trainable; with `freeze_encoder`, the
+    whole encoder frozen; logs the trainable fraction. Returns `model`."""
     rank = getattr(options, "lora_rank", 0)
+    if getattr(options, "freeze_encoder", False):
+        model.encoder.trainable = False
+        logging.info("Encoder frozen: %d of %d weights trainable (the head's).",
+                     sum(int(np.prod(v.shape)) for v in model.trainable_weights),
+                     sum(int(np.prod(v.shape)) for v in model.weights))
     if rank:
         model.enable_lora(rank, target_names=options.lora_targets or None)
         trainable = sum(int(np.prod(v.shape)) for v in model.trainable_weights)
@@ -526,7 +535,12 @@ def run(task_class, options, runtime_options=None):
         stack.enter_context(output_lock(options.output_dir, hold=chief))
         init_path = None if loop.list_checkpoints(options.output_dir) else options.checked_init_path
         with runtime.strategy.scope():
-            model = apply_lora(task.build_model(init_path), options)
+            model = task.build_model(init_path)
+            if "train" in stages and chief and hasattr(options, "lora_rank"):
+                # What a multi-task export needs to rebuild the run's model (`albert_tf.training.run_record`).
+                run_record.write(options.output_dir, run_record.describe(model, options, runtime,
+                                                                         task.label_names()))
+            model = apply_lora(model, options)
         stack.enter_context(removed_on_failure(options.feature_files()))
         result = run_stages(task, model, stages, init_path)
         if export_elsewhere and chief:

@@ -283,6 +283,9 @@ class GlueTask(driver.Task):
         options.check_vocabulary(self.runtime.spm_model_file,
                                  "Set `spm_model_file` (or a hub module with one) or `vocab_file`.")
 
+    def label_names(self):
+        return list(self.label_list)
+
     def build_model(self, init_path=None):
         model = AlbertClassifier(self.runtime.config, num_labels=len(self.label_list),
                                  **driver.model_kwargs(self.runtime))

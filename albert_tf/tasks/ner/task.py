@@ -138,6 +138,9 @@ class NerTask(driver.Task):
         super().check()
         options.check_vocabulary(self.runtime.spm_model_file)
 
+    def label_names(self):
+        return list(self.labels)
+
     def build_model(self, init_path=None):
         model = AlbertTokenClassifier(self.runtime.config, num_labels=len(self.labels), labels=self.labels,
                                       dropout_rate=self.options.dropout_prob, **driver.model_kwargs(self.runtime))
