@@ -1,5 +1,5 @@
 """A runner started as a user starts it, and a signal sent to it once its training loop runs (the signal tests of
-both backends: tests/training/test_interrupts.py, tests/training/test_jax_interrupts.py)."""
+both backends: tests/training/test_interrupts.py, run under each)."""
 
 import os
 import re

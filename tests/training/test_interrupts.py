@@ -1,9 +1,13 @@
-"""SIGINT / SIGTERM: the step in flight finishes, a checkpoint is written, one line, exit 130 / 143."""
+"""SIGINT / SIGTERM: the step in flight finishes, a checkpoint is written, one line, exit 130 / 143.
+
+Runs under this process's Keras backend: TensorFlow in the newest set's tiers, JAX in the backends tier (the
+runner's command then runs under KERAS_BACKEND=jax too)."""
 
 import os
 import signal
 import time
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -13,6 +17,7 @@ from albert_tf.tasks.glue.model import classifier_loss
 from albert_tf.training import interrupt, loop, optimization
 from glue_fixtures import glue_root, model_files  # noqa: F401  (fixtures)
 from interrupting import ctrl_c_then_sigterm
+from support import backend_runs
 
 TINY = dict(vocab_size=40, embedding_size=8, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
             intermediate_size=32, max_position_embeddings=16, hidden_dropout_prob=0.0,
@@ -40,12 +45,14 @@ def _train(model_dir, num_train_steps, signal_at_batch=None):
 
     def loss_fn(model, batch, training):
         outputs = model({k: batch[k] for k in ("input_ids", "input_mask", "segment_ids")}, training=training)
-        return tf.reduce_mean(classifier_loss(outputs, batch["label_ids"], 2)), {}
+        return keras.ops.mean(classifier_loss(outputs, batch["label_ids"], 2)), {}
 
-    tf.keras.utils.set_random_seed(1)
-    model = albert_tf.AlbertClassifier(albert_tf.AlbertConfig.from_dict(TINY), num_labels=2)
-    opt = optimization.create_optimizer(1e-3, num_train_steps, 1, optimizer="adamw")
-    return loop.run_training(model, opt, loss_fn, dataset_fn, tf.distribute.get_strategy(), model_dir,
+    keras.utils.set_random_seed(1)
+    devices = backend_runs.devices()
+    with devices.scope():
+        model = albert_tf.AlbertClassifier(albert_tf.AlbertConfig.from_dict(TINY), num_labels=2)
+        opt = optimization.create_optimizer(1e-3, num_train_steps, 1, optimizer="adamw")
+    return loop.run_training(model, opt, loss_fn, dataset_fn, devices, model_dir,
                              num_train_steps, iterations_per_loop=num_train_steps, save_checkpoints_steps=0,
                              checkpoint_iterator=False)   # a numpy_function input cannot be saved
 
@@ -82,5 +89,5 @@ def test_signal_outside_a_loop_raises_at_once():
 def test_run_classifier_ctrl_c_and_sigterm(glue_root, model_files, tmp_path):  # noqa: F811
     """Issue row: Ctrl-C during `run_classifier.py --do_train` gives one line and exit 130, not a traceback;
     SIGTERM (a preemption) exit 143; each leaves a checkpoint at its step and the same command resumes."""
-    out = ctrl_c_then_sigterm(glue_root, model_files, tmp_path)
+    out = ctrl_c_then_sigterm(glue_root, model_files, tmp_path, KERAS_BACKEND=keras.backend.backend())
     assert "restarts the input pipeline" not in out   # one device: the iterator is in the checkpoint, no seed needed

@@ -1,6 +1,8 @@
 """Resuming past a damaged newest checkpoint (issue 67): an orphan `.data` (its `.index` deleted) is moved aside
 with a warning that names it, never blamed on the state file nor overwritten; the same step damaged twice keeps
-both damaged copies (numbered); a correct recovery logs no TensorFlow `ERROR`."""
+both damaged copies (numbered); a correct recovery logs no TensorFlow `ERROR`.
+
+Runs under this process's Keras backend: TensorFlow in the newest set's tiers, JAX in the backends tier."""
 
 import logging
 import os
@@ -8,12 +10,16 @@ import shutil
 
 import pytest
 
-from training_fixtures import train_tiny_classifier
+from support import backend_runs
 
 
 def _read(path):
     with open(path, "rb") as f:
         return f.read()
+
+
+def train_tiny_classifier(model_dir, steps):
+    return backend_runs.train_classifier(model_dir, steps=steps)
 
 
 def _data(prefix):
