@@ -1,6 +1,6 @@
 """Where albert_tf's inference time goes: an op-level profile of one encoder configuration.
 
-Runs albert_tf's `AlbertModel` forward (the same `tf.function` as `bench_encoder.py`'s `graph` mode, random
+Runs albert_tf's `AlbertModel` forward (or with `--impl=keras_hub` keras-hub's `AlbertBackbone`; the same `tf.function` as `bench_encoder.py`'s `graph` mode, random
 weights) under `tf.profiler` for `--steps` calls and sums the TensorFlow op events of the trace per op type. It
 prints, per step: milliseconds and call count of each op type, the dense matmuls' and the attention batch
 matmuls' GFLOP/s (from the analytic FLOP count), and what the forward would reach against this machine's
@@ -63,7 +63,7 @@ def main(argv):
     import tensorflow as tf
 
     bench.configure_threads(tf, FLAGS.intra_op_threads, 1)
-    runner = bench.Runner("albert_tf", FLAGS.batch_size)
+    runner = bench.Runner(FLAGS.impl, FLAGS.batch_size)
     fn = runner.function("infer", FLAGS.size, FLAGS.precision, "graph")
     args = [tf.constant(a) for a in bench.random_batch(FLAGS.batch_size, FLAGS.seq_len)]
     for _ in range(2):
@@ -81,7 +81,7 @@ def main(argv):
     dense_ms = sum(ops[op][0] for op in DENSE_OPS if op in ops)
     batch_ms = sum(ops[op][0] for op in BATCH_OPS if op in ops)
 
-    print(f"albert_tf {FLAGS.size}, batch {FLAGS.batch_size}, seq {FLAGS.seq_len}, {FLAGS.precision}: "
+    print(f"{FLAGS.impl} {FLAGS.size}, batch {FLAGS.batch_size}, seq {FLAGS.seq_len}, {FLAGS.precision}: "
           f"{total_ms:,.0f} ms of op time per step under the profiler ({FLAGS.steps} steps)\n")
     print("| op | ms per step | calls per step | share |")
     print("|---|---|---|---|")
@@ -102,6 +102,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    flags.DEFINE_enum("impl", "albert_tf", ["albert_tf", "keras_hub"], "The encoder profiled (keras_hub: "
+                      "keras-hub's `AlbertBackbone`, to compare op by op).")
     flags.DEFINE_enum("size", "base", list(bench.SIZES), "Model size.")
     flags.DEFINE_integer("seq_len", 512, "Sequence length (at most max_position_embeddings, 512).", lower_bound=1,
                          upper_bound=bench.COMMON["max_position_embeddings"])

@@ -22,6 +22,9 @@ CPU_KERNEL_MODULES = (
     "test_training_loop",       # replicas and accumulation against one device
     "test_lite",                # LiteRT float and integer kernels against the Keras model
     "test_xla",                 # every task's steps under XLA against the same steps without it
+    "test_pipeline_length_buckets",   # batches at their own length against the same rows at the maximum
+    "test_predict_text_lengths",      # `predict` on text at its own length against the ids at the maximum
+    "test_serve_text_lengths",        # `serve_text` at the batch's length against `serving_default` at the maximum
 )
 
 

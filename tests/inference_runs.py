@@ -9,7 +9,7 @@ ROOT receives the data, a config, and one checkpoint per runner the first time (
 TF1 names with its Adam slots, `original_checkpoints.save_original_checkpoint`); OUT/<runner>/ the runs' output
 directories. The MNLI checkpoint is the `model.ckpt-best` of the output directory, as a run of the original
 leaves it; the others are `init_checkpoint`s. `max_seq_length` is 64 while the texts are short, so the runners'
-length-aware batches run at 32.
+length-aware batches run at the next multiple of 8 on TensorFlow (of 32 on JAX, which compiles each length).
 """
 
 import glob
