@@ -414,6 +414,7 @@ def test_albert_export_cli_writes_a_tflite_model(tmp_path):
     assert proc.stdout.strip().splitlines()[-1] == str(tmp_path / "lite" / "model.tflite")
     meta = json.loads((tmp_path / "lite" / "albert_lite.json").read_text())
     assert meta["model_kind"] == "squad_v1" and meta["quantization"] == "dynamic"
+    assert meta["batch_size"] == 32 and meta["dynamic_shapes"] is True   # the defaults: the pipelines' batch, resizable
     runner = lite.LiteModel(str(tmp_path / "lite" / "model.tflite"))
     batch = {k: np.stack([r[k] for r in _features(lite.input_shapes(model, 1, T), 1)]) for k in runner.input_specs}
     np.testing.assert_allclose(runner(batch)["start_logits"], _keras_outputs(model, batch)["start_logits"], atol=0.05)

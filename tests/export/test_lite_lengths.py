@@ -160,6 +160,13 @@ def test_pipeline_runs_each_batch_at_its_own_length(classifier_exports):
         classifier_exports["texts"])
     assert [g["label"] for g in got] == [w["label"] for w in want]
     np.testing.assert_allclose([g["scores"] for g in got], [w["scores"] for w in want], atol=2e-3)
+    # A larger batch runs in sorted runs of at most `rows_per_run` (8) rows, each cut to its own longest row.
+    wide = albert_tf.pipeline("text-classification", classifier_exports["resizable"], batch_size=32, progress=False)
+    shapes.clear()
+    wide.runner.model.runner = recording
+    np.testing.assert_allclose([g["scores"] for g in wide(classifier_exports["texts"])],
+                               [g["scores"] for g in got], atol=2e-3)
+    assert sorted(shapes) == sorted((len(real[i:i + 8]), max(real[i:i + 8])) for i in range(0, len(real), 8))
     short = albert_tf.pipeline("text-classification", classifier_exports["resizable"], max_seq_length=16,
                                batch_size=3, num_threads=1, progress=False)
     assert short.runner.model.num_threads == 1 and short.batch_size == 3
