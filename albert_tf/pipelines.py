@@ -1,7 +1,7 @@
 """Text in, answers out: `pipeline(task, source, **options)` for every task of the package.
 
 `pipeline` loads a model with its head and its tokenizer from `source` and returns a callable that takes raw
-strings: one input gives one result, a list gives a list, run in batches of `batch_size` (default 32) with a
+strings: one input gives one result, a list (or a NumPy array of texts, or a generator) gives a list, run in batches of `batch_size` (default 32) with a
 progress bar for lists longer than one batch. `source` is anything `from_pretrained` reads (a Google release
 directory or `.tar.gz`, a TF1 checkpoint prefix, a TF-Hub TF1 module, a TF2 SavedModel of tf-models'
 AlbertEncoder, a keras-hub preset, a Hugging Face directory, one of our `--output_dir` checkpoints, or a name
@@ -39,11 +39,13 @@ source without them. Mistakes in what the caller gives (an unknown task or optio
 head, a question without a context) raise `albert_tf.errors.InputError`.
 """
 
+import collections.abc
 import os
 
 import keras
 import numpy as np
 import tensorflow as tf
+from absl import logging
 
 from albert_tf import registry
 from albert_tf.checkpoints import resolve_source, restore_source, table
@@ -194,6 +196,8 @@ class LiteRunner:
         self.labels = metadata.get("labels")
         spm_name = metadata.get("spm_model_file")
         self.spm_model_file = os.path.join(self.directory, spm_name) if spm_name else None
+        # A `--format=mediapipe` export, whose MediaPipe clients read less of some texts (`Pipeline._warn_dropped`).
+        self.mediapipe = os.path.isfile(os.path.join(self.directory, lite.MEDIAPIPE_SPM_FILE))
 
     def __call__(self, features, output_names):
         inputs = {self._RENAMED_INPUTS.get(name, name): value for name, value in features.items()}
@@ -331,10 +335,33 @@ class Pipeline:
     def __call__(self, inputs=None, **kwargs):
         inputs, single = self._inputs(inputs, kwargs)
         items = [self._check(item, index) for index, item in enumerate(inputs)]
+        if getattr(self.runner, "mediapipe", False):
+            self._warn_dropped(inputs)
         rows, state = self._encode(items)
         outputs = self._run(rows)
         results = self._decode(items, state, outputs)
         return results[0] if single else results
+
+    def _warn_dropped(self, inputs):
+        """Logs a warning naming the inputs that hold U+0000: MediaPipe's text tasks read a text as a C string and
+        stop there, while this pipeline reads it whole (docs/deploying_small.md)."""
+        def texts(value):
+            if isinstance(value, str):
+                yield value
+            elif isinstance(value, dict):
+                for part in value.values():
+                    yield from texts(part)
+            elif isinstance(value, (list, tuple)):
+                for part in value:
+                    yield from texts(part)
+
+        held = [index for index, item in enumerate(inputs) if any("\x00" in text for text in texts(item))]
+        if held:
+            logging.warning("%s: input%s %s hold%s U+0000: MediaPipe's text tasks stop reading a text there (a C "
+                            "string), this pipeline reads it whole, so the two answers differ.", self.task,
+                            "s" if len(held) > 1 else "", ", ".join(map(str, held[:10])) + (", ..." if len(held) > 10
+                                                                                              else ""),
+                            "" if len(held) > 1 else "s")
 
     def _inputs(self, inputs, kwargs):
         """`(list of raw inputs, whether one input was given)`; keyword inputs are the task's business."""
@@ -344,6 +371,16 @@ class Pipeline:
             raise InputError(f"Pass the input of {self.task!r} (one, or a list).")
         if isinstance(inputs, list):
             return inputs, False
+        if isinstance(inputs, np.ndarray):
+            # A NumPy array of texts: each row one input (a row of two: a pair); a 0-d array is one input.
+            if inputs.ndim == 0:
+                return [inputs.item()], True
+            if inputs.ndim > 2:
+                raise InputError(f"A NumPy array input of {self.task!r} has one text per row (or a pair: two "
+                                 f"columns). Received: shape {list(inputs.shape)}.")
+            return [tuple(row) if isinstance(row, list) else row for row in inputs.tolist()], False
+        if isinstance(inputs, collections.abc.Iterator):
+            return list(inputs), False   # A generator or another iterator: its items, read once.
         return [inputs], True
 
     def _run(self, rows):

@@ -178,9 +178,10 @@ def test_every_runner_is_a_python_module_of_the_package():
 # forms) or albert-train-vocab's text files; `model` and `format` are albert-convert's (with `auto`; weights
 # formats) and albert-export's (a model kind; saved_model, tflite or mediapipe); `labels` are NER's tag set or
 # the names of a tflite classifier's outputs; `export_dir` is a runner's export of its best model or albert-export's base
-# directory.
+# directory; `overwrite` is albert-quickstart's start over (its finished steps done again) or albert-export's
+# replacement of the LiteRT export in --export_dir.
 HOMONYMS = {"train_file", "predict_file", "task_name", "dropout_prob", "keep_checkpoint_max", "input_file",
-            "random_seed", "output_dir", "input", "model", "format", "labels", "export_dir"}
+            "random_seed", "output_dir", "input", "model", "format", "labels", "export_dir", "overwrite"}
 _OPTION_MODULES = [options, glue_task, squad_task, race_task, ner_task, pretraining_task, reproduce, create_data,
                    instances, convert_cli, vocab_lib, download, quickstart, export_cli, normalization]
 # albert-export's text-mode lengths: a dataclass made from the registered text modes' `Length`s.

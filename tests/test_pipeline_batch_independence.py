@@ -147,3 +147,18 @@ def test_every_piece_maps_to_the_raw_characters_it_came_from(env, context):
         raw = unicodedata.normalize("NFKD", context[start:end + 1]).lower()
         raw = "".join(c for c in raw if not unicodedata.combining(c))
         assert text in raw, (piece, context[start:end + 1])
+
+
+def test_a_numpy_array_and_a_generator_give_what_the_list_gives(env):
+    tokenizer, config = env
+    tf.keras.utils.set_random_seed(3)
+    model = _built(AlbertClassifier(config, num_labels=3))
+    pipe = TextClassificationPipeline(KerasRunner(model), tokenizer, True, max_seq_length=MAX)
+    texts, pairs = SENTENCES[:4], [(SENTENCES[0], SENTENCES[1]), (SENTENCES[2], SENTENCES[3])]
+    _assert_close(pipe(np.array(texts)), pipe(texts), "array")
+    _assert_close(pipe(text for text in texts), pipe(texts), "generator")
+    _assert_close(pipe(np.array(pairs)), pipe(pairs), "array of pairs")
+    _assert_close(pipe(np.array(texts[0])), pipe(texts[0]), "0-d array")
+    qa = QuestionAnsweringPipeline(KerasRunner(_built(AlbertSquadV1(config))), tokenizer, True, max_seq_length=MAX,
+                                   max_query_length=12, doc_stride=16)
+    _assert_close(qa(iter(QUESTIONS[:2])), qa(QUESTIONS[:2]), "iterator of questions")

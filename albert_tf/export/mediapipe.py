@@ -37,7 +37,7 @@ from albert_tf.export import lite
 from albert_tf.export import saved_model as export_lib
 from albert_tf.text import normalization
 
-SPM_FILE = "mediapipe_spm.model"
+SPM_FILE = lite.MEDIAPIPE_SPM_FILE
 LABELS_FILE = "labels.txt"
 CLASSIFIER_TASK = "TextClassifier"   # the MediaPipe task that reads label probabilities (else `TextEmbedder`)
 INPUT_NAMES = {"input_ids": "ids", "input_mask": "mask", "segment_ids": "segment_ids"}

@@ -382,11 +382,17 @@ class PretrainedMixin(LoraMixin):
     def _predict_batches(self, x, **kwargs):
         """`keras.Model.predict`; a dataset that turns out to yield no batch (its size unknown beforehand, a
         `filter` that keeps nothing) is an `InputError`, and the model stays usable."""
+        # Keras' JAX predict takes the variables' values out of the model for its loop and puts them back after
+        # its last batch: a loop without a batch leaves them out. Their values are kept here to put back.
+        kept = ([(variable, variable.value) for variable in self.variables]
+                if is_dataset(x) and keras.backend.backend() == "jax" else [])
         try:
             return super().predict(x, **kwargs)
         except UnboundLocalError as e:   # Keras' predict reads its last batch's outputs after an empty loop.
             if not is_dataset(x):
                 raise
+            for variable, value in kept:
+                variable.assign(value)
             self.predict_function = None
             raise InputError("`x` yielded no batch: nothing to predict.") from e
 

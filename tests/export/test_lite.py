@@ -418,8 +418,8 @@ def test_albert_export_cli_writes_a_tflite_model(tmp_path):
     runner = lite.LiteModel(str(tmp_path / "lite" / "model.tflite"))
     batch = {k: np.stack([r[k] for r in _features(lite.input_shapes(model, 1, T), 1)]) for k in runner.input_specs}
     np.testing.assert_allclose(runner(batch)["start_logits"], _keras_outputs(model, batch)["start_logits"], atol=0.05)
-    proc = subprocess.run(cmd[:-2] + ["--quantize=int8", f"--max_seq_length={T}"], capture_output=True, text=True,
-                          env=env, timeout=600)
+    proc = subprocess.run(cmd[:-2] + ["--quantize=int8", f"--max_seq_length={T}", "--overwrite"], capture_output=True,
+                          text=True, env=env, timeout=600)
     assert proc.returncode != 0 and "calibration_file" in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "albert_tf.commands", "albert-export", "--input=x", "--export_dir=y", "--quantize=dynamic"],
                           capture_output=True, text=True, env=env, timeout=600)

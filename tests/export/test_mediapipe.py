@@ -5,6 +5,7 @@ int8 keeps the labels; the pipelines read the export as a LiteRT one."""
 
 import io
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -126,6 +127,17 @@ def test_pipelines_read_the_export_as_a_litert_one(release, classifier, encoder)
     features = albert_tf.pipeline("feature-extraction", os.path.dirname(encoder))(list(mpf.SENTENCES))
     np.testing.assert_allclose(np.array([f["pooled_output"] for f in features]), pooled, atol=FLOAT_ATOL)
     assert all("sequence_output" not in f for f in features)
+
+
+def test_the_pipeline_of_a_mediapipe_export_warns_where_mediapipe_stops_reading(classifier, caplog):
+    pipe = albert_tf.pipeline("text-classification", classifier)
+    with caplog.at_level(logging.WARNING):
+        pipe(["The book was read.", "The book\x00 was read."])
+    assert "input 1 holds U+0000: MediaPipe's text tasks stop reading a text there" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        pipe("The book was read.")
+    assert "U+0000" not in caplog.text
 
 
 def test_refusals_name_what_is_expected(release, tmp_path):

@@ -289,6 +289,22 @@ def _lcs_match(raw_chars, tok_cat_text, max_dist):
     return prev[m - 1], g
 
 
+def _expanded(raw_chars):
+    """`(owner, characters)`: the normalised strings of the raw characters, one character each, and the index of
+    the raw character each came from."""
+    owner = [i for i, chars in enumerate(raw_chars) for _ in chars]
+    return owner, [c for chars in raw_chars for c in chars]
+
+
+def _per_raw_character(expanded_to_chartok, owner, num_raw):
+    """Per raw character, the position in the pieces' text of the first aligned character of its expansion."""
+    orig_to_chartok_index = [None] * num_raw
+    for i in reversed(range(len(expanded_to_chartok))):
+        if expanded_to_chartok[i] is not None:
+            orig_to_chartok_index[owner[i]] = expanded_to_chartok[i]
+    return orig_to_chartok_index
+
+
 def align_pieces(paragraph_text, para_tokens, do_lower_case, expand_characters=False):
     """Aligns SentencePiece pieces to the raw paragraph characters (the original's LCS alignment).
 
@@ -324,8 +340,7 @@ def align_pieces(paragraph_text, para_tokens, do_lower_case, expand_characters=F
     owner = None   # With `expand_characters`: the raw character of each compared character.
     num_raw = len(paragraph_text)
     if expand_characters:
-        owner = [i for i, chars in enumerate(raw_chars) for _ in chars]
-        raw_chars = [c for chars in raw_chars for c in chars]
+        owner, raw_chars = _expanded(raw_chars)
     n, m = len(raw_chars), len(tok_cat_text)
     if n == 0 or m == 0:
         return None
@@ -355,12 +370,7 @@ def align_pieces(paragraph_text, para_tokens, do_lower_case, expand_characters=F
     if all(v is None for v in orig_to_chartok_index) or f_last < 0.8 * n:
         return None
     if owner is not None:
-        # Per raw character: the first aligned character of its expansion.
-        expanded, orig_to_chartok_index = orig_to_chartok_index, [None] * num_raw
-        for i in reversed(range(n)):
-            if expanded[i] is not None:
-                orig_to_chartok_index[owner[i]] = expanded[i]
-        n = num_raw
+        orig_to_chartok_index, n = _per_raw_character(orig_to_chartok_index, owner, num_raw), num_raw
 
     tok_start_to_orig_index = []
     tok_end_to_orig_index = []

@@ -162,6 +162,9 @@ class QuestionAnsweringPipeline(Pipeline):
         if not empty:
             return
         chosen = [(f, r) for f, r in zip(features, results) if f.example_index in empty]
+        if not chosen:   # Examples without windows (their pieces did not align): nothing to search.
+            return
+        empty = {f.example_index for f, _ in chosen}
         every = {}
         post.accumulate_predictions_v1(every, examples, [f for f, _ in chosen], [r for _, r in chosen],
                                        max(len(r.start_log_prob) for _, r in chosen), self.max_answer_length)
