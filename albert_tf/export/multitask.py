@@ -38,10 +38,8 @@ from absl import logging
 
 from albert_tf import registry
 from albert_tf.checkpoints.restore import restore_checkpoint
-from albert_tf.config import TOKEN_INPUTS
 from albert_tf.data import lengths as lengths_lib
 from albert_tf.errors import InputError, check_export_backend
-from albert_tf.export import metadata as metadata_lib
 from albert_tf.export import saved_model as single
 from albert_tf.export import warmup as warmup_lib
 from albert_tf.models.albert_model import AlbertModel, as_config
@@ -390,67 +388,12 @@ def export_multitask(tasks, export_dir, version=None, warmup=None, spm_model_fil
     if tf.io.gfile.exists(final_dir):
         raise InputError(f"`{final_dir}` already exists; pass another `version` or none for the next one.")
 
-    shared = SharedEncoder(config)
-    shared_by_path = {v.path: v for v in shared.weights}
-    for run in runs:
-        missing = sorted(set(run.frozen_weights()) - set(shared_by_path))
-        if missing:
-            raise InputError(f"Task `{run.name}`: encoder weights {missing[:3]} are not an encoder's of its config.")
-    fallback = {v.path: v.numpy() for v in runs[0].model.encoder.weights}
-    for path, variable in shared_by_path.items():
-        variable.assign(frozen[path] if path in frozen else fallback[path])
-
+    shared = _shared_encoder(config, runs, frozen)
     staging = tempfile.mkdtemp(prefix="albert_export_")
     created = not tf.io.gfile.exists(export_dir)
     try:
-        config_path = os.path.join(staging, "albert_config.json")
-        config.to_json_file(config_path)
-        spm_copy = os.path.join(staging, os.path.basename(spm_model_file))
-        with open(spm_copy, "wb") as f:
-            f.write(proto)
-        config_asset, spm_asset = tf.saved_model.Asset(config_path), tf.saved_model.Asset(spm_copy)
-        label_assets = {}
-        for run in runs:
-            if run.record.get("labels"):
-                path = os.path.join(staging, f"labels_{run.name}.txt")
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write("".join(f"{label}\n" for label in run.record["labels"]))
-                label_assets[run.name] = tf.saved_model.Asset(path)
-        pipelines, modules, all_tasks, facts, tokenizer = {}, {}, [], {}, None
-        for run in runs:
-            spec = run.spec
-            max_seq_length = int(run.record["max_seq_length"])
-            lengths = text_modes.resolve_lengths(dict(run.record.get("lengths") or {}), max_seq_length, shrink=False)
-            key = (max_seq_length, tuple(sorted(lengths.items())))
-            if key not in pipelines:
-                pipeline = text_ops.TextPipeline(proto, do_lower_case, max_seq_length, config.vocab_size,
-                                                 name=f"text_pipeline_{len(pipelines)}", **lengths)
-                if tokenizer is None:
-                    tokenizer = pipeline.tokenizer
-                pipeline.tokenizer = tokenizer     # One SentencePiece resource for every packing.
-                pipelines[key] = pipeline
-            pipeline = pipelines[key]
-            if run.mode == "frozen":
-                forward = _frozen_task_model(run, shared)
-            else:
-                forward = _AdaptedForward(run.model, shared_by_path)
-            threshold = run.record.get("threshold")
-            spec.check_arguments(run.model, max_seq_length, threshold)
-            modules[run.name] = single._ServingModule(   # pylint: disable=protected-access
-                forward, spec, config_asset, spm_asset, pipeline, do_lower_case, max_seq_length, lengths, threshold)
-            inputs = _serve_all_inputs(spec)
-            if inputs is not None:
-                all_tasks.append((run.name, spec, forward, pipeline, inputs, threshold))
-            facts[run.name] = {"kind": spec.kind, "model_class": type(run.model).__name__, "encoder": run.mode,
-                               "run_dir": os.path.abspath(run.run_dir), "checkpoint": run.prefix,
-                               "max_seq_length": max_seq_length, "labels": run.record.get("labels"),
-                               "labels_file": f"assets/labels_{run.name}.txt" if run.name in label_assets else None,
-                               "lora_rank": int(run.record.get("lora_rank") or 0),
-                               "signatures": signature_names(run.name), "in_serve_all": inputs is not None,
-                               **single.kind_lengths(spec, lengths), **spec.export_facts(run.model)}
-        # The frozen-encoder tasks first: their one encoder pass is traced before the adapted passes.
-        all_tasks.sort(key=lambda task: isinstance(task[2], _AdaptedForward))
-        module = _MultiTaskModule(shared, modules, config_asset, spm_asset, label_assets, do_lower_case, all_tasks)
+        assets = _assets(staging, config, spm_model_file, proto, runs)
+        module, facts, all_tasks = _module(shared, runs, assets, proto, do_lower_case, config.vocab_size)
         requests = None
         if warmup:
             requests = _warmup_requests(module, runs)
@@ -472,6 +415,80 @@ def export_multitask(tasks, export_dir, version=None, warmup=None, spm_model_fil
         shutil.rmtree(staging, ignore_errors=True)
     logging.info("Exported signatures %s to %s", sorted(module.signatures()), final_dir)
     return final_dir
+
+
+def _shared_encoder(config, runs, frozen):
+    """The `SharedEncoder` of `config` holding the frozen weights `frozen` (`{path: value}`); the weights that
+    every run trained (the adapted layers' biases) take the first run's values, which no task reads."""
+    shared = SharedEncoder(config)
+    shared_by_path = {v.path: v for v in shared.weights}
+    for run in runs:
+        missing = sorted(set(run.frozen_weights()) - set(shared_by_path))
+        if missing:
+            raise InputError(f"Task `{run.name}`: encoder weights {missing[:3]} are not an encoder's of its config.")
+    fallback = {v.path: v.numpy() for v in runs[0].model.encoder.weights}
+    for path, variable in shared_by_path.items():
+        variable.assign(frozen[path] if path in frozen else fallback[path])
+    return shared
+
+
+def _assets(staging, config, spm_model_file, proto, runs):
+    """`(config asset, SentencePiece asset, {task: labels asset})`, their files written in `staging`."""
+    config_path = os.path.join(staging, "albert_config.json")
+    config.to_json_file(config_path)
+    spm_copy = os.path.join(staging, os.path.basename(spm_model_file))
+    with open(spm_copy, "wb") as f:
+        f.write(proto)
+    label_assets = {}
+    for run in runs:
+        if run.record.get("labels"):
+            path = os.path.join(staging, f"labels_{run.name}.txt")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("".join(f"{label}\n" for label in run.record["labels"]))
+            label_assets[run.name] = tf.saved_model.Asset(path)
+    return tf.saved_model.Asset(config_path), tf.saved_model.Asset(spm_copy), label_assets
+
+
+def _module(shared, runs, assets, proto, do_lower_case, vocab_size):
+    """`(_MultiTaskModule, {task: metadata facts}, serve_all's tasks)`."""
+    config_asset, spm_asset, label_assets = assets
+    shared_by_path = {v.path: v for v in shared.weights}
+    pipelines, modules, all_tasks, facts, tokenizer = {}, {}, [], {}, None
+    for run in runs:
+        spec = run.spec
+        max_seq_length = int(run.record["max_seq_length"])
+        lengths = text_modes.resolve_lengths(dict(run.record.get("lengths") or {}), max_seq_length, shrink=False)
+        key = (max_seq_length, tuple(sorted(lengths.items())))
+        if key not in pipelines:
+            pipeline = text_ops.TextPipeline(proto, do_lower_case, max_seq_length, vocab_size,
+                                             name=f"text_pipeline_{len(pipelines)}", **lengths)
+            if tokenizer is None:
+                tokenizer = pipeline.tokenizer
+            pipeline.tokenizer = tokenizer     # One SentencePiece resource for every packing.
+            pipelines[key] = pipeline
+        pipeline = pipelines[key]
+        if run.mode == "frozen":
+            forward = _frozen_task_model(run, shared)
+        else:
+            forward = _AdaptedForward(run.model, shared_by_path)
+        threshold = run.record.get("threshold")
+        spec.check_arguments(run.model, max_seq_length, threshold)
+        modules[run.name] = single._ServingModule(   # pylint: disable=protected-access
+            forward, spec, config_asset, spm_asset, pipeline, do_lower_case, max_seq_length, lengths, threshold)
+        inputs = _serve_all_inputs(spec)
+        if inputs is not None:
+            all_tasks.append((run.name, spec, forward, pipeline, inputs, threshold))
+        facts[run.name] = {"kind": spec.kind, "model_class": type(run.model).__name__, "encoder": run.mode,
+                           "run_dir": os.path.abspath(run.run_dir), "checkpoint": run.prefix,
+                           "max_seq_length": max_seq_length, "labels": run.record.get("labels"),
+                           "labels_file": f"assets/labels_{run.name}.txt" if run.name in label_assets else None,
+                           "lora_rank": int(run.record.get("lora_rank") or 0),
+                           "signatures": signature_names(run.name), "in_serve_all": inputs is not None,
+                           **single.kind_lengths(spec, lengths), **spec.export_facts(run.model)}
+    # The frozen-encoder tasks first: their one encoder pass is traced before the adapted passes.
+    all_tasks.sort(key=lambda task: isinstance(task[2], _AdaptedForward))
+    module = _MultiTaskModule(shared, modules, config_asset, spm_asset, label_assets, do_lower_case, all_tasks)
+    return module, facts, all_tasks
 
 
 def _warmup_requests(module, runs):
