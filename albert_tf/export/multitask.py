@@ -364,7 +364,7 @@ def _serve_all(shared, all_tasks):
     packing (`_Reuse`)."""
 
     def serve_all(**texts):
-        outputs, packed = {}, {}
+        outputs, packed, previous = {}, {}, []
         with shared.reuse.active():
             for name, spec, forward, pipeline, names, threshold in all_tasks:
                 inputs = {input_name: texts["text"] if input_name in ("text", "text_a") else texts["text_b"]
@@ -374,8 +374,14 @@ def _serve_all(shared, all_tasks):
                     packed[packing] = lengths_lib.cut_to_longest(spec.text_features(pipeline, inputs),
                                                              single.SEQUENCE_FEATURES, pipeline.max_seq_length)
                 features = packed[packing]
+                if isinstance(forward, _TaskForward):
+                    # The adapted passes one after the other: the activations of one pass at a time (the resident
+                    # memory of one model), each pass using every core. (The frozen-encoder tasks share one pass.)
+                    with tf.control_dependencies(previous):
+                        features = {key: tf.identity(value) for key, value in features.items()}
                 task_outputs = spec.text_outputs(
                     single._run_model(forward, spec, features, threshold), features)  # pylint: disable=protected-access
+                previous = [value for value in task_outputs.values() if value.dtype != tf.string][:1]
                 outputs.update((f"{name}/{key}", value) for key, value in task_outputs.items())
         return outputs
 
