@@ -121,9 +121,14 @@ class ExportRunner:
     _RENAMED_INPUTS = {"masked_lm_positions": "mlm_positions"}
     compiles_per_shape = False   # The signature's graph runs any length as it is.
 
-    def __init__(self, directory):
+    def __init__(self, directory, export_task=None):
         self.directory = directory
         self.metadata = export_metadata.read(directory)
+        signature_name = "serving_default"
+        if export_task is not None or self.metadata.get("kind") == "multitask":
+            from albert_tf.export import multitask  # A multi-task export: the task's own signature and facts.
+            self.metadata, signature_name = multitask.task_metadata(self.metadata, export_task, directory)
+            self.labels = self.metadata.get("labels")
         self.kind = self.metadata["kind"]
         self.max_seq_length = self.metadata.get("max_seq_length")
         try:
@@ -138,9 +143,9 @@ class ExportRunner:
                                           "`serve_text` signature: pip install "
                                           f"{text_ops.tensorflow_text_requirement()}") from e
             raise
-        if "serving_default" not in self.loaded.signatures:
-            raise InputError(f"`{directory}` has no `serving_default` signature: not an albert-export directory.")
-        self.signature = self.loaded.signatures["serving_default"]
+        if signature_name not in self.loaded.signatures:
+            raise InputError(f"`{directory}` has no `{signature_name}` signature: not an albert-export directory.")
+        self.signature = self.loaded.signatures[signature_name]
         self.output_specs = self.signature.structured_outputs
         self.input_specs = self.signature.structured_input_signature[1]
         self.input_names = tuple(self.input_specs)
@@ -509,7 +514,7 @@ class Pipeline:
                              "set_intra_op_parallelism_threads` sets before the first model call.")
         export_dir = export_directory(source)
         if export_dir is not None:
-            runner = ExportRunner(export_dir)
+            runner = ExportRunner(export_dir, options.pop("export_task", None))
             cls._check_kind(runner, export_dir, "export ")
             options.setdefault("do_lower_case", runner.do_lower_case)
             cls.runner_options(runner, options)
@@ -598,7 +603,9 @@ def pipeline(task, source, **options):
         **options: `batch_size` (32; a resizable LiteRT export's own `batch_size`), `progress` (None: a bar
             for more than one batch), `config` / `spm_model_file` / `vocab_file` (for sources without them),
             `num_threads` (a LiteRT export's interpreter threads; default: every core this process may run on),
-            and the task's options with the runners' names and defaults (see the module docstring).
+            and the task's options with the runners' names and defaults (see the module docstring); `export_task`:
+            the task of a multi-task export (`albert-export --tasks`) to answer with (its own signature, labels
+            and lengths).
 
     Returns:
         a `Pipeline` (call it on one input or a list).

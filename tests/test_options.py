@@ -74,8 +74,8 @@ ORIGINAL_FLAGS["run_ner"] = (["data_dir", "albert_config_file", "spm_model_file"
                               "export_dir", "labels", "dropout_prob", "train_step", "warmup_step", "optimizer"]
                              + _TPU + _TF2 + ["gradient_accumulation_steps"])
 ORIGINAL_FLAGS["run_squad_v1"] = ORIGINAL_FLAGS["run_squad_v2"] = ORIGINAL_FLAGS["run_squad"]
-# The fine-tuning runners' Keras LoRA (docs/lora.md).
-_LORA = ["lora_rank", "lora_targets"]
+# The fine-tuning runners' Keras LoRA (docs/lora.md) and the frozen encoder (docs/serving.md, multi-task export).
+_LORA = ["lora_rank", "lora_targets", "freeze_encoder"]
 # `gradient_accumulation_steps`: on every runner whose Python call takes it (the original trains on TPUs, where the
 # batch fits; run_pretraining.py, run_race.py and run_ner's lists above have it already).
 _ACCUMULATION = ["gradient_accumulation_steps"]
@@ -181,7 +181,8 @@ def test_every_runner_is_a_python_module_of_the_package():
 # directory; `overwrite` is albert-quickstart's start over (its finished steps done again) or albert-export's
 # replacement of the LiteRT export in --export_dir.
 HOMONYMS = {"train_file", "predict_file", "task_name", "dropout_prob", "keep_checkpoint_max", "input_file",
-            "random_seed", "output_dir", "input", "model", "format", "labels", "export_dir", "overwrite"}
+            "random_seed", "output_dir", "input", "model", "format", "labels", "export_dir", "overwrite",
+            "tasks"}
 _OPTION_MODULES = [options, glue_task, squad_task, race_task, ner_task, pretraining_task, reproduce, create_data,
                    instances, convert_cli, vocab_lib, download, quickstart, export_cli, normalization]
 # albert-export's text-mode lengths: a dataclass made from the registered text modes' `Length`s.

@@ -27,6 +27,7 @@ encoder itself (the task models' `encoder=` argument) with its head's weights.
 
 import contextlib
 import dataclasses
+import json
 import os
 import re
 import shutil
@@ -38,10 +39,8 @@ from absl import logging
 
 from albert_tf import registry
 from albert_tf.checkpoints.restore import restore_checkpoint
-from albert_tf.config import TOKEN_INPUTS
 from albert_tf.data import lengths as lengths_lib
 from albert_tf.errors import InputError, check_export_backend
-from albert_tf.export import metadata as metadata_lib
 from albert_tf.export import saved_model as single
 from albert_tf.export import warmup as warmup_lib
 from albert_tf.models.albert_model import AlbertModel, as_config
@@ -240,14 +239,46 @@ class SharedEncoder(AlbertModel):
                                dict(kwargs, args=args))
 
 
-class _AdaptedForward:
-    """A LoRA task's model called on the shared encoder's weights: `stateless_call` with the frozen encoder
-    weights read from the shared encoder's variables and the task's own (adapters, adapted layers' biases, head)
-    from its variables. `variables` are those the export tracks for it."""
+class _Forwards:
+    """The traced forward passes of an export: one concrete function per model structure (class, config, adapters)
+    and kind of features, taking the features and the weights as arguments, so that the graph of the encoder is
+    stored once per structure, not once per task and signature."""
 
-    def __init__(self, model, shared_by_path):
-        self.model = model
-        self.config = model.config
+    def __init__(self):
+        self.templates = {}     # structure -> the first model of that structure
+        self.functions = {}
+
+    def template(self, structure, model):
+        template = self.templates.setdefault(structure, model)
+        if [tuple(v.shape) for v in template.variables] != [tuple(v.shape) for v in model.variables]:
+            raise InputError(f"{type(model).__name__}: its weights differ in shape from another task's of the same "
+                             "config.")
+        return template
+
+    def __call__(self, structure, features, trainable, non_trainable):
+        template = self.templates[structure]
+        key = (structure, tuple(sorted((name, t.dtype.name, t.shape.rank) for name, t in features.items())))
+        function = self.functions.get(key)
+        if function is None:
+            def forward(features, trainable, non_trainable):
+                outputs, _ = template.stateless_call(trainable, non_trainable, features, training=False)
+                return outputs
+
+            specs = ({name: tf.TensorSpec([None] * t.shape.rank, t.dtype) for name, t in features.items()},
+                     [tf.TensorSpec(t.shape, t.dtype) for t in trainable],
+                     [tf.TensorSpec(t.shape, t.dtype) for t in non_trainable])
+            function = self.functions[key] = tf.function(forward).get_concrete_function(*specs)
+        return function(features, trainable, non_trainable)
+
+
+class _TaskForward:
+    """A task's model called on the shared encoder's weights (`_Forwards`, its model's `stateless_call`): its
+    frozen encoder weights read from the shared encoder's variables, its own (a LoRA run's adapters and adapted
+    layers' biases, the head) from its variables. `variables` are those the export tracks for it."""
+
+    def __init__(self, model, shared_by_path, forwards, structure):
+        self.model, self.config, self.forwards, self.structure = model, model.config, forwards, structure
+        forwards.template(structure, model)
         encoder_paths = {id(v): v.path for v in model.encoder.weights}
         self.non_trainable = []
         for v in model.non_trainable_variables:
@@ -260,10 +291,51 @@ class _AdaptedForward:
                                                             if not isinstance(v, np.ndarray)]
 
     def __call__(self, inputs, training=False):
-        trainable = [v.value for v in self.model.trainable_variables]
-        non_trainable = [v if isinstance(v, np.ndarray) else v.value for v in self.non_trainable]
-        outputs, _ = self.model.stateless_call(trainable, non_trainable, inputs, training=training)
-        return outputs
+        del training  # Inference.
+        trainable = [tf.convert_to_tensor(v.value) for v in self.model.trainable_variables]
+        non_trainable = [tf.constant(v) if isinstance(v, np.ndarray) else tf.convert_to_tensor(v.value)
+                         for v in self.non_trainable]
+        return self.forwards(self.structure, dict(inputs), trainable, non_trainable)
+
+
+class _Packings:
+    """The traced raw-text packings of an export: one concrete function per (serving spec, text pipeline, inputs),
+    called by every signature that packs text so (each task's `NAME_text`, `serve_all`)."""
+
+    def __init__(self):
+        self.functions = {}
+
+    def __call__(self, spec, pipeline, texts):
+        key = (type(spec), id(pipeline), tuple(sorted(texts)))
+        function = self.functions.get(key)
+        if function is None:
+            def pack_text(texts):
+                return spec.text_features(pipeline, texts)
+
+            function = self.functions[key] = tf.function(pack_text).get_concrete_function(
+                {name: tf.TensorSpec([None], tf.string) for name in texts})
+        return function(dict(texts))
+
+
+class _SharedPackingSpec:
+    """A serving spec whose `text_features` is the export's shared packing (`_Packings`); the rest is the spec's."""
+
+    def __init__(self, spec, packings):
+        self.spec, self.packings = spec, packings
+
+    def __getattr__(self, name):
+        return getattr(self.spec, name)
+
+    def text_features(self, pipeline, texts):
+        return self.packings(self.spec, pipeline, texts)
+
+
+def _structure(run):
+    """What makes two runs' models one traced function: their class, constructor arguments and adapters."""
+    config = {key: value for key, value in run.record["model_config"].items() if key != "name"}
+    return json.dumps({"class": run.kind.name, "config": config, "mode": run.mode,
+                       "lora": [run.record.get("lora_rank"), run.record.get("lora_targets")]},
+                      sort_keys=True, default=str)
 
 
 def _head_weights(model):
@@ -292,18 +364,24 @@ def _serve_all(shared, all_tasks):
     packing (`_Reuse`)."""
 
     def serve_all(**texts):
-        outputs, packed = {}, {}
+        outputs, packed, previous = {}, {}, []
         with shared.reuse.active():
             for name, spec, forward, pipeline, names, threshold in all_tasks:
                 inputs = {input_name: texts["text"] if input_name in ("text", "text_a") else texts["text_b"]
                           for input_name in names}
-                packing = (id(pipeline), type(spec).text_features, names)
+                packing = (id(pipeline), type(getattr(spec, "spec", spec)), names)
                 if packing not in packed:
                     packed[packing] = lengths_lib.cut_to_longest(spec.text_features(pipeline, inputs),
                                                              single.SEQUENCE_FEATURES, pipeline.max_seq_length)
                 features = packed[packing]
+                if isinstance(forward, _TaskForward):
+                    # The adapted passes one after the other: the activations of one pass at a time (the resident
+                    # memory of one model), each pass using every core. (The frozen-encoder tasks share one pass.)
+                    with tf.control_dependencies(previous):
+                        features = {key: tf.identity(value) for key, value in features.items()}
                 task_outputs = spec.text_outputs(
                     single._run_model(forward, spec, features, threshold), features)  # pylint: disable=protected-access
+                previous = [value for value in task_outputs.values() if value.dtype != tf.string][:1]
                 outputs.update((f"{name}/{key}", value) for key, value in task_outputs.items())
         return outputs
 
@@ -321,6 +399,9 @@ class _MultiTaskModule(tf.Module):
         self.config_file = config_asset
         self.vocab_file = spm_asset
         self.label_files = label_assets
+        # The heads of the frozen-encoder tasks' models on the shared encoder (serve_all's): small copies.
+        self.serve_all_variables = [getattr(v, "value", v) for task in all_tasks if not isinstance(task[2], _TaskForward)
+                                    for v in _head_weights(task[2])]
         lower = tf.constant(bool(do_lower_case))
 
         def tokenization_info():
@@ -390,67 +471,12 @@ def export_multitask(tasks, export_dir, version=None, warmup=None, spm_model_fil
     if tf.io.gfile.exists(final_dir):
         raise InputError(f"`{final_dir}` already exists; pass another `version` or none for the next one.")
 
-    shared = SharedEncoder(config)
-    shared_by_path = {v.path: v for v in shared.weights}
-    for run in runs:
-        missing = sorted(set(run.frozen_weights()) - set(shared_by_path))
-        if missing:
-            raise InputError(f"Task `{run.name}`: encoder weights {missing[:3]} are not an encoder's of its config.")
-    fallback = {v.path: v.numpy() for v in runs[0].model.encoder.weights}
-    for path, variable in shared_by_path.items():
-        variable.assign(frozen[path] if path in frozen else fallback[path])
-
+    shared = _shared_encoder(config, runs, frozen)
     staging = tempfile.mkdtemp(prefix="albert_export_")
     created = not tf.io.gfile.exists(export_dir)
     try:
-        config_path = os.path.join(staging, "albert_config.json")
-        config.to_json_file(config_path)
-        spm_copy = os.path.join(staging, os.path.basename(spm_model_file))
-        with open(spm_copy, "wb") as f:
-            f.write(proto)
-        config_asset, spm_asset = tf.saved_model.Asset(config_path), tf.saved_model.Asset(spm_copy)
-        label_assets = {}
-        for run in runs:
-            if run.record.get("labels"):
-                path = os.path.join(staging, f"labels_{run.name}.txt")
-                with open(path, "w", encoding="utf-8") as f:
-                    f.write("".join(f"{label}\n" for label in run.record["labels"]))
-                label_assets[run.name] = tf.saved_model.Asset(path)
-        pipelines, modules, all_tasks, facts, tokenizer = {}, {}, [], {}, None
-        for run in runs:
-            spec = run.spec
-            max_seq_length = int(run.record["max_seq_length"])
-            lengths = text_modes.resolve_lengths(dict(run.record.get("lengths") or {}), max_seq_length, shrink=False)
-            key = (max_seq_length, tuple(sorted(lengths.items())))
-            if key not in pipelines:
-                pipeline = text_ops.TextPipeline(proto, do_lower_case, max_seq_length, config.vocab_size,
-                                                 name=f"text_pipeline_{len(pipelines)}", **lengths)
-                if tokenizer is None:
-                    tokenizer = pipeline.tokenizer
-                pipeline.tokenizer = tokenizer     # One SentencePiece resource for every packing.
-                pipelines[key] = pipeline
-            pipeline = pipelines[key]
-            if run.mode == "frozen":
-                forward = _frozen_task_model(run, shared)
-            else:
-                forward = _AdaptedForward(run.model, shared_by_path)
-            threshold = run.record.get("threshold")
-            spec.check_arguments(run.model, max_seq_length, threshold)
-            modules[run.name] = single._ServingModule(   # pylint: disable=protected-access
-                forward, spec, config_asset, spm_asset, pipeline, do_lower_case, max_seq_length, lengths, threshold)
-            inputs = _serve_all_inputs(spec)
-            if inputs is not None:
-                all_tasks.append((run.name, spec, forward, pipeline, inputs, threshold))
-            facts[run.name] = {"kind": spec.kind, "model_class": type(run.model).__name__, "encoder": run.mode,
-                               "run_dir": os.path.abspath(run.run_dir), "checkpoint": run.prefix,
-                               "max_seq_length": max_seq_length, "labels": run.record.get("labels"),
-                               "labels_file": f"assets/labels_{run.name}.txt" if run.name in label_assets else None,
-                               "lora_rank": int(run.record.get("lora_rank") or 0),
-                               "signatures": signature_names(run.name), "in_serve_all": inputs is not None,
-                               **single.kind_lengths(spec, lengths), **spec.export_facts(run.model)}
-        # The frozen-encoder tasks first: their one encoder pass is traced before the adapted passes.
-        all_tasks.sort(key=lambda task: isinstance(task[2], _AdaptedForward))
-        module = _MultiTaskModule(shared, modules, config_asset, spm_asset, label_assets, do_lower_case, all_tasks)
+        assets = _assets(staging, config, spm_model_file, proto, runs)
+        module, facts, all_tasks = _module(shared, runs, assets, proto, do_lower_case, config.vocab_size)
         requests = None
         if warmup:
             requests = _warmup_requests(module, runs)
@@ -474,6 +500,80 @@ def export_multitask(tasks, export_dir, version=None, warmup=None, spm_model_fil
     return final_dir
 
 
+def _shared_encoder(config, runs, frozen):
+    """The `SharedEncoder` of `config` holding the frozen weights `frozen` (`{path: value}`); the weights that
+    every run trained (the adapted layers' biases) take the first run's values, which no task reads."""
+    shared = SharedEncoder(config)
+    shared_by_path = {v.path: v for v in shared.weights}
+    for run in runs:
+        missing = sorted(set(run.frozen_weights()) - set(shared_by_path))
+        if missing:
+            raise InputError(f"Task `{run.name}`: encoder weights {missing[:3]} are not an encoder's of its config.")
+    fallback = {v.path: v.numpy() for v in runs[0].model.encoder.weights}
+    for path, variable in shared_by_path.items():
+        variable.assign(frozen[path] if path in frozen else fallback[path])
+    return shared
+
+
+def _assets(staging, config, spm_model_file, proto, runs):
+    """`(config asset, SentencePiece asset, {task: labels asset})`, their files written in `staging`."""
+    config_path = os.path.join(staging, "albert_config.json")
+    config.to_json_file(config_path)
+    spm_copy = os.path.join(staging, os.path.basename(spm_model_file))
+    with open(spm_copy, "wb") as f:
+        f.write(proto)
+    label_assets = {}
+    for run in runs:
+        if run.record.get("labels"):
+            path = os.path.join(staging, f"labels_{run.name}.txt")
+            with open(path, "w", encoding="utf-8") as f:
+                f.write("".join(f"{label}\n" for label in run.record["labels"]))
+            label_assets[run.name] = tf.saved_model.Asset(path)
+    return tf.saved_model.Asset(config_path), tf.saved_model.Asset(spm_copy), label_assets
+
+
+def _module(shared, runs, assets, proto, do_lower_case, vocab_size):
+    """`(_MultiTaskModule, {task: metadata facts}, serve_all's tasks)`."""
+    config_asset, spm_asset, label_assets = assets
+    shared_by_path = {v.path: v for v in shared.weights}
+    pipelines, modules, all_tasks, facts, tokenizer, forwards = {}, {}, [], {}, None, _Forwards()
+    packings = _Packings()
+    for run in runs:
+        spec = _SharedPackingSpec(run.spec, packings)
+        max_seq_length = int(run.record["max_seq_length"])
+        lengths = text_modes.resolve_lengths(dict(run.record.get("lengths") or {}), max_seq_length, shrink=False)
+        key = (max_seq_length, tuple(sorted(lengths.items())))
+        if key not in pipelines:
+            pipeline = text_ops.TextPipeline(proto, do_lower_case, max_seq_length, vocab_size,
+                                             name=f"text_pipeline_{len(pipelines)}", **lengths)
+            if tokenizer is None:
+                tokenizer = pipeline.tokenizer
+            pipeline.tokenizer = tokenizer     # One SentencePiece resource for every packing.
+            pipelines[key] = pipeline
+        pipeline = pipelines[key]
+        forward = _TaskForward(run.model, shared_by_path, forwards, _structure(run))
+        # serve_all runs the frozen-encoder tasks' heads on one pass of the shared encoder.
+        all_forward = _frozen_task_model(run, shared) if run.mode == "frozen" else forward
+        threshold = run.record.get("threshold")
+        spec.check_arguments(run.model, max_seq_length, threshold)
+        modules[run.name] = single._ServingModule(   # pylint: disable=protected-access
+            forward, spec, config_asset, spm_asset, pipeline, do_lower_case, max_seq_length, lengths, threshold)
+        inputs = _serve_all_inputs(spec)
+        if inputs is not None:
+            all_tasks.append((run.name, spec, all_forward, pipeline, inputs, threshold))
+        facts[run.name] = {"kind": spec.kind, "model_class": type(run.model).__name__, "encoder": run.mode,
+                           "run_dir": os.path.abspath(run.run_dir), "checkpoint": run.prefix,
+                           "max_seq_length": max_seq_length, "labels": run.record.get("labels"),
+                           "labels_file": f"assets/labels_{run.name}.txt" if run.name in label_assets else None,
+                           "lora_rank": int(run.record.get("lora_rank") or 0),
+                           "signatures": signature_names(run.name), "in_serve_all": inputs is not None,
+                           **single.kind_lengths(spec, lengths), **spec.export_facts(run.model)}
+    # The frozen-encoder tasks first: their one encoder pass is traced before the adapted passes.
+    all_tasks.sort(key=lambda task: isinstance(task[2], _TaskForward))
+    module = _MultiTaskModule(shared, modules, config_asset, spm_asset, label_assets, do_lower_case, all_tasks)
+    return module, facts, all_tasks
+
+
 def _warmup_requests(module, runs):
     """One warm-up request per signature: each task's at its own `max_seq_length` and `tf.Example` features."""
     requests = {}
@@ -492,3 +592,73 @@ def _warmup_requests(module, runs):
         examples = warmup_lib.example_bytes(run.spec.example_spec(length, lengths))
         requests[name] = warmup_lib.signature_inputs(specs, length, examples)
     return requests
+
+
+def task_metadata(metadata, task, directory):
+    """`(metadata of one task, its token-ids signature)` of the multi-task export `directory` (`metadata`: its
+    `albert_export.json`), as a single-task export's metadata reads (kind, lengths, casing, labels); an
+    `InputError` when `task` is not given or not one of its tasks, or the export is not a multi-task one."""
+    if metadata.get("kind") != KIND:
+        raise InputError(f"`export_task={task!r}` applies to multi-task exports (albert-export --tasks); "
+                         f"`{directory}` is a {metadata.get('kind')} export.")
+    tasks = metadata.get("task_order") or sorted(metadata.get("tasks", {}))
+    if task not in metadata.get("tasks", {}):
+        given = "" if task is None else f" (not {task!r})"
+        raise InputError(f"`{directory}` is a multi-task export of the tasks {', '.join(tasks)}: pass "
+                         f"`export_task=` one of them{given}.")
+    facts = dict(metadata["tasks"][task])
+    facts.update(do_lower_case=metadata.get("do_lower_case", True), spm_model_file=metadata.get("spm_model_file"),
+                 config_file=metadata.get("config_file"))
+    return facts, facts["signatures"][single.SERVING_DEFAULT]
+
+
+class MultiTaskModel:
+    """A multi-task export loaded with `tf.saved_model.load` (`load`): `predict(texts)` answers every task of
+    `serve_all` in one call, `predict(texts, task=NAME)` one task through its `NAME_text` signature.
+
+    Attributes:
+        tasks: the export's task names; labels: `{task: label names or None}`; metadata: its `albert_export.json`.
+    """
+
+    def __init__(self, directory):
+        import tensorflow_text  # noqa: F401  pylint: disable=import-outside-toplevel,unused-import
+        from albert_tf.export import metadata as metadata_lib  # pylint: disable=import-outside-toplevel
+        self.metadata = metadata_lib.read(directory)
+        if self.metadata.get("kind") != KIND:
+            raise InputError(f"`{directory}` is a {self.metadata.get('kind')} export, not a multi-task one "
+                             "(albert-export --tasks): load it with `albert_tf.pipeline` or `tf.saved_model.load`.")
+        self.directory = directory
+        self.tasks = list(self.metadata["task_order"])
+        self.labels = {name: facts.get("labels") for name, facts in self.metadata["tasks"].items()}
+        self.loaded = tf.saved_model.load(directory)
+
+    def predict(self, texts, text_b=None, task=None):
+        """`{task: {output: numpy array}}` of `serve_all` on `texts` (a string or a list; `text_b`: the second
+        texts of pair tasks), or with `task`, `{output: array}` of that task's `NAME_text` signature."""
+        texts = [texts] if isinstance(texts, (str, bytes)) else list(texts)
+        pairs = [""] * len(texts) if text_b is None else ([text_b] if isinstance(text_b, (str, bytes))
+                                                           else list(text_b))
+        if len(pairs) != len(texts):
+            raise InputError(f"`text_b` must have one entry per text: {len(texts)} texts, {len(pairs)} in `text_b`.")
+        if task is not None:
+            if task not in self.metadata["tasks"]:
+                raise InputError(f"`task` must be one of {', '.join(self.tasks)}. Received: {task!r}.")
+            signature = self.loaded.signatures[signature_names(task)[single.SERVE_TEXT]]
+            names = list(signature.structured_input_signature[1])
+            inputs = {name: tf.constant(pairs if name == "text_b" else texts) for name in names}
+            return {name: value.numpy() for name, value in signature(**inputs).items()}
+        if SERVE_ALL not in self.loaded.signatures:
+            raise InputError(f"`{self.directory}` has no `serve_all` (none of its tasks takes one text): pass `task`.")
+        signature = self.loaded.signatures[SERVE_ALL]
+        names = list(signature.structured_input_signature[1])
+        outputs = signature(**{name: tf.constant(pairs if name == "text_b" else texts) for name in names})
+        found = {}
+        for key, value in outputs.items():
+            name, _, output = key.partition("/")
+            found.setdefault(name, {})[output] = value.numpy()
+        return found
+
+
+def load(directory):
+    """The multi-task export `directory` (a version directory) as a `MultiTaskModel`."""
+    return MultiTaskModel(directory)

@@ -11,6 +11,8 @@ export directory left behind.
 The module is marked `cpu_kernels`: `.ci/run` runs it again with oneDNN flipped.
 """
 
+import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -19,8 +21,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the exports' text ops)
+from tensorflow.core.protobuf import saved_model_pb2
 
 import multitask_fixtures
+import repo_paths
 from fresh_process import same_cpu_backend
 from albert_tf.errors import InputError
 from albert_tf.export import metadata, multitask, warmup
@@ -139,6 +143,53 @@ def test_every_signature_has_a_warmup_request_that_runs(export, served):
         assert outputs, name
 
 
+def test_predict_answers_every_task_or_one(served, export):
+    model = multitask.load(export)
+    assert model.tasks == ["sentiment", "grammar", "tags"]
+    assert model.labels["grammar"] == ["0", "1"]
+    empty = np.array([""] * len(TEXTS), dtype=object)
+    want = served.run(multitask.SERVE_ALL, text=np.array(TEXTS, dtype=object), text_b=empty)
+    got = model.predict(TEXTS)
+    assert sorted(got) == ["grammar", "sentiment", "tags"]
+    for task, outputs in got.items():
+        _assert_same(outputs, {name.split("/", 1)[1]: value for name, value in want.items()
+                               if name.startswith(task + "/")}, f"predict {task}")
+    one = model.predict(TEXTS, task="sentiment")
+    _assert_same(one, served.run("sentiment_text", text_a=np.array(TEXTS, dtype=object), text_b=empty),
+                 "predict sentiment")
+    with pytest.raises(InputError, match="`task` must be one of sentiment, grammar, tags"):
+        model.predict(TEXTS, task="topic")
+
+
+@pytest.mark.parametrize("pipeline_task, task, labels", [("text-classification", "grammar", ["0", "1"]),
+                                                        ("token-classification", "tags", None)])
+def test_a_pipeline_on_the_export_answers_as_on_the_tasks_own_export(runs, export, pipeline_task, task, labels):
+    import albert_tf   # pylint: disable=import-outside-toplevel
+    options = {"labels": labels} if labels else {}
+    want = albert_tf.pipeline(pipeline_task, runs["exports"][task], **options)(TEXTS)
+    got = albert_tf.pipeline(pipeline_task, export, export_task=task)(TEXTS)
+    _assert_close(got, want)
+    with pytest.raises(InputError, match="multi-task export of the tasks sentiment, grammar, tags: pass "
+                                         "`export_task=`"):
+        albert_tf.pipeline(pipeline_task, export)
+
+
+def _assert_close(got, want):
+    """Pipeline answers (lists and dicts of labels, words and scores) equal, scores to 1e-5."""
+    if isinstance(want, dict):
+        assert sorted(got) == sorted(want)
+        for key in want:
+            _assert_close(got[key], want[key])
+    elif isinstance(want, (list, tuple)):
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            _assert_close(a, b)
+    elif isinstance(want, float):
+        assert got == pytest.approx(want, abs=ATOL)
+    else:
+        assert got == want
+
+
 def _refused(tasks, tmp_path, message):
     target = tmp_path / "refused"
     with pytest.raises(InputError, match=message) as raised:
@@ -203,3 +254,30 @@ def test_albert_export_tasks_writes_the_export_and_refuses_single_export_flags(r
     assert proc.returncode != 0
     assert "`input` is required (a checkpoint source), or `tasks`" in proc.stderr
     assert not (tmp_path / "wrong").exists()
+
+
+@pytest.mark.e2e
+def test_a_lora_tasks_signature_runs_through_the_c_api(export, served, tmp_path):
+    """TensorFlow's C API (TF Serving's C++ loader; `tests/c_api_client.py`, no TensorFlow Python package): with
+    tensorflow-text's op libraries loaded, the LoRA task's token-ids signature gives the session loader's outputs."""
+    saved_model = saved_model_pb2.SavedModel()
+    with open(os.path.join(export, "saved_model.pb"), "rb") as f:
+        saved_model.ParseFromString(f.read())
+    signature = saved_model.meta_graphs[0].signature_def["sentiment"]
+    inputs = _token_inputs(np.random.RandomState(5))
+    text_dir = os.path.dirname(importlib.util.find_spec("tensorflow_text").origin)
+    run = {"name": "sentiment", "export_dir": export,
+           "inputs": {signature.inputs[name].name: name for name in inputs},
+           "outputs": {name: info.name for name, info in signature.outputs.items()}}
+    spec = {"runs": [], "text": {"export_dir": export, "run": run, "libraries": [
+        os.path.join(text_dir, library) for library in ("python/ops/_sentencepiece_tokenizer.so",
+                                                        "python/ops/_normalize_ops.so")]}}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    np.savez(tmp_path / "inputs.npz", **inputs)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", **same_cpu_backend())
+    proc = subprocess.run([sys.executable, os.path.join(repo_paths.TESTS, "c_api_client.py"),
+                           str(tmp_path / "spec.json"), str(tmp_path / "inputs.npz"), str(tmp_path / "got.npz"),
+                           str(tmp_path / "report.json")], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = dict(np.load(tmp_path / "got.npz"))
+    _assert_same({name: got[name] for name in run["outputs"]}, served.run("sentiment", **inputs), "C API sentiment")

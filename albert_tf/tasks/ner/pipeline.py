@@ -137,7 +137,7 @@ def token_classification_pipeline(source, **options):
     options, config, spm_model_file, vocab_file, do_lower_case = pipelines.split_options(options)
     export_dir = pipelines.export_directory(source)
     if export_dir is not None:
-        runner = pipelines.ExportRunner(export_dir)
+        runner = pipelines.ExportRunner(export_dir, options.pop("export_task", None))
         if runner.kind not in TokenClassificationPipeline.export_kinds:
             raise InputError(f"The export `{export_dir}` serves a {runner.kind} model; 'token-classification' needs "
                              "an export of token_classifier (per-token `probabilities [batch, seq, labels]`).")
