@@ -1,6 +1,8 @@
 """`model.ckpt-<step>` checkpoints of Keras objects under any Keras backend, in the TensorFlow runners' format.
 
-The TensorFlow runners save `tf.train.Checkpoint(model=, optimizer=[, dropout_rng=, lora=, iterator=])`
+The runs' checkpoints (`albert_tf.training.run_checkpoint`) are a graph of `Node`s over the model and its
+optimizer's variables, mirrored here under JAX. Runs written before saved
+`tf.train.Checkpoint(model=, optimizer=[, dropout_rng=, lora=, iterator=])`
 (`albert_tf.training.loop.checkpoint_objects`): an object-based checkpoint whose keys are the shortest paths of
 TensorFlow's object graph through the Keras objects (`model/encoder/pooler/_kernel`,
 `optimizer/_trainable_variables/0`, `optimizer/_variables/3`, `optimizer/_iterations`, ...), each followed by
