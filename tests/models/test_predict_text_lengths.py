@@ -56,3 +56,17 @@ def test_predict_on_text_equals_the_ids_packed_to_the_maximum(model_files, case)
             np.testing.assert_allclose(got[name][keep], value[keep], atol=1e-5, rtol=0, err_msg=name)
         else:
             np.testing.assert_allclose(got[name], value, atol=1e-5, rtol=0, err_msg=name)
+
+
+def test_batches_of_text_round_to_8_in_a_graph_and_to_32_where_each_length_compiles(model_files):  # noqa: F811
+    pre = AlbertPreprocessor(model_files["spm"], max_seq_length=MAX)
+    model = AlbertClassifier(model_files["config"], num_labels=3, preprocessor=pre)
+    mask = pre(TEXTS).get("input_mask").numpy()
+    longest = [int(mask[i:i + 2].any(0).nonzero()[0].max()) + 1 for i in (0, 2)]    # per batch of 2
+    assert longest[0] <= 24 < 32 < longest[1]      # the two roundings differ on the first batch
+    for jit_compile in (False, True):
+        model.jit_compile = jit_compile      # XLA (JAX's default): each new length compiles once
+        multiple = 32 if model.jit_compile else 8    # (Keras keeps False where the model cannot compile)
+        batches = model._text_dataset(TEXTS, batch_size=2, cut=True)
+        lengths = [int(features["input_ids"].shape[-1]) for features, *_ in batches]
+        assert lengths == [min(-(-n // multiple) * multiple, MAX) for n in longest], (jit_compile, lengths)
