@@ -69,7 +69,7 @@ class ExportOptions(options_lib.ModelOptions, options_lib.TokenizerOptions, opti
                          enum_values=("saved_model", "tflite", "mediapipe"))
     quantize: str = option("none", "tflite and mediapipe only: float16 weights, dynamic-range int8, or int8 calibrated on "
                            "--calibration_file.", enum_values=("none", "float16", "dynamic", "int8"))
-    batch_size: Optional[int] = option(None, "tflite: the rows per run that albert_tf.pipeline defaults to (with "
+    batch_size: Optional[int] = option(None, "tflite: albert_tf.pipeline's default batch for the export (with "
                                        "--nodynamic_shapes the fixed batch of the inputs); default 32 (mediapipe: "
                                        "1, the only batch it takes).")
     dynamic_shapes: bool = option(True, "tflite only: resizable inputs, so that each batch runs at its own size "
@@ -105,7 +105,7 @@ def _lengths_class(lengths):
     return options_lib.length_options(lengths, name="ExportLengths")
 
 
-# `--format=tflite`'s rows per run: the pipelines' batch (`albert_tf.pipeline`'s `batch_size`).
+# `--format=tflite`'s default batch: the pipelines' (`albert_tf.pipeline`'s `batch_size`).
 DEFAULT_LITE_BATCH_SIZE = 32
 
 # The checkpoint is `input`, the SentencePiece model `spm_model_file` (no WordPiece vocabulary for serve_text).

@@ -82,9 +82,9 @@ def input_shapes(model, batch_size, max_seq_length, **lengths):
 
 
 def dynamic_input_shapes(model, shapes):
-    """`shapes` (`input_shapes`) with the batch dimension and every token input's sequence dimensions None: the
-    signature of an export whose batches run at their own size and length (`Interpreter.resize_tensor_input`).
-    Other inputs keep their width (the pretrainer's `mlm_positions`)."""
+    """`shapes` (`input_shapes`) with the batch dimension and every dimension the serving spec leaves unknown
+    None (the token inputs' lengths, the pretrainer's `mlm_positions` width): the signature of an export whose
+    batches run at their own size and length (`Interpreter.resize_tensor_input`)."""
     token_specs = export_lib.serving_spec(model).token_specs()
     dynamic = {}
     for name, shape in shapes.items():
@@ -306,7 +306,7 @@ def export_tflite(model, output_dir, spm_model_file=None, do_lower_case=True, ma
     `lengths` are the text modes' lengths (`convert`); those of the model's kind are recorded in the metadata.
     `outputs` keeps only the named serving outputs (`convert`); `dynamic_shapes` (default) makes the batch size
     and the token lengths resizable, so that each batch runs at its own size and length up to `max_seq_length`
-    (`batch_size` is then the rows per run that `albert_tf.pipeline` defaults to); `package` (bytes -> bytes) rewrites the flatbuffer
+    (`batch_size` is then `albert_tf.pipeline`'s default batch for the export); `package` (bytes -> bytes) rewrites the flatbuffer
     before it is written and `extra_files` (`{name: bytes}`) are written beside it (the MediaPipe export's
     metadata and tokenizer, `albert_tf.export.mediapipe`). An `output_dir` that already holds a LiteRT export is
     refused unless `overwrite` (`check_output_dir`).
