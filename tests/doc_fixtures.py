@@ -22,17 +22,9 @@ from albert_tf.tasks.squad.model import AlbertSquadV2
 from albert_tf.tasks.ner.model import AlbertTokenClassifier
 import original_checkpoints as oc
 import squad_fixtures as fx
+from support.pipeline_models import built as _built
 
 SEQ = 32   # max_seq_length of the fixture exports
-
-
-def _built(model, choices=False, positions=False):
-    ids = tf.ones([1, 4, 8] if choices else [1, 8], tf.int32)
-    inputs = {"input_ids": ids, "input_mask": ids, "segment_ids": tf.zeros_like(ids)}
-    if positions:
-        inputs["masked_lm_positions"] = tf.zeros([1, 2], tf.int32)
-    model(inputs, training=False)
-    return model
 
 
 def _common(root):

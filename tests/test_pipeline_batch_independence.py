@@ -26,6 +26,7 @@ from albert_tf.tasks.squad.pipeline import QuestionAnsweringPipeline
 from albert_tf.models.albert_model import AlbertModel
 from albert_tf.text import tokenization
 import squad_fixtures as fx
+from support.pipeline_models import assert_nested_close, built as _built
 
 MAX = 64   # the fixture config's max_position_embeddings
 
@@ -65,30 +66,6 @@ def env(tmp_path_factory):
     return tokenization.FullTokenizer(spm_model_file=spm_file, do_lower_case=True), config
 
 
-def _built(model, choices=False, positions=False):
-    ids = tf.ones([1, 4, 8] if choices else [1, 8], tf.int32)
-    inputs = {"input_ids": ids, "input_mask": ids, "segment_ids": tf.zeros_like(ids)}
-    if positions:
-        inputs["masked_lm_positions"] = tf.zeros([1, 2], tf.int32)
-    model(inputs, training=False)
-    return model
-
-
-def _assert_close(got, expected, where):
-    if isinstance(expected, dict):
-        assert set(got) == set(expected), where
-        for key in expected:
-            _assert_close(got[key], expected[key], f"{where}[{key!r}]")
-    elif isinstance(expected, (list, tuple)):
-        assert len(got) == len(expected), where
-        for i, (g, e) in enumerate(zip(got, expected)):
-            _assert_close(g, e, f"{where}[{i}]")
-    elif isinstance(expected, (float, np.ndarray, np.floating)):
-        np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0, err_msg=where)
-    else:
-        assert got == expected, where
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_an_answer_is_the_same_alone_and_in_any_batch(env, case):
     tokenizer, config = env
@@ -103,7 +80,7 @@ def test_an_answer_is_the_same_alone_and_in_any_batch(env, case):
         rng.shuffle(order)
         batched = pipe([inputs[i] for i in order])
         for k, i in enumerate(order):
-            _assert_close(batched[k], alone[i], f"round {round_}, input {i}")
+            assert_nested_close(batched[k], alone[i], f"round {round_}, input {i}")
     if cls is QuestionAnsweringPipeline:
         for item, answer in zip(inputs, alone):
             assert answer["answer"] not in ("empty", ""), item
@@ -155,10 +132,10 @@ def test_a_numpy_array_and_a_generator_give_what_the_list_gives(env):
     model = _built(AlbertClassifier(config, num_labels=3))
     pipe = TextClassificationPipeline(KerasRunner(model), tokenizer, True, max_seq_length=MAX)
     texts, pairs = SENTENCES[:4], [(SENTENCES[0], SENTENCES[1]), (SENTENCES[2], SENTENCES[3])]
-    _assert_close(pipe(np.array(texts)), pipe(texts), "array")
-    _assert_close(pipe(text for text in texts), pipe(texts), "generator")
-    _assert_close(pipe(np.array(pairs)), pipe(pairs), "array of pairs")
-    _assert_close(pipe(np.array(texts[0])), pipe(texts[0]), "0-d array")
+    assert_nested_close(pipe(np.array(texts)), pipe(texts), "array")
+    assert_nested_close(pipe(text for text in texts), pipe(texts), "generator")
+    assert_nested_close(pipe(np.array(pairs)), pipe(pairs), "array of pairs")
+    assert_nested_close(pipe(np.array(texts[0])), pipe(texts[0]), "0-d array")
     qa = QuestionAnsweringPipeline(KerasRunner(_built(AlbertSquadV1(config))), tokenizer, True, max_seq_length=MAX,
                                    max_query_length=12, doc_stride=16)
-    _assert_close(qa(iter(QUESTIONS[:2])), qa(QUESTIONS[:2]), "iterator of questions")
+    assert_nested_close(qa(iter(QUESTIONS[:2])), qa(QUESTIONS[:2]), "iterator of questions")

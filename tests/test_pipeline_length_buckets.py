@@ -22,6 +22,7 @@ from albert_tf.tasks.squad.pipeline import QuestionAnsweringPipeline
 from albert_tf.models.albert_model import AlbertModel
 from albert_tf.text import tokenization
 import squad_fixtures as fx
+from support.pipeline_models import assert_nested_close, built as _built
 
 MAX = 64   # the fixture config's max_position_embeddings: buckets 8, 16, ..., 64
 
@@ -40,15 +41,6 @@ CONTEXTS = [paragraph for paragraph, _, _ in fx.PARAGRAPHS]
 def env(tmp_path_factory):
     spm_file, config, _ = fx.model_files(tmp_path_factory.mktemp("length_buckets"))
     return tokenization.FullTokenizer(spm_model_file=spm_file, do_lower_case=True), config
-
-
-def _built(model, choices=False, positions=False):
-    ids = tf.ones([1, 4, 8] if choices else [1, 8], tf.int32)
-    inputs = {"input_ids": ids, "input_mask": ids, "segment_ids": tf.zeros_like(ids)}
-    if positions:
-        inputs["masked_lm_positions"] = tf.zeros([1, 2], tf.int32)
-    model(inputs, training=False)
-    return model
 
 
 class _Recording:
@@ -89,21 +81,6 @@ CASES = {
 }
 
 
-def _assert_close(got, expected, where="result"):
-    if isinstance(expected, dict):
-        assert set(got) == set(expected), where
-        for key in expected:
-            _assert_close(got[key], expected[key], f"{where}[{key!r}]")
-    elif isinstance(expected, (list, tuple)):
-        assert len(got) == len(expected), where
-        for i, (g, e) in enumerate(zip(got, expected)):
-            _assert_close(g, e, f"{where}[{i}]")
-    elif isinstance(expected, (float, np.ndarray, np.floating)):
-        np.testing.assert_allclose(got, expected, atol=1e-5, rtol=0, err_msg=where)
-    else:
-        assert got == expected, where
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_length_aware_batches_equal_the_batches_padded_to_the_maximum(env, case):
     tokenizer, config = env
@@ -118,7 +95,7 @@ def test_length_aware_batches_equal_the_batches_padded_to_the_maximum(env, case)
     pipe.runner, padded.runner = _Recording(pipe.runner), _Recording(padded.runner)
     call = {"top_k": call_options["top_k"]} if "top_k" in call_options else {}
     got, expected = pipe(inputs, **call), padded(inputs, **call)
-    _assert_close(got, expected)
+    assert_nested_close(got, expected)
     assert set(padded.runner.lengths) == {MAX}
     assert min(pipe.runner.lengths) < MAX and all(n % 8 == 0 or n == MAX for n in pipe.runner.lengths)
 
