@@ -197,6 +197,26 @@ def _same_value(runs, field, what):
     return next(iter(values))
 
 
+def _sentencepiece(runs, spm_model_file):
+    """`(path, bytes)` of the SentencePiece model: `spm_model_file`, else the runs' (the same bytes in every run,
+    else an `InputError` naming two runs)."""
+    paths = [spm_model_file] if spm_model_file else [run.record.get("spm_model_file") for run in runs]
+    found = {}
+    for run, path in zip(runs, paths):
+        if not path or not tf.io.gfile.exists(path):
+            raise InputError(f"The SentencePiece model `{path}` of task `{run.name}` is not found: pass "
+                             "`spm_model_file`.")
+        if path not in found:
+            with tf.io.gfile.GFile(path, "rb") as f:
+                found[path] = (run, f.read())
+    (first, proto), *others = found.values()
+    for other, data in others:
+        if data != proto:
+            raise InputError(f"Tasks `{first.name}` and `{other.name}` were trained with different SentencePiece "
+                             "models; one export holds one tokenizer.")
+    return next(iter(found)), proto
+
+
 class _Reuse:
     """Within `active()`, a call of the shared encoder on the input tensors of an earlier call (and the same
     keyword arguments) returns that call's outputs: `serve_all` runs the encoder once for the frozen-encoder
@@ -455,12 +475,7 @@ def export_multitask(tasks, export_dir, version=None, warmup=None, spm_model_fil
     runs = [_load_run(name, run_dir) for name, run_dir in pairs]
     config, frozen = _check_same_encoder(runs)
     do_lower_case = _same_value(runs, "do_lower_case", "casing (do_lower_case)")
-    if spm_model_file is None:
-        spm_model_file = _same_value(runs, "spm_model_file", "SentencePiece models")
-    if not spm_model_file or not tf.io.gfile.exists(spm_model_file):
-        raise InputError(f"The runs' SentencePiece model `{spm_model_file}` is not found: pass `spm_model_file`.")
-    with tf.io.gfile.GFile(spm_model_file, "rb") as f:
-        proto = f.read()
+    spm_model_file, proto = _sentencepiece(runs, spm_model_file)
     config = as_config(config)
     tokenization.check_spm_vocab_size(proto, config.vocab_size, spm_model_file, "the runs' config")
     if version is None:
