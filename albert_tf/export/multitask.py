@@ -19,10 +19,13 @@ Each run's directory holds `albert_run.json` (`albert_tf.training.run_record`, w
 train) and its checkpoints (`model.ckpt-best`, else the latest). Every run's frozen encoder weights must be
 bit for bit those of the others (they started from the same weights); full fine-tunes are refused.
 
-How a LoRA task shares the encoder: its Keras model (adapters enabled) is called with `stateless_call`, its frozen
-encoder weights replaced by the shared encoder's variables, its own (adapters, biases, head) read from its
-variables, so the SavedModel holds one copy of the encoder. A frozen-encoder task's model is built on the shared
-encoder itself (the task models' `encoder=` argument) with its head's weights.
+How a task shares the encoder: its Keras model (adapters enabled for a LoRA run) is called with `stateless_call`,
+its frozen encoder weights replaced by the shared encoder's variables and its own (adapters, biases, head) read from
+its variables, so the SavedModel holds one copy of the encoder. The call is one traced function per model
+structure, taking the weights as arguments (`_Forwards`), and the raw-text packing one traced function per text
+pipeline (`_Packings`): every signature calls them, so the graph of the encoder is stored once per structure.
+In `serve_all` the frozen-encoder tasks' models are built on the shared encoder itself (the task models'
+`encoder=` argument, `SharedEncoder`), whose one pass their heads read.
 """
 
 import contextlib
