@@ -7,7 +7,7 @@ differs) and frozen-encoder runs (random heads). Then:
 
 * `size`: the bytes of the multi-task export of the LoRA runs against one run's own single-task export
   (`export_saved_model`, adapters merged): the issue's target is <= 1.2x;
-* `memory`: the resident memory (`VmRSS`) that loading each export into TF Serving's session loader adds to a
+* `memory`: the resident memory (`VmRSS`, after `malloc_trim`) that loading each export into TF Serving's session loader adds to a
   fresh process that imported TensorFlow and tensorflow-text, and the same after one request (`serve_all` of the
   multi-task export, `serve_text` of the single one): the target is <= 1.3x one single-task model;
 * `frozen`: `serve_all` of the multi-task export of the frozen-encoder runs against one single-task export's
@@ -28,6 +28,7 @@ Examples::
     python benchmarks/bench_multitask.py --size=base --num_tasks=4 --rounds=20 --output=multitask.md
 """
 
+import ctypes
 import json
 import os
 import subprocess
@@ -60,6 +61,11 @@ FLAGS = flags.FLAGS
 
 
 def _rss():
+    """The process's `VmRSS` in bytes, after `malloc_trim` hands the freed heap back (as `bench_memory.py`)."""
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except OSError:
+        pass
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith("VmRSS:"):

@@ -72,7 +72,7 @@ def copy_run(run_dir, target, **record):
     return str(target)
 
 
-def _frozen_classifier(run_dir):
+def frozen_classifier(run_dir):
     saved = run_record.read(run_dir)
     model = AlbertClassifier.from_config(saved["model_config"])
     restore_checkpoint(model, loop.list_checkpoints(run_dir)[-1][1])
@@ -89,7 +89,7 @@ def _replace_checkpoints(run_dir, objects):
 def other_encoder_run(run_dir, target):
     """A copy of the frozen-encoder run `run_dir` whose encoder's word embeddings moved by 1e-3."""
     target = copy_run(run_dir, target)
-    model = _frozen_classifier(target)
+    model = frozen_classifier(target)
     embeddings = model.encoder.embeddings.word_embeddings
     embeddings.assign(embeddings.numpy() + 1e-3)
     _replace_checkpoints(target, loop.checkpoint_objects(model))
@@ -99,6 +99,6 @@ def other_encoder_run(run_dir, target):
 def headless_run(run_dir, target):
     """A copy of the frozen-encoder run `run_dir` whose checkpoint holds the encoder only (no head)."""
     target = copy_run(run_dir, target)
-    model = _frozen_classifier(target)
+    model = frozen_classifier(target)
     _replace_checkpoints(target, loop.checkpoint_objects(model.encoder))
     return target

@@ -5,6 +5,8 @@
 - `warmup`: `assets.extra/tf_serving_warmup_requests`.
 - `metadata`: `assets.extra/albert_export.json`, what an export is (its model kind, lengths, signatures).
 - `session_model`: `SessionModel`, an export run through TF Serving's loader path (a TF1 session).
+- `multitask`: `export_multitask` (`albert-export --tasks`): several LoRA or frozen-encoder runs in one SavedModel,
+  the encoder once; `load(...).predict`.
 - `lite`: LiteRT conversion and `LiteModel`.
 
 What each model kind's signatures take and give is its `albert_tf.serving_spec.ServingSpec`, declared by the kind.
@@ -19,7 +21,7 @@ from albert_tf import lazy
 _SAVED_MODEL_NAMES = ("SERVE_EXAMPLES", "SERVE_TEXT", "SERVING_DEFAULT", "TOKENIZATION_INFO", "backing_variables",
                       "example_feature_spec", "export_from_checkpoint", "export_saved_model", "model_kind", "next_version",
                       "serving_spec")
-_SUBMODULES = ("cli", "lite", "metadata", "saved_model", "session_model", "warmup")
+_SUBMODULES = ("cli", "lite", "metadata", "multitask", "saved_model", "session_model", "warmup")
 
 __all__ = list(_SAVED_MODEL_NAMES) + list(_SUBMODULES)
 

@@ -19,10 +19,13 @@ Each run's directory holds `albert_run.json` (`albert_tf.training.run_record`, w
 train) and its checkpoints (`model.ckpt-best`, else the latest). Every run's frozen encoder weights must be
 bit for bit those of the others (they started from the same weights); full fine-tunes are refused.
 
-How a LoRA task shares the encoder: its Keras model (adapters enabled) is called with `stateless_call`, its frozen
-encoder weights replaced by the shared encoder's variables, its own (adapters, biases, head) read from its
-variables, so the SavedModel holds one copy of the encoder. A frozen-encoder task's model is built on the shared
-encoder itself (the task models' `encoder=` argument) with its head's weights.
+How a task shares the encoder: its Keras model (adapters enabled for a LoRA run) is called with `stateless_call`,
+its frozen encoder weights replaced by the shared encoder's variables and its own (adapters, biases, head) read from
+its variables, so the SavedModel holds one copy of the encoder. The call is one traced function per model
+structure, taking the weights as arguments (`_Forwards`), and the raw-text packing one traced function per text
+pipeline (`_Packings`): every signature calls them, so the graph of the encoder is stored once per structure.
+In `serve_all` the frozen-encoder tasks' models are built on the shared encoder itself (the task models'
+`encoder=` argument, `SharedEncoder`), whose one pass their heads read.
 """
 
 import contextlib
@@ -195,6 +198,26 @@ def _same_value(runs, field, what):
         raise InputError(f"Tasks `{run_a.name}` and `{run_b.name}` were trained with different {what} ({a} and "
                          f"{b}); one export holds one tokenizer.")
     return next(iter(values))
+
+
+def _sentencepiece(runs, spm_model_file):
+    """`(path, bytes)` of the SentencePiece model: `spm_model_file`, else the runs' (the same bytes in every run,
+    else an `InputError` naming two runs)."""
+    paths = [spm_model_file] if spm_model_file else [run.record.get("spm_model_file") for run in runs]
+    found = {}
+    for run, path in zip(runs, paths):
+        if not path or not tf.io.gfile.exists(path):
+            raise InputError(f"The SentencePiece model `{path}` of task `{run.name}` is not found: pass "
+                             "`spm_model_file`.")
+        if path not in found:
+            with tf.io.gfile.GFile(path, "rb") as f:
+                found[path] = (run, f.read())
+    (first, proto), *others = found.values()
+    for other, data in others:
+        if data != proto:
+            raise InputError(f"Tasks `{first.name}` and `{other.name}` were trained with different SentencePiece "
+                             "models; one export holds one tokenizer.")
+    return next(iter(found)), proto
 
 
 class _Reuse:
@@ -455,12 +478,7 @@ def export_multitask(tasks, export_dir, version=None, warmup=None, spm_model_fil
     runs = [_load_run(name, run_dir) for name, run_dir in pairs]
     config, frozen = _check_same_encoder(runs)
     do_lower_case = _same_value(runs, "do_lower_case", "casing (do_lower_case)")
-    if spm_model_file is None:
-        spm_model_file = _same_value(runs, "spm_model_file", "SentencePiece models")
-    if not spm_model_file or not tf.io.gfile.exists(spm_model_file):
-        raise InputError(f"The runs' SentencePiece model `{spm_model_file}` is not found: pass `spm_model_file`.")
-    with tf.io.gfile.GFile(spm_model_file, "rb") as f:
-        proto = f.read()
+    spm_model_file, proto = _sentencepiece(runs, spm_model_file)
     config = as_config(config)
     tokenization.check_spm_vocab_size(proto, config.vocab_size, spm_model_file, "the runs' config")
     if version is None:

@@ -281,3 +281,21 @@ def test_a_lora_tasks_signature_runs_through_the_c_api(export, served, tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = dict(np.load(tmp_path / "got.npz"))
     _assert_same({name: got[name] for name in run["outputs"]}, served.run("sentiment", **inputs), "C API sentiment")
+
+
+def test_a_frozen_encoder_run_keeps_the_initial_encoder_and_refuses_lora(runs, tmp_path):
+    """`--freeze_encoder` trains the head alone: the run's encoder is the initial checkpoint's, bit for bit; with
+    `--lora_rank` it is refused before any work."""
+    from albert_tf.checkpoints.restore import restore_checkpoint   # pylint: disable=import-outside-toplevel
+    from albert_tf.models.albert_model import AlbertModel   # pylint: disable=import-outside-toplevel
+    from albert_tf.tasks.glue.task import run_classifier   # pylint: disable=import-outside-toplevel
+    initial = AlbertModel(runs["config"])
+    restore_checkpoint(initial, runs["init"])
+    trained = multitask_fixtures.frozen_classifier(runs["runs"]["grammar"])
+    for want, got in zip(initial.weights, trained.encoder.weights):
+        assert want.numpy().tobytes() == got.numpy().tobytes(), want.path
+    out = tmp_path / "both"
+    with pytest.raises(InputError, match="`freeze_encoder` and `lora_rank=2` exclude each other"):
+        run_classifier("CoLA", runs["glue"], str(out), **multitask_fixtures.run_args(
+            runs, freeze_encoder=True, lora_rank=2))
+    assert not out.exists()

@@ -157,8 +157,9 @@ def test_the_task_contract_is_small():
     # What a task says to the driver: at most 12 members (Model Garden's `base_task.Task` has about 14).
     members = {name for name in vars(driver.Task) if not name.startswith("_")}
     members |= {"options", "runtime"}
+    # `label_names`: what a run records of its labels (`run_record`, read by the multi-task export).
     assert members == {"options", "runtime", "check", "build_model", "train_data", "loss", "evaluate", "predict",
-                       "export"}, members
+                       "export", "label_names"}, members
 
 
 def test_the_checks_before_any_work(example, tmp_path):
