@@ -382,10 +382,11 @@ class PretrainedMixin(LoraMixin):
     def _predict_batches(self, x, **kwargs):
         """`keras.Model.predict`; a dataset that turns out to yield no batch (its size unknown beforehand, a
         `filter` that keeps nothing) is an `InputError`, and the model stays usable."""
-        # Keras' JAX predict takes the variables' values out of the model for its loop and puts them back after
-        # its last batch: a loop without a batch leaves them out. Their values are kept here to put back.
-        kept = ([(variable, variable.value) for variable in self.variables]
-                if is_dataset(x) and keras.backend.backend() == "jax" else [])
+        # Keras' predict may take the variables' values out of the model for its loop (the stateless backends do)
+        # and put them back after its last batch: a loop without a batch leaves them out. Their values are kept
+        # here to put back (on the other backends a value is the variable itself, and putting it back changes
+        # nothing).
+        kept = [(variable, variable.value) for variable in self.variables] if is_dataset(x) else []
         try:
             return super().predict(x, **kwargs)
         except UnboundLocalError as e:   # Keras' predict reads its last batch's outputs after an empty loop.
