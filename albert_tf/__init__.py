@@ -59,6 +59,12 @@ def __getattr__(name):
             raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
         globals()[name] = value
         return value
+    if name == "pipeline" and "pipeline" not in globals():
+        # The pipelines are inference on raw text: reached before TensorFlow loads, they run on the CPU kernels
+        # the commands pick (oneDNN on x86-64 with AVX2; a value the user set is kept), as the runners do.
+        from albert_tf.commands.app import pick_cpu_backend  # pylint: disable=import-outside-toplevel
+
+        pick_cpu_backend()
     return lazy.attribute(globals(), name, _EXPORTS, _SUBMODULES, _MODULE_ALIASES)
 
 

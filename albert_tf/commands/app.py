@@ -114,7 +114,9 @@ def pick_cpu_backend(environ=None, cpuinfo_text=None, machine=None):
     variable, so nothing is changed then. The commands call this (through `quiet_tensorflow_start`); a Python
     program that wants the same kernels for its pipelines, `Model.predict` or training calls it as
     `albert_tf.pick_cpu_backend()` before anything imports TensorFlow (this module loads none, and neither does
-    `import albert_tf`; the library never calls it on its own, so it leaves the process's environment alone).
+    `import albert_tf`). The library calls it on its own in one place: `albert_tf.pipeline`, the first time it is
+    looked up (inference on raw text, as the commands' `--do_predict`); its other calls leave the environment
+    alone.
 
     Args:
         environ: the environment to read and set (default `os.environ`).

@@ -128,6 +128,14 @@ def test_the_library_leaves_the_environment_alone():
     assert _python(code, TF_CPP_MIN_LOG_LEVEL="2").stdout.strip() == "None"
 
 
+def test_the_pipeline_picks_as_the_commands_do():
+    # `albert_tf.pipeline`, looked up before TensorFlow loads, runs on the commands' choice; a user's value is kept.
+    code = ("import os, albert_tf; albert_tf.pipeline; from tensorflow.python.util import _pywrap_util_port as port; "
+            "print(repr(os.environ.get('TF_ENABLE_ONEDNN_OPTS')), port.IsMklEnabled())")
+    assert _python(code, TF_CPP_MIN_LOG_LEVEL="2").stdout.split() == [repr(EXPECTED), str(EXPECTED == "1")]
+    assert _python(code, TF_CPP_MIN_LOG_LEVEL="2", TF_ENABLE_ONEDNN_OPTS="0").stdout.split() == ["'0'", "False"]
+
+
 @pytest.mark.e2e
 def test_a_runner_script_picks_before_its_imports():
     # The checkout's `run_race.py` run as a script (its door runs nothing on import), as far as `--helpfull`.
