@@ -403,7 +403,7 @@ def _serve_all(shared, all_tasks):
                     with tf.control_dependencies(previous):
                         features = {key: tf.identity(value) for key, value in features.items()}
                 task_outputs = spec.text_outputs(
-                    single._run_model(forward, spec, features, threshold), features)  # pylint: disable=protected-access
+                    single.run_model(forward, spec, features, threshold), features)  # pylint: disable=protected-access
                 previous = [value for value in task_outputs.values() if value.dtype != tf.string][:1]
                 outputs.update((f"{name}/{key}", value) for key, value in task_outputs.items())
         return outputs
@@ -435,7 +435,7 @@ class _MultiTaskModule(tf.Module):
         if all_tasks:
             pairs = any("text_b" in names for _, _, _, _, names, _ in all_tasks)
             specs = string_specs(("text", "text_b") if pairs else ("text",))
-            self.serve_all = single._signature_fn(_serve_all(shared, all_tasks), specs)  # pylint: disable=protected-access
+            self.serve_all = single.signature_fn(_serve_all(shared, all_tasks), specs)  # pylint: disable=protected-access
 
     def signatures(self):
         signatures = {single.TOKENIZATION_INFO: self.tokenization_info}
@@ -474,7 +474,7 @@ def export_multitask(tasks, export_dir, version=None, warmup=None, spm_model_fil
     """
     check_export_backend()
     pairs = parse_tasks(tasks)
-    warmup = single._check_warmup(warmup)   # pylint: disable=protected-access
+    warmup = single.check_warmup(warmup)   # pylint: disable=protected-access
     runs = [_load_run(name, run_dir) for name, run_dir in pairs]
     config, frozen = _check_same_encoder(runs)
     do_lower_case = _same_value(runs, "do_lower_case", "casing (do_lower_case)")
@@ -505,7 +505,7 @@ def export_multitask(tasks, export_dir, version=None, warmup=None, spm_model_fil
         tf.io.gfile.makedirs(export_dir)
         tmp_dir = os.path.join(export_dir, f".tmp-{int(version)}-{os.getpid()}")
         logging.info("Exporting tasks %s to %s", ", ".join(name for name, _ in pairs), final_dir)
-        final_dir = single._save_then_rename(   # pylint: disable=protected-access
+        final_dir = single.save_then_rename(   # pylint: disable=protected-access
             module, tmp_dir, final_dir, os.path.basename(os.path.normpath(export_dir)), requests, metadata,
             next_free=version is None)
     except BaseException:

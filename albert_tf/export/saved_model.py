@@ -149,7 +149,7 @@ def backing_variables(model):
     return [getattr(v, "value", v) for v in model.variables]
 
 
-def _run_model(model, spec, features, threshold=None):
+def run_model(model, spec, features, threshold=None):
     """Calls `model` (inference mode) on int32 serving features and returns the named serving outputs."""
     return spec.outputs(model(spec.model_inputs(features), training=False), threshold)
 
@@ -175,18 +175,18 @@ class _ServingModule(tf.Module):
         vocab_size = int(model.config.vocab_size)
 
         def serve_tokens(**features):
-            return _run_model(model, spec, _check_features(features, max_positions, vocab_size), threshold)
+            return run_model(model, spec, _check_features(features, max_positions, vocab_size), threshold)
 
-        self.serve_tokens = _signature_fn(serve_tokens, spec.token_specs())
+        self.serve_tokens = signature_fn(serve_tokens, spec.token_specs())
 
         def serve_examples(examples):
             parsed = tf.io.parse_example(examples, spec.example_spec(max_seq_length, lengths))
             features, passthrough = spec.example_features(parsed, max_seq_length)
-            outputs = _run_model(model, spec, features, threshold)
+            outputs = run_model(model, spec, features, threshold)
             outputs.update(passthrough)
             return outputs
 
-        self.serve_examples = _signature_fn(serve_examples, string_specs(("examples",)))
+        self.serve_examples = signature_fn(serve_examples, string_specs(("examples",)))
 
         if text_pipeline is not None:
             def serve_text(**texts):
@@ -194,9 +194,9 @@ class _ServingModule(tf.Module):
                 # Cut to the batch's longest text (rounded up to a multiple of 8): short text runs short.
                 features = lengths_lib.cut_to_longest(spec.text_features(self.text_pipeline, texts),
                                                       SEQUENCE_FEATURES, max_seq_length)
-                return spec.text_outputs(_run_model(model, spec, features, threshold), features)
+                return spec.text_outputs(run_model(model, spec, features, threshold), features)
 
-            self.serve_text = _signature_fn(serve_text, spec.text_specs())
+            self.serve_text = signature_fn(serve_text, spec.text_specs())
 
         lower = tf.constant(bool(do_lower_case))
 
@@ -214,7 +214,7 @@ class _ServingModule(tf.Module):
         return signatures
 
 
-def _signature_fn(fn, specs):
+def signature_fn(fn, specs):
     """A `tf.function` with `input_signature=specs.values()` calling `fn(**{name: tensor})`.
 
     A loaded signature checks the dtype of its inputs but not their shape, so each input first goes through
@@ -280,7 +280,7 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
     check_export_backend()
     model = merged_copy(model)   # LoRA adapters merged into the kernels (`albert_tf.models.lora`)
     spec = serving_spec(model)
-    warmup = _check_warmup(warmup)
+    warmup = check_warmup(warmup)
     version_given = version
     final_dir, version, lengths = _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_length,
                                                           version, threshold, lengths)
@@ -314,7 +314,7 @@ def export_saved_model(model, export_dir, spm_model_file=None, do_lower_case=Tru
             requests = _warmup_requests(spec, module.signatures(), int(max_seq_length), lengths)
         metadata = _metadata(model, spec, module, spm_model_file if proto is not None else None, do_lower_case,
                              max_seq_length, lengths)
-        final_dir = _save_then_rename(module, tmp_dir, final_dir, os.path.basename(os.path.normpath(export_dir)),
+        final_dir = save_then_rename(module, tmp_dir, final_dir, os.path.basename(os.path.normpath(export_dir)),
                                       requests, metadata, next_free=version_given is None)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -357,7 +357,7 @@ def _check_export_arguments(model, spec, export_dir, spm_model_file, max_seq_len
     return final_dir, version, lengths
 
 
-def _check_warmup(warmup):
+def check_warmup(warmup):
     """The `warmup` argument resolved to a bool (None: whether tensorflow-serving-api is installed)."""
     if warmup is None:
         if warmup_lib.serving_apis() is None:
@@ -391,7 +391,7 @@ def _metadata(model, spec, module, spm_model_file, do_lower_case, max_seq_length
     return facts
 
 
-def _save_then_rename(module, tmp_dir, final_dir, model_name, warmup_requests=None, metadata=None, next_free=False):
+def save_then_rename(module, tmp_dir, final_dir, model_name, warmup_requests=None, metadata=None, next_free=False):
     """`tf.saved_model.save` (the warm-up requests and `metadata`) into `tmp_dir`, then a rename to `final_dir`
     (nothing left behind on errors); returns the version directory written.
 
